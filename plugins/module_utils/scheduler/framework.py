@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The scheduling framework: named extension points and the plugins that implement them.
+
+Modelled on kube-scheduler's framework (pkg/scheduler/framework/interface.go): one
+small interface per extension point, plugins implement only the points they need,
+"does not fit" is a ``Status``, never an exception, and data computed once per
+instance lives in a ``CycleState``.
+
+One deliberate difference: kube's NormalizeScore sees every node's raw score and
+rescales against the best one. Here a plugin normalizes against its own fixed
+range (``normalize_score(raw) -> 0..100``), so a node's score depends only on that
+node. That keeps results independent of which other nodes happen to be feasible
+and lets the scheduler rescore only the node it just bound to (see scheduler.py).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+MAX_NODE_SCORE = 100.0
+
+SUCCESS = "Success"
+UNSCHEDULABLE = "Unschedulable"
+SKIP = "Skip"
+
+
+class Status:
+    """The outcome of a plugin call: a code, the reasons, and who said it."""
+
+    __slots__ = ("code", "reasons", "plugin")
+
+    def __init__(self, code=SUCCESS, reasons=(), plugin=""):
+        self.code = code
+        self.reasons = tuple(reasons)
+        self.plugin = plugin
+
+    @classmethod
+    def unschedulable(cls, reason, plugin=""):
+        return cls(UNSCHEDULABLE, (reason,), plugin)
+
+    @property
+    def ok(self):
+        return self.code == SUCCESS
+
+    def __repr__(self):
+        return "Status(%s, %r, %s)" % (self.code, self.reasons, self.plugin)
+
+
+OK = Status()
+SKIPPED = Status(SKIP)
+
+
+class CycleState(dict):
+    """Scratch data for one instance's scheduling cycle.
+
+    ``node_names`` is kube's PreFilterResult: when a PreFilter restricts the
+    candidates, only those nodes are tried and the others are reported with
+    ``outside_reason``.
+    """
+
+    node_names = None
+    outside_reason = ""
+
+    def restrict(self, names, reason):
+        names = set(names)
+        self.node_names = names if self.node_names is None else self.node_names & names
+        self.outside_reason = reason
+
+
+# --- extension points -------------------------------------------------------------
+
+class Plugin:
+    name = "Plugin"
+
+    def __init__(self, problem):
+        self.problem = problem
+
+
+class QueueSortPlugin(Plugin):
+    def sort_key(self, instance, moves_allowed):
+        """Instances are scheduled in ascending order of this key."""
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, cycle, cluster, instance):
+        """Node-independent checks and per-instance data. SKIP turns off this plugin's filters."""
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    """Filters come in two halves so the scheduler can cache the half that cannot change.
+
+    ``filter_static`` may read only the service and the node's spec (labels, taints,
+    devices), never what is placed; ``staying`` tells it the instance already runs on
+    that node. ``filter`` reads the attempt's state and must only get stricter as
+    reservations are added (the scheduler re-checks a cached node just before binding).
+    """
+
+    def filter_static(self, instance, node, staying):
+        return OK
+
+    def filter(self, cycle, cluster, instance, node_state):
+        return OK
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(self, attempt, instance, diagnosis):
+        """Called when an instance fits nowhere. Returns a Status; SUCCESS asks for another attempt."""
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    # True when the score depends on the instance's history and is non-zero only on
+    # its previous node; the scheduler then scores that node per instance.
+    instance_specific = False
+
+    def score(self, cycle, cluster, instance, node_state):
+        raise NotImplementedError
+
+
+class NormalizeScorePlugin(Plugin):
+    def normalize_score(self, raw):
+        """Map this plugin's raw score onto 0..MAX_NODE_SCORE."""
+        raise NotImplementedError
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        """Record the instance's use of the node; may fill in the placement's devices."""
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, attempt):
+        """Approve or reject the whole gang once every instance has been tried."""
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    def bind(self, placements, cluster):
+        """Turn the approved placements into the plan's result mapping (or part of it)."""
+        raise NotImplementedError
+
+
+class Framework:
+    """Runs the configured plugins at each extension point, in order."""
+
+    def __init__(self, problem, plugin_classes, weights):
+        self.plugins = [cls(problem) for cls in plugin_classes]
+        self.weights = dict(weights)
+
+        def at(point):
+            return [plugin for plugin in self.plugins if isinstance(plugin, point)]
+
+        self.queue_sort = at(QueueSortPlugin)[0]
+        self.pre_filters = at(PreFilterPlugin)
+        self.filters = at(FilterPlugin)
+        self.post_filters = at(PostFilterPlugin)
+        self.scorers = [p for p in at(ScorePlugin) if self.weights.get(p.name, 0)]
+        self.shared_scorers = [p for p in self.scorers if not p.instance_specific]
+        self.specific_scorers = [p for p in self.scorers if p.instance_specific]
+        self.reservers = at(ReservePlugin)
+        self.permits = at(PermitPlugin)
+        self.binders = at(BindPlugin)
+
+    def run_pre_filter(self, cluster, instance):
+        """Returns (status, cycle, filters to run)."""
+        cycle = CycleState()
+        skipped = set()
+        for plugin in self.pre_filters:
+            status = plugin.pre_filter(cycle, cluster, instance)
+            if status.code == SKIP:
+                skipped.add(plugin.name)
+            elif not status.ok:
+                status.plugin = status.plugin or plugin.name
+                return status, cycle, []
+        return OK, cycle, [p for p in self.filters if p.name not in skipped]
+
+    @staticmethod
+    def run_static_filters(filters, instance, node, staying):
+        for plugin in filters:
+            status = plugin.filter_static(instance, node, staying)
+            if not status.ok:
+                return status
+        return OK
+
+    @staticmethod
+    def run_filters(filters, cycle, cluster, instance, node_state):
+        for plugin in filters:
+            status = plugin.filter(cycle, cluster, instance, node_state)
+            if not status.ok:
+                return status
+        return OK
+
+    def run_score(self, scorers, cycle, cluster, instance, node_state):
+        total = 0.0
+        for plugin in scorers:
+            raw = plugin.score(cycle, cluster, instance, node_state)
+            if isinstance(plugin, NormalizeScorePlugin):
+                raw = plugin.normalize_score(raw)
+            total += self.weights[plugin.name] * min(max(raw, 0.0), MAX_NODE_SCORE)
+        return total
+
+    def run_reserve(self, cycle, cluster, instance, node_state, placement):
+        for plugin in self.reservers:
+            plugin.reserve(cycle, cluster, instance, node_state, placement)
+        node_state.version += 1
+
+    def run_post_filter(self, attempt, instance, diagnosis) -> Optional[Status]:
+        for plugin in self.post_filters:
+            status = plugin.post_filter(attempt, instance, diagnosis)
+            if status.ok:
+                return status
+        return None
+
+    def run_permit(self, attempt):
+        for plugin in self.permits:
+            status = plugin.permit(attempt)
+            if not status.ok:
+                return status
+        return OK
+
+    def run_bind(self, placements, cluster) -> Dict:
+        result: Dict = {}
+        for plugin in self.binders:
+            result.update(plugin.bind(placements, cluster))
+        return result
+
+
+def reasons_histogram(node_statuses: List[Tuple[str, Status]]):
+    """kube's FitError message body: '1 Insufficient cpu, 2 node(s) didn't match node selector'."""
+    counts: Dict[str, int] = {}
+    for _node, status in node_statuses:
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    return ", ".join(sorted("%d %s" % (count, reason) for reason, count in counts.items()))

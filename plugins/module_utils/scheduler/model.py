@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The scheduler's model: what the cluster has and what the catalog asks for.
+
+All amounts are integers: CPU in millicores, sizes in bytes. Everything here is
+immutable; what changes during a scheduling attempt lives in ``state.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Tuple
+
+NO_SCHEDULE = "NoSchedule"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+NO_EXECUTE = "NoExecute"
+TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
+
+SERVICE_LABEL_PREFIX = "gangplank.io/service."
+
+# Quota dimensions: what a group of services may request in total.
+QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
+
+
+@dataclass(frozen=True)
+class GPUDevice:
+    index: int
+    uuid: str
+    model: str
+    memory: int
+
+
+@dataclass(frozen=True)
+class NVMeDevice:
+    name: str
+    size: int
+    labels: Tuple[str, ...] = ()
+    mount: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: Optional[str]
+    effect: str
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str
+    value: Optional[str] = None
+    effect: Optional[str] = None
+
+    def tolerates(self, taint):
+        if self.key != taint.key:
+            return False
+        if self.value is not None and self.value != taint.value:
+            return False
+        return self.effect is None or self.effect == taint.effect
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    cpu: int
+    memory: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    gpus: Tuple[GPUDevice, ...] = ()
+    nvme: Tuple[NVMeDevice, ...] = ()
+
+
+@dataclass(frozen=True)
+class GPURequest:
+    """``count`` distinct devices on one node, each with ``memory`` free.
+
+    ``memory`` None asks for whole, unshared devices.
+    """
+    count: int
+    memory: Optional[int]
+    models: Tuple[str, ...] = ()
+
+    def matches(self, device):
+        if not self.models:
+            return True
+        name = device.model.lower()
+        return any(model.lower() in name for model in self.models)
+
+
+@dataclass(frozen=True)
+class NVMeRequest:
+    label: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpu: int = 0
+    memory: int = 0
+    gpu: Optional[GPURequest] = None
+    nvme: Optional[NVMeRequest] = None
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    replicas: int = 1
+    stateful: bool = False
+    sidecar: bool = False
+    scalable: bool = False
+    resources: Resources = Resources()
+    ports: Tuple[int, ...] = ()
+    sidecars: Tuple[str, ...] = ()
+    anti_affinity: Tuple[str, ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Tuple[Toleration, ...] = ()
+    depends_on: Tuple[str, ...] = ()
+    quota: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Quota:
+    name: str
+    min: Mapping[str, int] = field(default_factory=dict)
+    max: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PreviousPlacement:
+    node: str
+    gpu_uuids: Tuple[str, ...] = ()
+    nvme: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One replica of a service: ``<service>-<ordinal>``."""
+    service: Service
+    ordinal: int
+    previous: Optional[PreviousPlacement] = None
+
+    @property
+    def name(self):
+        return "%s-%d" % (self.service.name, self.ordinal)
+
+    @property
+    def pinned(self):
+        """A stateful instance that already runs somewhere must stay there."""
+        return self.service.stateful and self.previous is not None
+
+    def previous_node(self):
+        return self.previous.node if self.previous is not None else None
+
+
+@dataclass(frozen=True)
+class Problem:
+    nodes: Mapping[str, Node]           # ordered by name
+    services: Mapping[str, Service]     # ordered by name
+    quotas: Mapping[str, Quota]
+    previous: Mapping[str, PreviousPlacement]
+
+    def instances(self):
+        """Every instance the catalog asks for, in name order, with its history."""
+        result = []
+        for service in self.services.values():
+            if service.sidecar:
+                continue
+            for ordinal in range(service.replicas):
+                name = "%s-%d" % (service.name, ordinal)
+                result.append(Instance(service, ordinal, self.previous.get(name)))
+        return result
+
+
+@dataclass(frozen=True)
+class GPUClaim:
+    device: GPUDevice
+    memory: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    instance: Instance
+    node: str
+    gpus: Tuple[GPUClaim, ...] = ()
+    nvme: Optional[NVMeDevice] = None
+    nvme_size: int = 0
+
+
+Labels = Dict[str, str]

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""AntiAffinity: a service stays off nodes that run any service it lists, and vice versa.
+
+The rule is symmetric (A listing B also keeps B off A's nodes), covers sidecars,
+and a service that lists itself spreads its replicas one per node. It is read
+from the gangplank.io/service.<name> labels the scheduler plants on each node.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+
+
+class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
+    name = "AntiAffinity"
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        services = problem.services
+        avoid = {name: set(service.anti_affinity) for name, service in services.items()}
+        for name, service in services.items():
+            for other in service.anti_affinity:
+                avoid[other].add(name)
+        # An instance brings its sidecars: it avoids what any of them avoids.
+        self._conflicts = {}
+        for name, service in services.items():
+            members = pod_requests(services, service).services
+            self._conflicts[name] = frozenset().union(*(avoid[member] for member in members))
+
+    def pre_filter(self, cycle, cluster, instance):
+        return OK if self._conflicts[instance.service.name] else SKIPPED
+
+    def filter(self, cycle, cluster, instance, node_state):
+        if not self._conflicts[instance.service.name].isdisjoint(node_state.services):
+            return Status.unschedulable("node(s) didn't satisfy anti-affinity rules", self.name)
+        return OK
+
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        node_state.services.update(cycle["requests"].services)

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""DefaultBinder (Bind): turns the approved placements into the plan.
+
+The core binds on paper: placements, the moves they imply, the labels each node
+must carry, and each node's usage. Writing them to the hosts is the job of the
+gang_schedule action plugin.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import BindPlugin
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
+
+
+
+class DefaultBinder(BindPlugin):
+    name = "DefaultBinder"
+
+    def bind(self, placements, cluster):
+        ordered = sorted(placements, key=lambda p: (p.instance.service.name, p.instance.ordinal))
+        result_placements = {}
+        moves = []
+        for placement in ordered:
+            instance = placement.instance
+            result_placements[instance.name] = {
+                "service": instance.service.name,
+                "ordinal": instance.ordinal,
+                "node": placement.node,
+                "gpus": [{"index": claim.device.index, "uuid": claim.device.uuid,
+                          "model": claim.device.model, "memory": claim.memory}
+                         for claim in placement.gpus],
+                "nvme": None if placement.nvme is None else {
+                    "name": placement.nvme.name, "size": placement.nvme_size, "mount": placement.nvme.mount},
+                "sidecars": list(instance.service.sidecars),
+            }
+            if instance.previous is not None and instance.previous.node != placement.node:
+                moves.append({"instance": instance.name, "from": instance.previous.node, "to": placement.node})
+        node_labels = {}
+        usage = {}
+        for name in sorted(cluster.nodes):
+            state = cluster.nodes[name]
+            node = state.node
+            node_labels[name] = {SERVICE_LABEL_PREFIX + service: "true" for service in sorted(state.services)}
+            usage[name] = {
+                "cpu_millicores": {"used": state.cpu_used, "total": node.cpu},
+                "memory": {"used": state.memory_used, "total": node.memory},
+                "gpus": [{"index": gpu.index, "uuid": gpu.uuid, "model": gpu.model,
+                          "used": state.gpu_used[position], "total": gpu.memory}
+                         for position, gpu in enumerate(node.gpus)],
+                "nvme": [{"name": device.name, "used": state.nvme_used[position], "size": device.size}
+                         for position, device in enumerate(node.nvme)],
+                "instances": [p.instance.name for p in ordered if p.node == name],
+            }
+        return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU: per-device model and memory. A GPU is shared by memory; no memory asks for whole GPUs.
+
+A request takes ``count`` distinct devices of one node whose model matches one of
+``models`` (case-insensitive substring) and that each have ``memory`` free; a whole-GPU
+request takes devices nobody uses. Devices are chosen best-fit (least free memory
+that still fits, then index), which keeps whole GPUs free for whole-GPU work; the
+devices an instance used before come first when it stays on its node, so it is not
+restarted on other GPUs.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim
+
+INSUFFICIENT_MEMORY = "Insufficient GPU memory"
+INSUFFICIENT_WHOLE = "Insufficient free GPUs"
+
+
+def choose_gpus(node_state, request, preferred=()):
+    """The device positions and bytes an instance would take on this node, or None."""
+    node = node_state.node
+    candidates = []
+    for position, device in enumerate(node.gpus):
+        if not request.matches(device):
+            continue
+        free = node.gpus[position].memory - node_state.gpu_used[position]
+        if request.memory is None:
+            if node_state.gpu_used[position] == 0:
+                candidates.append((device.uuid not in preferred, free, device.index, position, device.memory))
+        elif free >= request.memory:
+            candidates.append((device.uuid not in preferred, free, device.index, position, request.memory))
+    if len(candidates) < request.count:
+        return None
+    candidates.sort()
+    return [(position, take) for _, _, _, position, take in candidates[:request.count]]
+
+
+def preferred_uuids(instance, node_name):
+    previous = instance.previous
+    return previous.gpu_uuids if previous is not None and previous.node == node_name else ()
+
+
+class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
+    name = "GPU"
+
+    def pre_filter(self, cycle, cluster, instance):
+        return OK if instance.service.resources.gpu is not None else SKIPPED
+
+    def filter_static(self, instance, node, staying):
+        request = instance.service.resources.gpu
+        if request is None:
+            return OK
+        models = [device for device in node.gpus if request.matches(device)]
+        if len(models) < request.count:
+            wanted = " or ".join(request.models) if request.models else "any model"
+            return Status.unschedulable("node(s) had fewer than %d GPU(s) of %s" % (request.count, wanted),
+                                        self.name)
+        if request.memory is not None and                 sum(1 for device in models if device.memory >= request.memory) < request.count:
+            return Status.unschedulable(INSUFFICIENT_MEMORY, self.name)
+        return OK
+
+    def filter(self, cycle, cluster, instance, node_state):
+        request = instance.service.resources.gpu
+        if choose_gpus(node_state, request, preferred_uuids(instance, node_state.name)) is None:
+            return Status.unschedulable(INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY,
+                                        self.name)
+        return OK
+
+    def score(self, cycle, cluster, instance, node_state):
+        request = instance.service.resources.gpu
+        if request is None:
+            # Keep GPU nodes for GPU work.
+            return 0.0 if node_state.node.gpus else 100.0
+        chosen = choose_gpus(node_state, request, preferred_uuids(instance, node_state.name))
+        if not chosen:
+            return 0.0
+        # Best fit: the share of each chosen device's free memory this request fills.
+        fills = [take / float(node_state.gpu_free(position)) for position, take in chosen]
+        return 100.0 * sum(fills) / len(fills)
+
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        request = instance.service.resources.gpu
+        if request is None:
+            return
+        chosen = choose_gpus(node_state, request, preferred_uuids(instance, node_state.name))
+        claims = []
+        for position, take in chosen:
+            node_state.gpu_used[position] += take
+            claims.append(GPUClaim(node_state.node.gpus[position], take))
+        placement["gpus"] = tuple(sorted(claims, key=lambda claim: claim.device.index))

@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NodePorts: a host port has one user per node (the instance or one of its sidecars)."""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
+    name = "NodePorts"
+
+    def pre_filter(self, cycle, cluster, instance):
+        return OK if cycle["requests"].ports else SKIPPED
+
+    def filter(self, cycle, cluster, instance, node_state):
+        for port in cycle["requests"].ports:
+            if port in node_state.ports:
+                return Status.unschedulable("node(s) didn't have free ports for the requested host ports",
+                                            self.name)
+        return OK
+
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        node_state.ports.update(cycle["requests"].ports)

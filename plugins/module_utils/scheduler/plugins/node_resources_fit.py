@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NodeResourcesFit: CPU and memory must fit; the score packs nodes full.
+
+The score is kube-scheduler's MostAllocated strategy (noderesources/most_allocated.go):
+the mean over CPU and memory of requested-after-placing / allocatable, times 100.
+Packing few nodes full leaves whole nodes free for large work that comes later.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, ReservePlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+
+
+class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
+    name = "NodeResourcesFit"
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+
+    def filter_static(self, instance, node, staying):
+        requests = self._requests[instance.service.name]
+        if requests.cpu > node.cpu:
+            return Status.unschedulable("Insufficient cpu", self.name)
+        if requests.memory > node.memory:
+            return Status.unschedulable("Insufficient memory", self.name)
+        return OK
+
+    def filter(self, cycle, cluster, instance, node_state):
+        requests = cycle["requests"]
+        node = node_state.node
+        if node_state.cpu_used + requests.cpu > node.cpu:
+            return Status.unschedulable("Insufficient cpu", self.name)
+        if node_state.memory_used + requests.memory > node.memory:
+            return Status.unschedulable("Insufficient memory", self.name)
+        return OK
+
+    def score(self, cycle, cluster, instance, node_state):
+        requests = cycle["requests"]
+        node = node_state.node
+        shares = []
+        if node.cpu:
+            shares.append((node_state.cpu_used + requests.cpu) / node.cpu)
+        if node.memory:
+            shares.append((node_state.memory_used + requests.memory) / node.memory)
+        return 100.0 * sum(shares) / len(shares) if shares else 0.0
+
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        node_state.cpu_used += cycle["requests"].cpu
+        node_state.memory_used += cycle["requests"].memory

@@ -1,0 +1,17 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NodeUnschedulable: a cordoned node takes no new instances; those already there stay."""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, Status
+
+
+class NodeUnschedulable(FilterPlugin):
+    name = "NodeUnschedulable"
+
+    def filter_static(self, instance, node, staying):
+        if node.unschedulable and not staying:
+            return Status.unschedulable("node(s) were unschedulable", self.name)
+        return OK

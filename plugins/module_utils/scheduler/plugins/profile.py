@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The default profile: which plugins run, in which order, and the score weights.
+
+Filters run in this order and a node is reported with the first one that rejects
+it. Stickiness outweighs every other score together (10 x 100 > 5 x 100), so a
+stateless instance that may move goes back to its previous node whenever it fits.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import AntiAffinity
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.coscheduling import Coscheduling
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_ports import NodePorts
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_selector import NodeSelector
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.nvme import NVMe
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.quota import Quota
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.repack import Repack
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import Sidecars
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.stickiness import Stickiness
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.taint_toleration import TaintToleration
+
+PLUGINS = (
+    HeavyFirst,           # QueueSort
+    Sidecars,             # PreFilter: the instance's total request, sidecars included
+    Stickiness,           # PreFilter, Score
+    Quota,                # PreFilter, Filter, Reserve
+    NodeUnschedulable,    # Filter
+    TaintToleration,      # Filter, Score
+    NodeSelector,         # Filter
+    NodePorts,            # PreFilter, Filter, Reserve
+    NodeResourcesFit,     # Filter, Score, Reserve
+    GPU,                  # PreFilter, Filter, Score, Reserve
+    NVMe,                 # PreFilter, Filter, Score, Reserve
+    AntiAffinity,         # PreFilter, Filter, Reserve
+    Repack,               # PostFilter
+    Coscheduling,         # Permit
+    DefaultBinder,        # Bind
+)
+
+WEIGHTS = {
+    "NodeResourcesFit": 1,
+    "GPU": 2,
+    "NVMe": 1,
+    "TaintToleration": 1,
+    "Stickiness": 10,
+}

@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Quota: groups of services with a min and a max on what they request in total.
+
+``max`` caps a group's total requests. ``min`` is reserved for its group: after
+every placement, the sum over groups of max(min, used), plus what services
+outside any group use, must fit the cluster's totals. Dimensions: cpu, memory,
+gpu (devices requested), gpu_memory (bytes taken on GPUs) and nvme (bytes).
+Usage only grows during an attempt, so a node this plugin rejects stays rejected.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus, preferred_uuids
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+
+
+def _show(dimension, amount):
+    if dimension == "cpu":
+        return format_cpu(amount)
+    if dimension == "gpu":
+        return str(amount)
+    return format_size(amount)
+
+
+class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
+    name = "Quota"
+
+    def __init__(self, problem):
+        super().__init__(problem)
+
+        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+        self._reserved = sorted({dim for quota in problem.quotas.values() for dim in quota.min})
+
+    def _request(self, instance, gpu_memory=None):
+        """The instance's request per dimension; whole GPUs count the memory of the devices taken."""
+        service = instance.service
+        requests = self._requests[service.name]
+        gpu = service.resources.gpu
+        request = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+        request["cpu"] = requests.cpu
+        request["memory"] = requests.memory
+        if gpu is not None:
+            request["gpu"] = gpu.count
+            request["gpu_memory"] = gpu_memory if gpu_memory is not None else gpu.count * (gpu.memory or 0)
+        if service.resources.nvme is not None:
+            request["nvme"] = service.resources.nvme.size
+        return request
+
+    def _check(self, cluster, instance, request):
+        group = instance.service.quota
+        if group is not None:
+            quota = self.problem.quotas[group]
+            used = cluster.quota_used[group]
+            for dim in sorted(quota.max):
+                if used[dim] + request[dim] > quota.max[dim]:
+                    return Status.unschedulable(
+                        "quota %s: %s would be %s, above its max %s" % (
+                            group, dim, _show(dim, used[dim] + request[dim]), _show(dim, quota.max[dim])),
+                        self.name)
+        for dim in self._reserved:
+            total = cluster.unquoted_used[dim] + (request[dim] if group is None else 0)
+            for name, quota in self.problem.quotas.items():
+                used = cluster.quota_used[name][dim] + (request[dim] if name == group else 0)
+                total += max(quota.min.get(dim, 0), used)
+            if total > cluster.capacity[dim]:
+                return Status.unschedulable(
+                    "quota min reservations: %s would need %s of the cluster's %s" % (
+                        dim, _show(dim, total), _show(dim, cluster.capacity[dim])),
+                    self.name)
+        return OK
+
+    def _whole_gpus_matter(self, instance):
+        gpu = instance.service.resources.gpu
+        if gpu is None or gpu.memory is not None:
+            return False
+        group = instance.service.quota
+        return "gpu_memory" in self._reserved or (
+            group is not None and "gpu_memory" in self.problem.quotas[group].max)
+
+    def pre_filter(self, cycle, cluster, instance):
+        if instance.service.quota is None and not self._reserved:
+            return SKIPPED
+        status = self._check(cluster, instance, self._request(instance))
+        if not status.ok:
+            return status
+        return OK if self._whole_gpus_matter(instance) else SKIPPED
+
+    def filter(self, cycle, cluster, instance, node_state):
+        # Whole GPUs: gpu_memory depends on which devices this node would give.
+        chosen = choose_gpus(node_state, instance.service.resources.gpu,
+                             preferred_uuids(instance, node_state.name)) or []
+        gpu_memory = sum(node_state.node.gpus[position].memory for position, _ in chosen)
+        return self._check(cluster, instance, self._request(instance, gpu_memory))
+
+    def reserve(self, cycle, cluster, instance, node_state, placement):
+        gpu_memory = sum(claim.memory for claim in placement.get("gpus", ()))
+        request = self._request(instance, gpu_memory)
+        used = cluster.quota_used[instance.service.quota] if instance.service.quota else cluster.unquoted_used
+        for dim in QUOTA_DIMENSIONS:
+            used[dim] += request[dim]

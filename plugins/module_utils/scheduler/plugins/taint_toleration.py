@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""TaintToleration: taints keep instances off nodes unless tolerated.
+
+As in Kubernetes: NoSchedule keeps new instances off but lets running ones stay,
+NoExecute also evicts running ones, PreferNoSchedule only lowers the score.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
+
+
+def untolerated(service, taints):
+    return [taint for taint in taints
+            if not any(toleration.tolerates(taint) for toleration in service.tolerations)]
+
+
+class TaintToleration(FilterPlugin, ScorePlugin):
+    name = "TaintToleration"
+
+    def filter_static(self, instance, node, staying):
+        for taint in untolerated(instance.service, node.taints):
+            if taint.effect == NO_EXECUTE or (taint.effect == NO_SCHEDULE and not staying):
+                shown = taint.key if taint.value is None else "%s: %s" % (taint.key, taint.value)
+                return Status.unschedulable("node(s) had untolerated taint {%s}" % shown, self.name)
+        return OK
+
+    def score(self, cycle, cluster, instance, node_state):
+        preferred_off = [t for t in untolerated(instance.service, node_state.node.taints)
+                         if t.effect == PREFER_NO_SCHEDULE]
+        return 0.0 if preferred_off else 100.0

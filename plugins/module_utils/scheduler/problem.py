@@ -1,0 +1,452 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Turn a problem mapping (parsed YAML or JSON) into the model, or say exactly what is wrong.
+
+Every error names the path (``services.infer.resources.gpu.memory``), the value
+found and what was expected. All errors are collected before raising, so one
+run shows the user every mistake.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from graphlib import CycleError, TopologicalSorter
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
+    GPUDevice, GPURequest, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem,
+    QUOTA_DIMENSIONS, Quota, Resources, Service, TAINT_EFFECTS, Taint, Toleration,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+    CPU_EXPECTED, SIZE_EXPECTED, parse_cpu, parse_size,
+)
+
+_SERVICE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 characters)"
+_INSTANCE_NAME = re.compile(r"^(.+)-(0|[1-9][0-9]*)$")
+
+_TOP_KEYS = ("nodes", "services", "quotas", "previous")
+_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme")
+_GPU_KEYS = ("index", "uuid", "model", "memory")
+_NVME_KEYS = ("name", "size", "labels", "mount")
+_TAINT_KEYS = ("key", "value", "effect")
+_SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
+                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota")
+_RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
+_GPU_REQUEST_KEYS = ("count", "memory", "models")
+_NVME_REQUEST_KEYS = ("label", "size")
+_QUOTA_KEYS = ("min", "max")
+_PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
+
+
+class ProblemError(ValueError):
+    """The problem is malformed. ``errors`` is a list of (path, message)."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super().__init__(self.__str__())
+
+    def __str__(self):
+        return "\n".join("%s: %s" % (path, message) for path, message in self.errors)
+
+
+def show(value):
+    """Render a value the way the user wrote it, briefly."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _join(path, key):
+    if isinstance(key, int):
+        return "%s[%d]" % (path, key)
+    return "%s.%s" % (path, key) if path else str(key)
+
+
+class _Reader:
+    """Reads values at paths, recording what is wrong instead of stopping."""
+
+    def __init__(self):
+        self.errors = []
+
+    def error(self, path, message):
+        self.errors.append((path, message))
+
+    def bad(self, path, value, expected):
+        self.error(path, "got %s; expected %s" % (show(value), expected))
+
+    def mapping(self, value, path, keys=None, required=(), optional_none=True):
+        if value is None and optional_none:
+            return {}
+        if not isinstance(value, dict):
+            self.bad(path, value, "a mapping")
+            return {}
+        for key in value:
+            if not isinstance(key, str):
+                self.bad(_join(path, str(key)), key, "a string key")
+            elif keys is not None and key not in keys:
+                self.error(_join(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
+        for key in required:
+            if key not in value:
+                self.error(_join(path, key), "is required")
+        return value
+
+    def sequence(self, value, path):
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.bad(path, value, "a list")
+            return []
+        return value
+
+    def string(self, value, path, expected="a non-empty string"):
+        if not isinstance(value, str) or not value:
+            self.bad(path, value, expected)
+            return None
+        return value
+
+    def label_value(self, value, path):
+        # YAML turns `gpu: true` and `rack: 3` into bool and int; labels are strings.
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            return str(value)
+        self.bad(path, value, "a string, number or boolean")
+        return None
+
+    def labels(self, value, path):
+        result = {}
+        for key, item in sorted(self.mapping(value, path).items(), key=lambda kv: str(kv[0])):
+            if isinstance(key, str) and key:
+                converted = self.label_value(item, _join(path, key))
+                if converted is not None:
+                    result[key] = converted
+        return result
+
+    def boolean(self, value, path, default=False):
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.bad(path, value, "true or false")
+            return default
+        return value
+
+    def integer(self, value, path, minimum=0, maximum=None, default=None):
+        if value is None and default is not None:
+            return default
+        expected = "an integer >= %d" % minimum
+        if maximum is not None:
+            expected = "an integer from %d to %d" % (minimum, maximum)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+                maximum is not None and value > maximum):
+            self.bad(path, value, expected)
+            return None
+        return value
+
+    def size(self, value, path, positive=False):
+        try:
+            result = parse_size(value)
+        except ValueError:
+            self.bad(path, value, SIZE_EXPECTED)
+            return None
+        if positive and result == 0:
+            self.bad(path, value, "a size greater than 0")
+            return None
+        return result
+
+    def cpu(self, value, path):
+        try:
+            return parse_cpu(value)
+        except ValueError:
+            self.bad(path, value, CPU_EXPECTED)
+            return None
+
+    def names(self, value, path):
+        """A list of distinct non-empty strings."""
+        result = []
+        for position, item in enumerate(self.sequence(value, path)):
+            name = self.string(item, _join(path, position))
+            if name is None:
+                continue
+            if name in result:
+                self.bad(_join(path, position), item, "no duplicates")
+                continue
+            result.append(name)
+        return tuple(result)
+
+
+def parse_problem(data):
+    """Return a ``Problem`` or raise ``ProblemError`` listing every mistake."""
+    reader = _Reader()
+    top = reader.mapping(data, "", _TOP_KEYS, required=("nodes", "services"), optional_none=False)
+    if reader.errors:
+        if not isinstance(data, dict):
+            raise ProblemError([("problem", "got %s; expected a mapping with nodes and services" % show(data))])
+        raise ProblemError(reader.errors)
+    nodes = _parse_nodes(reader, top.get("nodes"))
+    quotas = _parse_quotas(reader, top.get("quotas"))
+    services = _parse_services(reader, top.get("services"), quotas)
+    previous = _parse_previous(reader, top.get("previous"))
+    if reader.errors:
+        raise ProblemError(reader.errors)
+    return Problem(nodes=nodes, services=services, quotas=quotas, previous=previous)
+
+
+def _parse_nodes(reader, value):
+    nodes = OrderedDict()
+    raw = reader.mapping(value, "nodes", optional_none=False)
+    uuids = {}
+    for name in sorted(k for k in raw if isinstance(k, str)):
+        path = _join("nodes", name)
+        spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"))
+        cpu = reader.cpu(spec.get("cpu"), _join(path, "cpu")) if "cpu" in spec else 0
+        memory = reader.size(spec.get("memory"), _join(path, "memory")) if "memory" in spec else 0
+        taints = []
+        for position, item in enumerate(reader.sequence(spec.get("taints"), _join(path, "taints"))):
+            taint_path = _join(_join(path, "taints"), position)
+            taint = reader.mapping(item, taint_path, _TAINT_KEYS, required=("key", "effect"), optional_none=False)
+            key = reader.string(taint.get("key"), _join(taint_path, "key")) if "key" in taint else None
+            taint_value = None
+            if taint.get("value") is not None:
+                taint_value = reader.label_value(taint["value"], _join(taint_path, "value"))
+            effect = taint.get("effect")
+            if "effect" in taint and effect not in TAINT_EFFECTS:
+                reader.bad(_join(taint_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
+            elif key is not None and effect is not None:
+                taints.append(Taint(key, taint_value, effect))
+        gpus = []
+        indices = set()
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), _join(path, "gpus"))):
+            gpu_path = _join(_join(path, "gpus"), position)
+            gpu = reader.mapping(item, gpu_path, _GPU_KEYS, required=_GPU_KEYS, optional_none=False)
+            index = reader.integer(gpu.get("index"), _join(gpu_path, "index")) if "index" in gpu else None
+            if index is not None and index in indices:
+                reader.bad(_join(gpu_path, "index"), index, "an index not used by another GPU of node %s" % name)
+            uuid = reader.string(gpu.get("uuid"), _join(gpu_path, "uuid")) if "uuid" in gpu else None
+            if uuid is not None and uuid in uuids:
+                reader.bad(_join(gpu_path, "uuid"), uuid, "a UUID unique in the cluster (also at %s)" % uuids[uuid])
+            model = reader.string(gpu.get("model"), _join(gpu_path, "model")) if "model" in gpu else None
+            gpu_memory = reader.size(gpu.get("memory"), _join(gpu_path, "memory"), positive=True) \
+                if "memory" in gpu else None
+            if None not in (index, uuid, model, gpu_memory) and index not in indices and uuid not in uuids:
+                indices.add(index)
+                uuids[uuid] = gpu_path
+                gpus.append(GPUDevice(index, uuid, model, gpu_memory))
+        devices = []
+        device_names = set()
+        for position, item in enumerate(reader.sequence(spec.get("nvme"), _join(path, "nvme"))):
+            nvme_path = _join(_join(path, "nvme"), position)
+            nvme = reader.mapping(item, nvme_path, _NVME_KEYS, required=("name", "size"), optional_none=False)
+            device_name = reader.string(nvme.get("name"), _join(nvme_path, "name")) if "name" in nvme else None
+            if device_name is not None and device_name in device_names:
+                reader.bad(_join(nvme_path, "name"), device_name, "a device name not used twice on node %s" % name)
+                device_name = None
+            size = reader.size(nvme.get("size"), _join(nvme_path, "size")) if "size" in nvme else None
+            labels = reader.names(nvme.get("labels"), _join(nvme_path, "labels"))
+            mount = None
+            if nvme.get("mount") is not None:
+                mount = reader.string(nvme["mount"], _join(nvme_path, "mount"), "an absolute path")
+                if mount is not None and not mount.startswith("/"):
+                    reader.bad(_join(nvme_path, "mount"), mount, "an absolute path")
+            if device_name is not None and size is not None:
+                device_names.add(device_name)
+                devices.append(NVMeDevice(device_name, size, labels, mount))
+        nodes[name] = Node(
+            name=name,
+            cpu=cpu or 0,
+            memory=memory or 0,
+            labels=reader.labels(spec.get("labels"), _join(path, "labels")),
+            taints=tuple(taints),
+            unschedulable=reader.boolean(spec.get("unschedulable"), _join(path, "unschedulable")),
+            gpus=tuple(sorted(gpus, key=lambda gpu: gpu.index)),
+            nvme=tuple(sorted(devices, key=lambda device: device.name)),
+        )
+    return nodes
+
+
+def _parse_quota_amounts(reader, value, path):
+    amounts = {}
+    for key, item in sorted(reader.mapping(value, path, QUOTA_DIMENSIONS).items(), key=lambda kv: str(kv[0])):
+        if key not in QUOTA_DIMENSIONS:
+            continue
+        item_path = _join(path, key)
+        if key == "cpu":
+            amount = reader.cpu(item, item_path)
+        elif key == "gpu":
+            amount = reader.integer(item, item_path)
+        else:
+            amount = reader.size(item, item_path)
+        if amount is not None:
+            amounts[key] = amount
+    return amounts
+
+
+def _parse_quotas(reader, value):
+    quotas = OrderedDict()
+    raw = reader.mapping(value, "quotas")
+    for name in sorted(k for k in raw if isinstance(k, str)):
+        path = _join("quotas", name)
+        spec = reader.mapping(raw[name], path, _QUOTA_KEYS)
+        minimum = _parse_quota_amounts(reader, spec.get("min"), _join(path, "min"))
+        maximum = _parse_quota_amounts(reader, spec.get("max"), _join(path, "max"))
+        for key in sorted(set(minimum) & set(maximum)):
+            if minimum[key] > maximum[key]:
+                reader.bad(_join(_join(path, "min"), key), spec["min"][key],
+                           "at most the max (%s)" % show(spec["max"][key]))
+        quotas[name] = Quota(name, minimum, maximum)
+    return quotas
+
+
+def _parse_resources(reader, value, path):
+    spec = reader.mapping(value, path, _RESOURCE_KEYS)
+    cpu = reader.cpu(spec["cpu"], _join(path, "cpu")) if spec.get("cpu") is not None else 0
+    memory = reader.size(spec["memory"], _join(path, "memory")) if spec.get("memory") is not None else 0
+    gpu = None
+    if spec.get("gpu") is not None:
+        gpu_path = _join(path, "gpu")
+        gpu_spec = reader.mapping(spec["gpu"], gpu_path, _GPU_REQUEST_KEYS)
+        count = reader.integer(gpu_spec.get("count"), _join(gpu_path, "count"), minimum=1, default=1)
+        gpu_memory = None
+        if gpu_spec.get("memory") is not None:
+            gpu_memory = reader.size(gpu_spec["memory"], _join(gpu_path, "memory"), positive=True)
+        models = reader.names(gpu_spec.get("models"), _join(gpu_path, "models"))
+        if count is not None:
+            gpu = GPURequest(count, gpu_memory, models)
+    nvme = None
+    if spec.get("nvme") is not None:
+        nvme_path = _join(path, "nvme")
+        nvme_spec = reader.mapping(spec["nvme"], nvme_path, _NVME_REQUEST_KEYS, required=("label",))
+        label = reader.string(nvme_spec.get("label"), _join(nvme_path, "label")) if "label" in nvme_spec else None
+        size = reader.size(nvme_spec["size"], _join(nvme_path, "size")) if nvme_spec.get("size") is not None else 0
+        if label is not None and size is not None:
+            nvme = NVMeRequest(label, size)
+    return Resources(cpu or 0, memory or 0, gpu, nvme)
+
+
+def _parse_services(reader, value, quotas):
+    raw = reader.mapping(value, "services", optional_none=False)
+    services = OrderedDict()
+    for name in sorted(k for k in raw if isinstance(k, str)):
+        path = _join("services", name)
+        if not _SERVICE_NAME.match(name):
+            reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
+        spec = reader.mapping(raw[name], path, _SERVICE_KEYS)
+        sidecar = reader.boolean(spec.get("sidecar"), _join(path, "sidecar"))
+        if sidecar and "replicas" in spec:
+            reader.bad(_join(path, "replicas"), spec["replicas"],
+                       "no replicas on a sidecar (it runs once beside each instance that lists it)")
+        replicas = reader.integer(spec.get("replicas"), _join(path, "replicas"), default=1) if not sidecar else 0
+        ports = []
+        for position, item in enumerate(reader.sequence(spec.get("ports"), _join(path, "ports"))):
+            port = reader.integer(item, _join(_join(path, "ports"), position), minimum=1, maximum=65535)
+            if port is not None and port in ports:
+                reader.bad(_join(_join(path, "ports"), position), item, "a port not listed twice")
+            elif port is not None:
+                ports.append(port)
+        tolerations = []
+        for position, item in enumerate(reader.sequence(spec.get("tolerations"), _join(path, "tolerations"))):
+            tol_path = _join(_join(path, "tolerations"), position)
+            tol = reader.mapping(item, tol_path, _TAINT_KEYS, required=("key",), optional_none=False)
+            key = reader.string(tol.get("key"), _join(tol_path, "key")) if "key" in tol else None
+            tol_value = reader.label_value(tol["value"], _join(tol_path, "value")) \
+                if tol.get("value") is not None else None
+            effect = tol.get("effect")
+            if effect is not None and effect not in TAINT_EFFECTS:
+                reader.bad(_join(tol_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
+                effect = None
+            if key is not None:
+                tolerations.append(Toleration(key, tol_value, effect))
+        quota = None
+        if spec.get("quota") is not None:
+            quota = reader.string(spec["quota"], _join(path, "quota"))
+            if quota is not None and quota not in quotas:
+                reader.bad(_join(path, "quota"), quota,
+                           "a quota defined under quotas (%s)" % (", ".join(quotas) or "none defined"))
+        resources = _parse_resources(reader, spec.get("resources"), _join(path, "resources"))
+        if sidecar:
+            for key in ("gpu", "nvme"):
+                if getattr(resources, key) is not None:
+                    reader.bad(_join(_join(path, "resources"), key), spec["resources"][key],
+                               "no %s request on a sidecar: it takes CPU, memory and ports beside its app" % key)
+            for key in ("sidecars", "quota", "stateful", "depends_on"):
+                if spec.get(key):
+                    reader.bad(_join(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
+        services[name] = Service(
+            name=name,
+            replicas=replicas or 0,
+            stateful=reader.boolean(spec.get("stateful"), _join(path, "stateful")),
+            sidecar=sidecar,
+            scalable=reader.boolean(spec.get("scalable"), _join(path, "scalable")),
+            resources=resources,
+            ports=tuple(ports),
+            sidecars=reader.names(spec.get("sidecars"), _join(path, "sidecars")),
+            anti_affinity=reader.names(spec.get("anti_affinity"), _join(path, "anti_affinity")),
+            node_selector=reader.labels(spec.get("node_selector"), _join(path, "node_selector")),
+            tolerations=tuple(tolerations),
+            depends_on=reader.names(spec.get("depends_on"), _join(path, "depends_on")),
+            quota=quota,
+        )
+    _check_references(reader, services)
+    return services
+
+
+def _check_references(reader, services):
+    for name, service in services.items():
+        path = _join("services", name)
+        for position, other in enumerate(service.sidecars):
+            where = _join(_join(path, "sidecars"), position)
+            if other not in services:
+                reader.bad(where, other, "a service defined under services")
+            elif not services[other].sidecar:
+                reader.bad(where, other, "a service with sidecar: true")
+        for position, other in enumerate(service.depends_on):
+            where = _join(_join(path, "depends_on"), position)
+            if other not in services:
+                reader.bad(where, other, "a service defined under services")
+            elif services[other].sidecar:
+                reader.bad(where, other, "an app, not a sidecar (depend on the app it runs beside)")
+        for position, other in enumerate(service.anti_affinity):
+            if other not in services:
+                reader.bad(_join(_join(path, "anti_affinity"), position), other, "a service defined under services")
+        # Instances are named <service>-<ordinal>: "web" replica 1 and a service "web-1" would clash.
+        match = _INSTANCE_NAME.match(name)
+        if match and match.group(1) in services and not services[match.group(1)].sidecar \
+                and int(match.group(2)) < services[match.group(1)].replicas:
+            reader.bad(path, name, "a name that is not also an instance of service %s" % match.group(1))
+    graph = {name: [d for d in s.depends_on if d in services] for name, s in services.items()}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as error:
+        cycle = error.args[1]
+        # graphlib lists the cycle backwards (each node followed by what depends on it).
+        reader.error("services", "dependency cycle in depends_on: %s" % " -> ".join(reversed(cycle)))
+
+
+def _parse_previous(reader, value):
+    previous = OrderedDict()
+    raw = reader.mapping(value, "previous")
+    for name in sorted(k for k in raw if isinstance(k, str)):
+        path = _join("previous", name)
+        spec = reader.mapping(raw[name], path, _PREVIOUS_KEYS, required=("node",), optional_none=False)
+        node = reader.string(spec.get("node"), _join(path, "node")) if "node" in spec else None
+        uuids = []
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), _join(path, "gpus"))):
+            gpu = reader.mapping(item, _join(_join(path, "gpus"), position), ("index", "uuid", "model", "memory"),
+                                 required=("uuid",), optional_none=False)
+            if "uuid" in gpu:
+                uuid = reader.string(gpu["uuid"], _join(_join(_join(path, "gpus"), position), "uuid"))
+                if uuid is not None:
+                    uuids.append(uuid)
+        nvme = None
+        if spec.get("nvme") is not None:
+            nvme_spec = reader.mapping(spec["nvme"], _join(path, "nvme"), ("name", "size", "mount"),
+                                       required=("name",))
+            if "name" in nvme_spec:
+                nvme = reader.string(nvme_spec["name"], _join(_join(path, "nvme"), "name"))
+        if node is not None:
+            previous[name] = PreviousPlacement(node, tuple(uuids), nvme)
+    return previous

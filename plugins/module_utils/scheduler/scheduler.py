@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gang scheduler: every instance placed at once, or none.
+
+``plan(mapping) -> mapping`` is the one entry point: a problem in, a result out,
+byte-identical for the same input. Pipeline per attempt:
+
+1. QueueSort orders the instances: those that already run somewhere first (they
+   are pinned to their node), then the heaviest first.
+2. Each instance goes through PreFilter, Filter, Score (normalized, weighted),
+   picks the best node (ties: node name) and Reserves it on the attempt's state.
+3. An instance that fits nowhere gets kube's "0/N nodes are available: ..."
+   diagnosis; PostFilter may ask for a second attempt in which stateless
+   instances may move.
+4. Permit approves the gang only if every instance was placed; Bind writes the plan.
+
+Speed: a node's score depends only on that node (see framework.py), and the
+replicas of a service are scheduled one after another, so each service keeps a
+heap of its feasible nodes by score. After a bind only the bound node is
+rescored; filters whose answer depends on the whole cluster (quotas) can only
+turn stricter, so the node on top of the heap is re-checked before use.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    Framework, reasons_histogram,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
+
+GREEDY = "greedy"
+GREEDY_WITH_MOVES = "greedy_with_moves"
+
+
+def plan(data, plugins=PLUGINS, weights=WEIGHTS):
+    """Schedule a problem mapping; raises ProblemError when the problem is malformed."""
+    return schedule(parse_problem(data), plugins, weights)
+
+
+def schedule(problem, plugins=PLUGINS, weights=WEIGHTS):
+    framework = Framework(problem, plugins, weights)
+    attempt = Attempt(framework, problem, moves_allowed=False).run()
+    path = GREEDY
+    if attempt.unplaced and attempt.retry:
+        attempt = Attempt(framework, problem, moves_allowed=True).run()
+        path = GREEDY_WITH_MOVES
+    permit = framework.run_permit(attempt)
+    if not permit.ok:
+        order = {instance.name: (instance.service.name, instance.ordinal) for instance in attempt.instances}
+        return {
+            "feasible": False,
+            "path": path,
+            "summary": permit.reasons[0],
+            "placements": {},
+            "unschedulable": {name: attempt.unplaced[name] for name in sorted(attempt.unplaced, key=order.get)},
+            "ranks": ranks(problem.services),
+        }
+    result = {"feasible": True, "path": path}
+    result.update(framework.run_bind(attempt.placements, attempt.cluster))
+    result["ranks"] = ranks(problem.services)
+    return result
+
+
+class _Candidates:
+    """The feasible nodes of one service, as a heap of (-score, node name, node version)."""
+
+    def __init__(self, attempt, service):
+        self.attempt = attempt
+        # A stand-in replica with no history: what every replica of the service shares.
+        self.instance = Instance(service, 0, None)
+        framework, cluster = attempt.framework, attempt.cluster
+        self.status, self.cycle, self.filters = framework.run_pre_filter(cluster, self.instance)
+        self.heap = []
+        self.diagnosis = None
+        if self.status.ok:
+            for node_state in cluster.nodes.values():
+                self.push(node_state)
+        heapq.heapify(self.heap)
+
+    def push(self, node_state):
+        attempt = self.attempt
+        if not attempt.static_ok(self.instance, node_state.node, self.filters):
+            return
+        if not attempt.framework.run_filters(self.filters, self.cycle, attempt.cluster, self.instance,
+                                             node_state).ok:
+            return
+        score = attempt.framework.run_score(attempt.framework.shared_scorers, self.cycle, attempt.cluster,
+                                            self.instance, node_state)
+        heapq.heappush(self.heap, (-score, node_state.name, node_state.version))
+
+    def best(self, skip):
+        """The best feasible node other than ``skip``, as (score, name), or None."""
+        attempt = self.attempt
+        set_aside = []
+        found = None
+        while self.heap:
+            negative, name, version = self.heap[0]
+            node_state = attempt.cluster.nodes[name]
+            if version != node_state.version:
+                heapq.heappop(self.heap)        # stale: its node was rescored after a bind
+                continue
+            if name == skip:
+                set_aside.append(heapq.heappop(self.heap))
+                continue
+            if not attempt.framework.run_filters(self.filters, self.cycle, attempt.cluster, self.instance,
+                                                 node_state).ok:
+                heapq.heappop(self.heap)        # a cluster-wide limit (quota) was reached
+                continue
+            found = (-negative, name)
+            break
+        for entry in set_aside:
+            heapq.heappush(self.heap, entry)
+        return found
+
+
+class Attempt:
+    """One pass over the gang against a fresh, empty cluster state."""
+
+    def __init__(self, framework, problem, moves_allowed):
+        self.framework = framework
+        self.problem = problem
+        self.cluster = ClusterState(problem)
+        self.cluster.moves_allowed = moves_allowed
+        self.cluster.released = set()
+        self.instances = problem.instances()
+        self.total = len(self.instances)
+        self.placements = []
+        self.unplaced = {}
+        self.retry = False
+        self._static = {}
+        self._candidates = None
+
+    def static_ok(self, instance, node, filters, staying=False):
+        key = (instance.service.name, node.name, staying)
+        status = self._static.get(key)
+        if status is None:
+            status = self._static[key] = self.framework.run_static_filters(filters, instance, node, staying)
+        return status.ok
+
+    def run(self):
+        sort_key = self.framework.queue_sort.sort_key
+        moves_allowed = self.cluster.moves_allowed
+        in_place = [i for i in self.instances if i.pinned or (i.previous is not None and not moves_allowed)]
+        in_place.sort(key=lambda instance: sort_key(instance, moves_allowed))
+        chosen = {instance.name for instance in in_place}
+        free = [instance for instance in self.instances if instance.name not in chosen]
+        for instance in in_place:
+            if not self._schedule_one(instance, may_fail=instance.service.stateful):
+                # Its node no longer takes it: it moves, placed with the new work.
+                self.cluster.released.add(instance.name)
+                free.append(instance)
+        free.sort(key=lambda instance: sort_key(instance, True))
+        for instance in free:
+            self._schedule_one(instance, may_fail=True)
+        return self
+
+    def _schedule_one(self, instance, may_fail):
+        framework, cluster = self.framework, self.cluster
+        status, cycle, filters = framework.run_pre_filter(cluster, instance)
+        best = None
+        if status.ok:
+            if cycle.node_names is not None:
+                for name in sorted(cycle.node_names):
+                    best = _better(best, self._evaluate(instance, cycle, filters, cluster.nodes[name]))
+            else:
+                candidates = self._candidates_for(instance.service)
+                if candidates.status.ok:
+                    previous = instance.previous_node()
+                    best = candidates.best(skip=previous)
+                    if previous in cluster.nodes:
+                        best = _better(best, self._evaluate(instance, cycle, filters, cluster.nodes[previous]))
+        if best is None:
+            if may_fail:
+                self._fail(instance, status, cycle, filters)
+            return False
+        node_state = cluster.nodes[best[1]]
+        placement = {"gpus": (), "nvme": None, "nvme_size": 0}
+        framework.run_reserve(cycle, cluster, instance, node_state, placement)
+        self.placements.append(_Placement(instance, node_state.name, placement))
+        if self._candidates is not None:
+            self._candidates.push(node_state)
+        return True
+
+    def _candidates_for(self, service):
+        if self._candidates is None or self._candidates.instance.service is not service:
+            self._candidates = _Candidates(self, service)
+        return self._candidates
+
+    def _evaluate(self, instance, cycle, filters, node_state):
+        """Full per-instance evaluation of one node: (score, name) or None."""
+        staying = instance.previous_node() == node_state.name
+        if not self.static_ok(instance, node_state.node, filters, staying):
+            return None
+        if not self.framework.run_filters(filters, cycle, self.cluster, instance, node_state).ok:
+            return None
+        score = self.framework.run_score(self.framework.scorers, cycle, self.cluster, instance, node_state)
+        return (score, node_state.name)
+
+    def _fail(self, instance, status, cycle, filters):
+        nodes = len(self.cluster.nodes)
+        if not status.ok:
+            message = "0/%d nodes are available: %s." % (nodes, "; ".join(status.reasons))
+        else:
+            candidates = self._candidates
+            shared = cycle.node_names is None and instance.previous is None and candidates is not None \
+                and candidates.instance.service is instance.service
+            if shared and candidates.diagnosis is not None:
+                message = candidates.diagnosis
+            else:
+                message = "0/%d nodes are available: %s." % (nodes, reasons_histogram(
+                    self._diagnose(instance, cycle, filters)))
+                if shared:
+                    # Nothing frees capacity within an attempt: later replicas fail the same way.
+                    candidates.diagnosis = message
+        self.unplaced[instance.name] = message
+        if self.framework.run_post_filter(self, instance, message) is not None:
+            self.retry = True
+
+    def _diagnose(self, instance, cycle, filters):
+        statuses = []
+        previous = instance.previous_node()
+        for name, node_state in self.cluster.nodes.items():
+            if cycle.node_names is not None and name not in cycle.node_names:
+                statuses.append((name, _Reason(cycle.outside_reason)))
+                continue
+            status = self.framework.run_static_filters(filters, instance, node_state.node, name == previous)
+            if status.ok:
+                status = self.framework.run_filters(filters, cycle, self.cluster, instance, node_state)
+            statuses.append((name, status))
+        return statuses
+
+
+class _Reason:
+    def __init__(self, reason):
+        self.reasons = (reason,)
+
+
+class _Placement:
+    __slots__ = ("instance", "node", "gpus", "nvme", "nvme_size")
+
+    def __init__(self, instance, node, devices):
+        self.instance = instance
+        self.node = node
+        self.gpus = devices["gpus"]
+        self.nvme = devices["nvme"]
+        self.nvme_size = devices["nvme_size"]
+
+
+def _better(current, candidate):
+    """Higher score wins; on a tie the node name that sorts first."""
+    if candidate is None:
+        return current
+    if current is None:
+        return candidate
+    if candidate[0] > current[0] or (candidate[0] == current[0] and candidate[1] < current[1]):
+        return candidate
+    return current

@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What one scheduling attempt has assumed so far: per-node usage and per-quota usage.
+
+An attempt starts from an empty ``ClusterState``; nothing outside the attempt sees
+it, so an attempt that fails is simply dropped (all or nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
+
+
+class NodeState:
+    """A node and what is reserved on it. ``version`` changes on every reservation."""
+
+    __slots__ = ("node", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services",
+                 "placements", "version")
+
+    def __init__(self, node):
+        self.node = node
+        self.cpu_used = 0
+        self.memory_used = 0
+        self.gpu_used = [0] * len(node.gpus)        # bytes taken, per device position
+        self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
+        self.ports = set()
+        self.services = set()                       # services (and sidecars) running here
+        self.placements = []
+        self.version = 0
+
+    @property
+    def name(self):
+        return self.node.name
+
+    def gpu_free(self, position):
+        return self.node.gpus[position].memory - self.gpu_used[position]
+
+    def nvme_free(self, position):
+        return self.node.nvme[position].size - self.nvme_used[position]
+
+
+class ClusterState:
+    def __init__(self, problem):
+        self.problem = problem
+        self.nodes = {name: NodeState(node) for name, node in problem.nodes.items()}
+        self.quota_used: Dict[str, Dict[str, int]] = {name: dict.fromkeys(QUOTA_DIMENSIONS, 0)
+                                                      for name in problem.quotas}
+        self.unquoted_used = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+        self.capacity = _capacity(problem.nodes.values())
+        self.placements: List = []
+
+
+def _capacity(nodes):
+    capacity = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+    for node in nodes:
+        capacity["cpu"] += node.cpu
+        capacity["memory"] += node.memory
+        capacity["gpu"] += len(node.gpus)
+        capacity["gpu_memory"] += sum(gpu.memory for gpu in node.gpus)
+        capacity["nvme"] += sum(device.size for device in node.nvme)
+    return capacity
