@@ -19,9 +19,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     GPUDevice, GPURequest, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem,
     QUOTA_DIMENSIONS, Quota, Resources, Service, TAINT_EFFECTS, Taint, Toleration,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
-    CPU_EXPECTED, SIZE_EXPECTED, parse_cpu, parse_size,
-)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 
 _SERVICE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 characters)"
@@ -150,8 +148,8 @@ class _Reader:
     def size(self, value, path, positive=False):
         try:
             result = parse_size(value)
-        except ValueError:
-            self.bad(path, value, SIZE_EXPECTED)
+        except ValueError as error:
+            self.bad(path, value, str(error))
             return None
         if positive and result == 0:
             self.bad(path, value, "a size greater than 0")
@@ -161,8 +159,8 @@ class _Reader:
     def cpu(self, value, path):
         try:
             return parse_cpu(value)
-        except ValueError:
-            self.bad(path, value, CPU_EXPECTED)
+        except ValueError as error:
+            self.bad(path, value, str(error))
             return None
 
     def names(self, value, path):

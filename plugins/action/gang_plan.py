@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gangplank.platform.gang_plan: the scheduler core on the controller."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+ARGUMENT_SPEC = {
+    "problem": {"type": "dict", "required": True},
+    "fail_on_infeasible": {"type": "bool", "default": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            plan_result = plan(args["problem"])
+        except ProblemError as error:
+            result.update(
+                failed=True,
+                changed=False,
+                msg="The problem is not valid:\n" + str(error),
+                errors=[{"path": path, "message": message} for path, message in error.errors],
+            )
+            return result
+        result.update(plan_result)
+        result["changed"] = False
+        result["table"] = render_table(plan_result).splitlines()
+        if not plan_result["feasible"] and args["fail_on_infeasible"]:
+            result["failed"] = True
+            result["msg"] = render_table(plan_result)
+        return result

@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A plan as a table a person reads: per node, its usage and its instances."""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+
+_HEADERS = ("NODE", "CPU", "MEMORY", "GPU MEMORY (per device)", "NVME", "INSTANCES")
+
+
+def _used_of(used, total, formatter=format_size):
+    return "%s/%s" % (formatter(used), formatter(total))
+
+
+def render_table(result):
+    """Render a plan result (feasible or not) as text lines joined by newlines."""
+    if not result.get("feasible"):
+        lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (result.get("path", "greedy"),
+                                                                 result.get("summary", ""))]
+        for instance, message in result.get("unschedulable", {}).items():
+            lines.append("  %s: %s" % (instance, message))
+        return "\n".join(lines)
+    sidecars = {name: placement["sidecars"] for name, placement in result["placements"].items()}
+    rows = []
+    for node, usage in result["usage"].items():
+        gpus = " ".join("%d:%s" % (gpu["index"], _used_of(gpu["used"], gpu["total"])) for gpu in usage["gpus"])
+        nvme = " ".join("%s:%s" % (dev["name"], _used_of(dev["used"], dev["size"])) for dev in usage["nvme"])
+        instances = ", ".join(name + ("(+%s)" % "+".join(sidecars[name]) if sidecars[name] else "")
+                              for name in usage["instances"])
+        rows.append((node,
+                     _used_of(usage["cpu_millicores"]["used"], usage["cpu_millicores"]["total"], format_cpu),
+                     _used_of(usage["memory"]["used"], usage["memory"]["total"]),
+                     gpus or "-", nvme or "-", instances or "-"))
+    widths = [max(len(row[column]) for row in rows + [_HEADERS]) for column in range(len(_HEADERS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [_HEADERS] + rows]
+    used_nodes = sum(1 for usage in result["usage"].values() if usage["instances"])
+    lines.append("")
+    lines.append("plan: feasible (%s): %d instance(s) on %d of %d node(s), %d move(s)" % (
+        result["path"], len(result["placements"]), used_nodes, len(result["usage"]), len(result["moves"])))
+    for move in result["moves"]:
+        lines.append("  move %s: %s -> %s" % (move["instance"], move["from"], move["to"]))
+    lines.append("ranks: " + "  ".join("%d: %s" % (rank, ", ".join(services))
+                                       for rank, services in enumerate(result["ranks"])))
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: gang_plan
+short_description: Plan a gang placement offline, on the controller
+version_added: 0.1.0
+description:
+  - Runs the gang scheduler on a problem (nodes, services, quotas, previous placement) and returns the plan.
+  - Every instance is placed, or none is. Nothing on any host is read or changed.
+  - The problem format is documented in the collection's C(docs/problem-format.md).
+  - This is an action plugin. It runs on the controller, whatever host the task targets.
+options:
+  problem:
+    description:
+      - The scheduling problem, a mapping with C(nodes) and C(services), and optionally C(quotas) and C(previous).
+    type: dict
+    required: true
+  fail_on_infeasible:
+    description:
+      - Fail the task when the gang does not fit. The result still carries the report.
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+    description: Runs on the controller.
+  check_mode:
+    support: full
+    description: Planning changes nothing, so check mode returns the same plan.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+author:
+  - gangplank.platform contributors
+notes:
+  - A malformed problem fails with one line per mistake, naming the path, the value and what was expected.
+"""
+
+EXAMPLES = r"""
+- name: Plan the catalog on the example cluster
+  gangplank.platform.gang_plan:
+    problem: "{{ lookup('ansible.builtin.file', 'cluster.yml') | from_yaml }}"
+  register: gangplank_plan
+
+- name: Show the plan
+  ansible.builtin.debug:
+    var: gangplank_plan.table
+
+- name: Plan without failing when it does not fit
+  gangplank.platform.gang_plan:
+    problem:
+      nodes:
+        node-a: {cpu: 8, memory: 32Gi}
+      services:
+        web: {replicas: 2, resources: {cpu: 2, memory: 4Gi}, ports: [8080]}
+    fail_on_infeasible: false
+  register: gangplank_plan
+"""
+
+RETURN = r"""
+feasible:
+  description: Whether every instance was placed.
+  returned: always
+  type: bool
+  sample: true
+path:
+  description: Which attempt produced the result, C(greedy) or C(greedy_with_moves).
+  returned: always
+  type: str
+  sample: greedy
+placements:
+  description: Per instance its service, ordinal, node, GPUs (index, uuid, model, memory taken), NVMe device and sidecars. Empty when infeasible.
+  returned: always
+  type: dict
+  sample: {"web-0": {"service": "web", "ordinal": 0, "node": "node-a", "gpus": [], "nvme": null, "sidecars": []}}
+moves:
+  description: Stateless instances that moved from their previous node.
+  returned: when feasible
+  type: list
+  elements: dict
+  sample: [{"instance": "web-1", "from": "node-b", "to": "node-a"}]
+node_labels:
+  description: Per node, every gangplank.io/service.* label it must carry.
+  returned: when feasible
+  type: dict
+  sample: {"node-a": {"gangplank.io/service.web": "true"}}
+usage:
+  description: Per node, CPU, memory, GPU and NVMe used and total, and its instances.
+  returned: when feasible
+  type: dict
+ranks:
+  description: Deployment ranks, lists of service names from depends_on.
+  returned: always
+  type: list
+  elements: list
+  sample: [["db"], ["web"]]
+unschedulable:
+  description: Per instance that could not be placed, why, as "0/N nodes are available ...".
+  returned: when infeasible
+  type: dict
+  sample: {"web-1": "0/1 nodes are available: 1 node(s) didn't have free ports for the requested host ports."}
+summary:
+  description: One line on why the gang does not fit.
+  returned: when infeasible
+  type: str
+table:
+  description: The plan as lines of a table, for people.
+  returned: always
+  type: list
+  elements: str
+errors:
+  description: When the problem is malformed, one entry per mistake with its path and message.
+  returned: on bad input
+  type: list
+  elements: dict
+  sample: [{"path": "services.web.replicas", "message": "got -1; expected an integer >= 0"}]
+"""
