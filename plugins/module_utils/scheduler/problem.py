@@ -179,15 +179,13 @@ class _Reader:
 
 def parse_problem(data):
     """Return a ``Problem`` or raise ``ProblemError`` listing every mistake."""
+    if not isinstance(data, dict):
+        raise ProblemError([("problem", "got %s; expected a mapping with nodes and services" % show(data))])
     reader = _Reader()
     top = reader.mapping(data, "", _TOP_KEYS, required=("nodes", "services"), optional_none=False)
-    if reader.errors:
-        if not isinstance(data, dict):
-            raise ProblemError([("problem", "got %s; expected a mapping with nodes and services" % show(data))])
-        raise ProblemError(reader.errors)
-    nodes = _parse_nodes(reader, top.get("nodes"))
+    nodes = _parse_nodes(reader, top["nodes"]) if "nodes" in top else {}
     quotas = _parse_quotas(reader, top.get("quotas"))
-    services = _parse_services(reader, top.get("services"), quotas)
+    services = _parse_services(reader, top["services"], quotas) if "services" in top else {}
     previous = _parse_previous(reader, top.get("previous"))
     if reader.errors:
         raise ProblemError(reader.errors)

@@ -147,7 +147,10 @@ class Attempt:
     def run(self):
         sort_key = self.framework.queue_sort.sort_key
         moves_allowed = self.cluster.moves_allowed
-        in_place = [i for i in self.instances if i.pinned or (i.previous is not None and not moves_allowed)]
+        nodes = self.cluster.nodes
+        # Stateless instances whose node is gone are new work: they must not go before those that stay.
+        in_place = [i for i in self.instances if i.pinned or (
+            i.previous is not None and not moves_allowed and i.previous.node in nodes)]
         in_place.sort(key=lambda instance: sort_key(instance, moves_allowed))
         chosen = {instance.name for instance in in_place}
         free = [instance for instance in self.instances if instance.name not in chosen]

@@ -4,7 +4,7 @@
 """The default profile: which plugins run, in which order, and the score weights.
 
 Filters run in this order and a node is reported with the first one that rejects
-it. Stickiness outweighs every other score together (10 x 100 > 5 x 100), so a
+it; Reserve runs in this order too. Stickiness outweighs every other score together (10 x 100 > 5 x 100), so a
 stateless instance that may move goes back to its previous node whenever it fits.
 """
 
@@ -30,7 +30,6 @@ PLUGINS = (
     HeavyFirst,           # QueueSort
     Sidecars,             # PreFilter: the instance's total request, sidecars included
     Stickiness,           # PreFilter, Score
-    Quota,                # PreFilter, Filter, Reserve
     NodeUnschedulable,    # Filter
     TaintToleration,      # Filter, Score
     NodeSelector,         # Filter
@@ -39,6 +38,7 @@ PLUGINS = (
     GPU,                  # PreFilter, Filter, Score, Reserve
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
+    Quota,                # PreFilter, Filter, Reserve: after GPU, whose Reserve picks the devices it counts
     Repack,               # PostFilter
     Coscheduling,         # Permit
     DefaultBinder,        # Bind

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+"""Bad input: every mistake is reported with its path, its value and what was expected."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
+
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
+
+GOOD_NODES = {"n1": node()}
+
+
+def errors_of(problem):
+    with pytest.raises(ProblemError) as caught:
+        parse_problem(problem)
+    return dict(caught.value.errors)
+
+
+def test_not_a_mapping():
+    assert "problem" in errors_of([1, 2])
+
+
+def test_required_top_level_keys():
+    errors = errors_of({"nodes": GOOD_NODES})
+    assert errors == {"services": "is required"}
+
+
+def test_unknown_keys_everywhere():
+    errors = errors_of({
+        "nodes": {"n1": node(colour="red")},
+        "services": {"web": service(resources={"disk": 1})},
+        "extra": 1,
+    })
+    assert "unknown key" in errors["extra"]
+    assert "unknown key" in errors["nodes.n1.colour"]
+    assert "unknown key" in errors["services.web.resources.disk"]
+
+
+def test_bad_quantities_name_path_and_value():
+    errors = errors_of({
+        "nodes": {"n1": node(cpu="lots", memory="-3Gi")},
+        "services": {"infer": service(resources={"gpu": {"memory": "20Gx"}})},
+    })
+    assert errors["services.infer.resources.gpu.memory"].startswith('got "20Gx"; expected a size')
+    assert errors["nodes.n1.cpu"].startswith('got "lots"; expected a CPU amount')
+    assert "nodes.n1.memory" in errors
+
+
+def test_negative_and_boolean_numbers():
+    errors = errors_of({
+        "nodes": {"n1": node(cpu=-1)},
+        "services": {"web": service(replicas=-2), "api": service(replicas=True), "job": service(cpu=-1)},
+    })
+    assert "not negative" in errors["nodes.n1.cpu"]
+    assert errors["services.web.replicas"] == "got -2; expected an integer >= 0"
+    assert errors["services.api.replicas"] == "got true; expected an integer >= 0"
+    assert "services.job.resources.cpu" in errors
+
+
+def test_unknown_service_references():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {"web": service(
+        depends_on=["db"], sidecars=["log"], anti_affinity=["cache"], quota="compute")}})
+    assert errors["services.web.depends_on[0]"] == 'got "db"; expected a service defined under services'
+    assert errors["services.web.sidecars[0]"] == 'got "log"; expected a service defined under services'
+    assert errors["services.web.anti_affinity[0]"] == 'got "cache"; expected a service defined under services'
+    assert "a quota defined under quotas" in errors["services.web.quota"]
+
+
+def test_dependency_cycle_is_named():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {
+        "a": service(depends_on=["b"]), "b": service(depends_on=["c"]), "c": service(depends_on=["a"])}})
+    message = errors["services"]
+    assert message.startswith("dependency cycle in depends_on: ")
+    cycle = message.split(": ", 1)[1].split(" -> ")
+    assert cycle[0] == cycle[-1] and sorted(set(cycle)) == ["a", "b", "c"]
+
+
+def test_sidecar_rules():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {
+        "log": {"sidecar": True, "replicas": 2, "resources": {"gpu": {"count": 1}}},
+        "web": service(sidecars=["api"], depends_on=["log"]),
+        "api": service(),
+    }})
+    assert "no replicas on a sidecar" in errors["services.log.replicas"]
+    assert "no gpu request on a sidecar" in errors["services.log.resources.gpu"]
+    assert errors["services.web.sidecars[0]"] == 'got "api"; expected a service with sidecar: true'
+    assert "not a sidecar" in errors["services.web.depends_on[0]"]
+
+
+def test_duplicate_devices():
+    errors = errors_of({"nodes": {
+        "n1": node(gpus=[gpu(0, uuid="GPU-x"), gpu(0, uuid="GPU-y")], nvme=[
+            {"name": "nvme0n1", "size": "1Ti"}, {"name": "nvme0n1", "size": "1Ti"}]),
+        "n2": node(gpus=[gpu(0, uuid="GPU-x")]),
+    }, "services": {}})
+    assert "not used by another GPU of node n1" in errors["nodes.n1.gpus[1].index"]
+    assert "unique in the cluster" in errors["nodes.n2.gpus[0].uuid"]
+    assert "not used twice" in errors["nodes.n1.nvme[1].name"]
+
+
+def test_quota_min_above_max_and_unknown_dimension():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {},
+                        "quotas": {"q": {"min": {"gpu": 4}, "max": {"gpu": 2, "disks": 1}}}})
+    assert errors["quotas.q.min.gpu"] == "got 4; expected at most the max (2)"
+    assert "unknown key" in errors["quotas.q.max.disks"]
+
+
+def test_bad_enumerations_and_names():
+    errors = errors_of({"nodes": {"n1": node(taints=[{"key": "k", "effect": "Sometimes"}])},
+                        "services": {"Web_1": service(), "web": service(tolerations=[{"value": "x"}])}})
+    assert "one of NoSchedule" in errors["nodes.n1.taints[0].effect"]
+    assert "lowercase DNS label" in errors["services.Web_1"]
+    assert errors["services.web.tolerations[0].key"] == "is required"
+
+
+def test_instance_name_collision():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {"web": service(replicas=2), "web-1": service()}})
+    assert "not also an instance of service web" in errors["services.web-1"]
+
+
+def test_all_errors_reported_at_once():
+    with pytest.raises(ProblemError) as caught:
+        parse_problem({"nodes": {"n1": node(cpu="x", memory="y")}, "services": {"a": service(replicas="z")}})
+    assert len(caught.value.errors) == 3
+    assert str(caught.value).count("\n") == 2
+
+
+def test_label_values_become_strings():
+    problem = parse_problem({"nodes": {"n1": node(labels={"gpu": True, "rack": 3})}, "services": {}})
+    assert dict(problem.nodes["n1"].labels) == {"gpu": "true", "rack": "3"}
+
+
+def test_previous_for_removed_instances_is_ignored():
+    problem = parse_problem({"nodes": GOOD_NODES, "services": {"web": service(replicas=1)},
+                             "previous": {"web-0": {"node": "n1"}, "web-5": {"node": "n1"}, "gone-0": {"node": "x"}}})
+    assert [i.name for i in problem.instances() if i.previous] == ["web-0"]
