@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+"""playbooks/plan.yml through a real ansible-playbook run on localhost (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOK = os.path.join(ROOT, "playbooks", "plan.yml")
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+
+def play(tmp_path, problem=None, extra=()):
+    args = [ANSIBLE_PLAYBOOK, PLAYBOOK]
+    if problem is not None:
+        path = tmp_path / "problem.yml"
+        path.write_text(yaml.safe_dump(problem))
+        args += ["-e", "@%s" % path]
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    completed = subprocess.run(args + list(extra), cwd=ROOT, env=env, capture_output=True, text=True,
+                               timeout=300, check=False)
+    return completed
+
+
+def task_results(completed):
+    report = json.loads(completed.stdout)
+    return {task["task"]["name"]: task["hosts"]["localhost"] for task in report["plays"][0]["tasks"]}
+
+
+def test_bundled_example_plans(tmp_path):
+    with open(os.path.join(ROOT, "examples", "cluster.yml"), encoding="utf-8") as handle:
+        problem = yaml.safe_load(handle)
+    completed = play(tmp_path, problem)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr
+    results = task_results(completed)
+    planned = results["Plan every service instance at once"]
+    assert planned["feasible"] is True and planned["changed"] is False
+    assert len(planned["placements"]) == 9
+    assert results["Show the plan"]["msg"][0].startswith("NODE")
+
+
+def test_check_mode_gives_the_same_plan(tmp_path):
+    with open(os.path.join(ROOT, "examples", "cluster.yml"), encoding="utf-8") as handle:
+        problem = yaml.safe_load(handle)
+    normal = task_results(play(tmp_path, problem))["Plan every service instance at once"]
+    checked = play(tmp_path, problem, ["--check"])
+    assert checked.returncode == 0
+    assert task_results(checked)["Plan every service instance at once"]["placements"] == normal["placements"]
+
+
+def test_infeasible_fails_the_play_with_the_report(tmp_path):
+    completed = play(tmp_path, {"nodes": {"a": {"cpu": 1, "memory": "1Gi"}},
+                                "services": {"db": {"resources": {"cpu": 2}}}})
+    assert completed.returncode == 2
+    planned = task_results(completed)["Plan every service instance at once"]
+    assert planned["failed"] is True and planned["placements"] == {}
+    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in planned["msg"]
+
+
+def test_bad_problem_names_the_path(tmp_path):
+    completed = play(tmp_path, {"nodes": {"a": {"cpu": 1, "memory": "1Gx"}}, "services": {}})
+    assert completed.returncode == 2
+    planned = task_results(completed)["Plan every service instance at once"]
+    assert planned["errors"][0]["path"] == "nodes.a.memory"
+    assert "Traceback" not in completed.stdout + completed.stderr
+
+
+@pytest.mark.parametrize("problem", [None, {"nodes": {}}])
+def test_missing_problem_is_explained(tmp_path, problem):
+    completed = play(tmp_path, problem)
+    assert completed.returncode == 2
+    assert "Give a problem with -e @problem.yml" in completed.stdout
