@@ -160,6 +160,7 @@ class Framework:
         self.filters = at(FilterPlugin)
         self.post_filters = at(PostFilterPlugin)
         self.scorers = [p for p in at(ScorePlugin) if self.weights.get(p.name, 0)]
+        self._normalizers = {p.name for p in self.scorers if isinstance(p, NormalizeScorePlugin)}
         self.shared_scorers = [p for p in self.scorers if not p.instance_specific]
         self.specific_scorers = [p for p in self.scorers if p.instance_specific]
         self.reservers = at(ReservePlugin)
@@ -199,7 +200,7 @@ class Framework:
         total = 0.0
         for plugin in scorers:
             raw = plugin.score(cycle, cluster, instance, node_state)
-            if isinstance(plugin, NormalizeScorePlugin):
+            if plugin.name in self._normalizers:
                 raw = plugin.normalize_score(raw)
             total += self.weights[plugin.name] * min(max(raw, 0.0), MAX_NODE_SCORE)
         return total

@@ -39,6 +39,9 @@ class DefaultBinder(BindPlugin):
                 moves.append({"instance": instance.name, "from": instance.previous.node, "to": placement.node})
         node_labels = {}
         usage = {}
+        instances_on = {name: [] for name in cluster.nodes}
+        for placement in ordered:
+            instances_on[placement.node].append(placement.instance.name)
         for name in sorted(cluster.nodes):
             state = cluster.nodes[name]
             node = state.node
@@ -51,6 +54,6 @@ class DefaultBinder(BindPlugin):
                          for position, gpu in enumerate(node.gpus)],
                 "nvme": [{"name": device.name, "used": state.nvme_used[position], "size": device.size}
                          for position, device in enumerate(node.nvme)],
-                "instances": [p.instance.name for p in ordered if p.node == name],
+                "instances": instances_on[name],
             }
         return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}

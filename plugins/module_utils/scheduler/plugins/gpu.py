@@ -47,6 +47,17 @@ def preferred_uuids(instance, node_name):
 class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "GPU"
 
+    @staticmethod
+    def _choice(cycle, instance, node_state):
+        """choose_gpus, remembered in the cycle for this node's current version."""
+        key = ("GPU", node_state.name)
+        cached = cycle.get(key)
+        if cached is not None and cached[0] == node_state.version:
+            return cached[1]
+        chosen = choose_gpus(node_state, instance.service.resources.gpu, preferred_uuids(instance, node_state.name))
+        cycle[key] = (node_state.version, chosen)
+        return chosen
+
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.gpu is not None else SKIPPED
 
@@ -65,7 +76,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
 
     def filter(self, cycle, cluster, instance, node_state):
         request = instance.service.resources.gpu
-        if choose_gpus(node_state, request, preferred_uuids(instance, node_state.name)) is None:
+        if self._choice(cycle, instance, node_state) is None:
             return Status.unschedulable(INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY,
                                         self.name)
         return OK
@@ -75,7 +86,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         if request is None:
             # Keep GPU nodes for GPU work.
             return 0.0 if node_state.node.gpus else 100.0
-        chosen = choose_gpus(node_state, request, preferred_uuids(instance, node_state.name))
+        chosen = self._choice(cycle, instance, node_state)
         if not chosen:
             return 0.0
         # Best fit: the share of each chosen device's free memory this request fills.
@@ -86,7 +97,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         request = instance.service.resources.gpu
         if request is None:
             return
-        chosen = choose_gpus(node_state, request, preferred_uuids(instance, node_state.name))
+        chosen = self._choice(cycle, instance, node_state)
         claims = []
         for position, take in chosen:
             node_state.gpu_used[position] += take

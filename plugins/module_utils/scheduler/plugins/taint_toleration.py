@@ -28,7 +28,16 @@ class TaintToleration(FilterPlugin, ScorePlugin):
                 return Status.unschedulable("node(s) had untolerated taint {%s}" % shown, self.name)
         return OK
 
+    def __init__(self, problem):
+        super().__init__(problem)
+        self._scores = {}
+
     def score(self, cycle, cluster, instance, node_state):
-        preferred_off = [t for t in untolerated(instance.service, node_state.node.taints)
-                         if t.effect == PREFER_NO_SCHEDULE]
-        return 0.0 if preferred_off else 100.0
+        # Depends only on the service and the node's taints: computed once per pair.
+        key = (instance.service.name, node_state.name)
+        score = self._scores.get(key)
+        if score is None:
+            preferred_off = [t for t in untolerated(instance.service, node_state.node.taints)
+                             if t.effect == PREFER_NO_SCHEDULE]
+            score = self._scores[key] = 0.0 if preferred_off else 100.0
+        return score
