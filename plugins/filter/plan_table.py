@@ -19,7 +19,7 @@ options:
     type: dict
     required: true
 author:
-  - gangplank.platform contributors
+  - Gangplank maintainers (@gangplank)
 """
 
 EXAMPLES = r"""

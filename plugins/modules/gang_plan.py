@@ -33,10 +33,13 @@ attributes:
     description: Planning changes nothing, so check mode returns the same plan.
   diff_mode:
     support: none
+    description: Nothing changes, so there is no diff.
   platform:
+    support: full
     platforms: all
+    description: Needs nothing from the targeted host.
 author:
-  - gangplank.platform contributors
+  - Gangplank maintainers (@gangplank)
 notes:
   - A malformed problem fails with one line per mistake, naming the path, the value and what was expected.
 """

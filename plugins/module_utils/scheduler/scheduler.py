@@ -39,13 +39,13 @@ GREEDY = "greedy"
 GREEDY_WITH_MOVES = "greedy_with_moves"
 
 
-def plan(data, plugins=PLUGINS, weights=WEIGHTS):
+def plan(data, plugins=PLUGINS, weights=None):
     """Schedule a problem mapping; raises ProblemError when the problem is malformed."""
     return schedule(parse_problem(data), plugins, weights)
 
 
-def schedule(problem, plugins=PLUGINS, weights=WEIGHTS):
-    framework = Framework(problem, plugins, weights)
+def schedule(problem, plugins=PLUGINS, weights=None):
+    framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
     attempt = Attempt(framework, problem, moves_allowed=False).run()
     path = GREEDY
     if attempt.unplaced and attempt.retry:

@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLANNER = os.path.join(ROOT, "bin", "gangplank-plan")
+PLANNER = os.path.join(ROOT, "bin", "gangplank-plan")     # the launcher users run
 
 
 def run(*args, stdin=None):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}    # it must find its own code
-    return subprocess.run([sys.executable, PLANNER, *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([PLANNER, *args], input=stdin, capture_output=True, text=True,
                           env=env, timeout=60, check=False)
 
 

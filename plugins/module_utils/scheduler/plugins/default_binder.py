@@ -14,7 +14,6 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
 
 
-
 class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 

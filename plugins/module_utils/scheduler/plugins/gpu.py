@@ -13,7 +13,9 @@ restarted on other GPUs.
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
@@ -36,7 +38,7 @@ def choose_gpus(node_state, request, preferred=()):
     if len(candidates) < request.count:
         return None
     candidates.sort()
-    return [(position, take) for _, _, _, position, take in candidates[:request.count]]
+    return [(candidate[3], candidate[4]) for candidate in candidates[:request.count]]
 
 
 def preferred_uuids(instance, node_name):
@@ -70,15 +72,16 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
             wanted = " or ".join(request.models) if request.models else "any model"
             return Status.unschedulable("node(s) had fewer than %d GPU(s) of %s" % (request.count, wanted),
                                         self.name)
-        if request.memory is not None and                 sum(1 for device in models if device.memory >= request.memory) < request.count:
+        large_enough = [device for device in models if request.memory is None or device.memory >= request.memory]
+        if len(large_enough) < request.count:
             return Status.unschedulable(INSUFFICIENT_MEMORY, self.name)
         return OK
 
     def filter(self, cycle, cluster, instance, node_state):
         request = instance.service.resources.gpu
         if self._choice(cycle, instance, node_state) is None:
-            return Status.unschedulable(INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY,
-                                        self.name)
+            reason = INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY
+            return Status.unschedulable(reason, self.name)
         return OK
 
     def score(self, cycle, cluster, instance, node_state):

@@ -9,7 +9,9 @@ name); an instance staying on its node keeps the device its data is on.
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
+)
 
 
 def choose_nvme(node_state, request, preferred=None):

@@ -94,7 +94,7 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
         # Whole GPUs: gpu_memory depends on which devices this node would give.
         chosen = choose_gpus(node_state, instance.service.resources.gpu,
                              preferred_uuids(instance, node_state.name)) or []
-        gpu_memory = sum(node_state.node.gpus[position].memory for position, _ in chosen)
+        gpu_memory = sum(node_state.node.gpus[position].memory for position, _taken in chosen)
         return self._check(cluster, instance, self._request(instance, gpu_memory))
 
     def reserve(self, cycle, cluster, instance, node_state, placement):

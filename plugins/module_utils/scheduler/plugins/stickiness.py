@@ -29,7 +29,7 @@ class Stickiness(PreFilterPlugin, ScorePlugin):
                     "stateful instance %s ran on node %s, which is no longer in the cluster"
                     % (instance.name, previous.node), self.name)
             cycle.restrict({previous.node}, "node(s) were not the node the stateful instance runs on")
-        elif not cluster.moves_allowed and instance.name not in cluster.released                 and previous.node in cluster.nodes:
+        elif not cluster.moves_allowed and instance.name not in cluster.released and previous.node in cluster.nodes:
             cycle.restrict({previous.node}, "node(s) were not the instance's previous node")
         return OK
 
