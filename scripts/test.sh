@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The project's test command (CI runs it through .ci/run). Runs from any directory, reads no stdin.
+# Steps, in order, stopping at the first failure with a non-zero exit:
+#   1. venv         source scripts/lib/venv.sh (.venv, requirements, collection path shim)
+#   2. unit         pytest tests/unit; collecting no test at all is an error
+#   3. integration  pytest tests/integration; skipped, with a message, while it holds no test file
+#   4. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
+#   5. lint         ansible-lint, profile production (.ansible-lint)
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+
+SANITY_PYTHON=3.11
+STEP=""
+STEP_START=$SECONDS
+SUMMARY=()
+
+begin() {
+    STEP=$1
+    STEP_START=$SECONDS
+    printf '\n==================== %s: %s ====================\n' "$1" "$2"
+}
+
+end() {
+    local secs=$((SECONDS - STEP_START))
+    SUMMARY+=("$STEP ${1:-ok} ${secs}s")
+    printf -- '---- %s: %s (%ss)\n' "$STEP" "${1:-ok}" "$secs"
+}
+
+on_exit() {
+    local rc=$?
+    if ((rc != 0)); then
+        printf '\ntest.sh: FAILED in step "%s" (exit %s) after %ss\n' "$STEP" "$rc" "$SECONDS" >&2
+    fi
+}
+trap on_exit EXIT
+
+# Runs pytest on $1 with the collection importable as ansible_collections.gangplank.platform
+# (through the shim made by venv.sh). pytest's exit code 5 (no test collected) is an error here.
+run_pytest() {
+    local rc=0
+    PYTHONPATH="$REPO_ROOT/.build/collections${PYTHONPATH:+:$PYTHONPATH}" \
+        python -m pytest "$1" -q -p no:cacheprovider --import-mode=importlib || rc=$?
+    if ((rc == 5)); then
+        echo "test.sh: error: pytest collected no test in $1" >&2
+        return 1
+    fi
+    return "$rc"
+}
+
+# Copies the files git would ship (tracked, plus untracked ones not ignored) to
+# $1 = .build/sanity/ansible_collections/gangplank/platform, removing whatever the last copy had that
+# is gone now. tests/output is kept: ansible-test's delegation venv lives there (warm runs are fast).
+copy_shipped_files() {
+    local dest=$1 file
+    if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        echo "test.sh: error: $REPO_ROOT is not a git work tree; the sanity step ships what git lists" >&2
+        return 1
+    fi
+    mkdir -p "$dest"
+    find "$dest" -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
+    if [[ -d $dest/tests ]]; then
+        find "$dest/tests" -mindepth 1 -maxdepth 1 ! -name output -exec rm -rf {} +
+    fi
+    git ls-files -z --cached --others --exclude-standard --deduplicate |
+        while IFS= read -r -d '' file; do
+            # A tracked file deleted in the work tree is still listed by --cached: skip it.
+            if [[ -e $file || -L $file ]]; then
+                printf '%s\0' "$file"
+            fi
+        done |
+        xargs -0 --no-run-if-empty cp -a --parents -t "$dest"
+}
+
+# The collections that galaxy.yml depends on come from the `ansible` pip package; ansible-test only
+# sees collections beside the one under test, so each is linked into the sanity tree.
+link_dependencies() {
+    local root=$1 site dep
+    site="$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+    for dep in $(python -c 'import yaml; print(*(yaml.safe_load(open("galaxy.yml")).get("dependencies") or {}))'); do
+        if [[ ! -d $site/ansible_collections/${dep/.//} ]]; then
+            echo "test.sh: error: dependency $dep (galaxy.yml) is not in $site/ansible_collections" >&2
+            return 1
+        fi
+        mkdir -p "$root/ansible_collections/${dep%%.*}"
+        ln -sfn "$site/ansible_collections/${dep/.//}" "$root/ansible_collections/${dep/.//}"
+    done
+}
+
+# ansible-test puts pip into each venv it creates with a get-pip.py that it downloads from
+# ci-files.testing.ansible.com into ~/.ansible/test/cache/ unless one is there already. That host is
+# not reachable here (only package registries are); scripts/lib/get_pip.py does the same job with the
+# pip wheel bundled with Python (see its docstring). A cached file that is not ours is left alone.
+provide_get_pip() {
+    local version cache
+    version="$(python -c 'import sys, types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version=sys.argv[1]))["pip"])' "$SANITY_PYTHON")"
+    cache="${HOME:?}/.ansible/test/cache/get_pip_${version//./_}.py"
+    if [[ ! -f $cache ]] || { head -n 1 "$cache" | grep -q '^"""Put pip into an empty virtual environment' &&
+        ! cmp -s scripts/lib/get_pip.py "$cache"; }; then
+        echo "test.sh: installing scripts/lib/get_pip.py as $cache"
+        install -D -m 0644 scripts/lib/get_pip.py "$cache"
+    fi
+}
+
+# --------------------------------------------------------------------------------------------------
+begin venv "scripts/lib/venv.sh"
+# shellcheck source=scripts/lib/venv.sh
+source scripts/lib/venv.sh
+python -c 'import sys
+from ansible.release import __version__ as core
+from ansible_collections.ansible_release import ansible_version
+print("Python %s, ansible-core %s, ansible %s" % (sys.version.split()[0], core, ansible_version))'
+end
+
+# --------------------------------------------------------------------------------------------------
+begin unit "pytest tests/unit"
+run_pytest tests/unit
+end
+
+# --------------------------------------------------------------------------------------------------
+begin integration "pytest tests/integration"
+if [[ -n "$(find tests/integration -type f \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]]; then
+    run_pytest tests/integration
+    end
+else
+    echo "test.sh: tests/integration has no test_*.py or *_test.py file yet; skipping this step"
+    end skipped
+fi
+
+# --------------------------------------------------------------------------------------------------
+begin sanity "ansible-test sanity --venv --python $SANITY_PYTHON"
+# ansible-test needs the collection at .../ansible_collections/<namespace>/<name>, holding only what
+# would ship; --venv makes it build its own venvs (ansible-core's requirements in
+# tests/output/.tmp/delegation, each sanity test's pinned tools in ~/.ansible/test/venv) from PyPI.
+# Those are kept between runs, so only the first run on a machine installs them.
+SANITY_ROOT="$REPO_ROOT/.build/sanity"
+SANITY_COLLECTION="$SANITY_ROOT/ansible_collections/gangplank/platform"
+copy_shipped_files "$SANITY_COLLECTION"
+link_dependencies "$SANITY_ROOT"
+provide_get_pip
+(
+    cd "$SANITY_COLLECTION"
+    # The copy sits inside this repository's work tree, where .build/ is git-ignored: ansible-test
+    # asks that outer repository for the file list, gets nothing and skips every test ("All targets
+    # skipped"). A throwaway repository of its own (copy_shipped_files removes the last one; no
+    # commit needed, untracked files count) makes ansible-test see exactly the copied files.
+    git init --quiet
+    unset ANSIBLE_COLLECTIONS_PATH
+    ansible-test sanity --venv --python "$SANITY_PYTHON" --color no
+)
+end
+
+# --------------------------------------------------------------------------------------------------
+begin lint "ansible-lint (profile production, .ansible-lint)"
+ansible-lint
+end
+
+summary="$(printf '%s, ' "${SUMMARY[@]}")"
+printf '\ntest.sh: all steps passed in %ss: %s\n' "$SECONDS" "${summary%, }"
