@@ -79,7 +79,7 @@ def _split(rng, total, count, floor=1):
     if count == 0:
         return []
     floor = min(floor, total // count)
-    weights = [rng.uniform(0.3, 1.7) for _ in range(count)]
+    weights = [rng.uniform(0.3, 1.7) for _unused in range(count)]
     spare = total - floor * count
     parts = [floor + int(spare * w / sum(weights)) for w in weights]
     for position in range(total - sum(parts)):
@@ -92,15 +92,15 @@ def _water_fill(items, budget, cap, step):
     amount capped; rounded down to ``step`` (at least one step)."""
     capped = {}
     factor = 0.0
-    for _ in range(len(items) + 1):
-        free = budget - sum(cap * replicas for name, _, replicas in items if name in capped)
+    for _unused in range(len(items) + 1):
+        free = budget - sum(cap * replicas for name, _unused, replicas in items if name in capped)
         weights = sum(weight * replicas for name, weight, replicas in items if name not in capped)
         factor = free / weights if weights else 0.0
-        over = [name for name, weight, _ in items if name not in capped and weight * factor > cap]
+        over = [name for name, weight, _unused in items if name not in capped and weight * factor > cap]
         if not over:
             break
         capped.update(dict.fromkeys(over))
-    return {name: max(step, min(cap, int(weight * factor) // step * step)) for name, weight, _ in items}
+    return {name: max(step, min(cap, int(weight * factor) // step * step)) for name, weight, _unused in items}
 
 
 def _nodes(rng, count):
@@ -115,7 +115,7 @@ def _nodes(rng, count):
         name = "gpu-%04d" % position
         cores = rng.choice((64, 96, 128))
         layout = rng.choice(GPU_LAYOUTS)
-        kinds = [kind for kind, number in layout for _ in range(number)]
+        kinds = [kind for kind, number in layout for _unused in range(number)]
         rng.shuffle(kinds)
         gpus = []
         for index, kind in enumerate(kinds):
@@ -294,15 +294,15 @@ def generate(nodes, instances, seed):
         members = [s for s in gpu_specs if s[1] == kind]
         if not members:
             continue
-        weights = [rng.uniform(0.6, 1.4) for _ in members]
-        for (service, _, _, per_instance, _), weight in zip(members, weights):
+        weights = [rng.uniform(0.6, 1.4) for _unused in members]
+        for (service, _unused, _unused, per_instance, _unused), weight in zip(members, weights):
             share = budgets[kind] * weight / sum(weights)
             gpu_replicas[service] = max(1, int(share / per_instance))
     # A model list narrower than "any" takes at most a third of the devices it matches;
     # what it cannot take goes to the first service that takes any model.
     anywhere = [s for s in gpu_specs if s[1] == "infer-small" and "models" not in s[2]["resources"]["gpu"]]
     narrow = {}
-    for service, kind, spec, per_instance, _ in gpu_specs:
+    for service, kind, spec, per_instance, _unused in gpu_specs:
         models = spec["resources"]["gpu"].get("models")
         if kind == "infer-small" and models is not None and anywhere:
             narrow.setdefault(tuple(models), []).append((service, per_instance))
@@ -321,7 +321,7 @@ def generate(nodes, instances, seed):
     ingress_spec = {"ports": [80, 443], "anti_affinity": [ingress], "sidecars": ["logshipper"],
                     "replicas": max(2, min(node_count // 8, 16))}
 
-    fixed = sum(spec["replicas"] for _, _, spec, _, _ in specs) + ingress_spec["replicas"]
+    fixed = sum(spec["replicas"] for _unused, _unused, spec, _unused, _unused in specs) + ingress_spec["replicas"]
     flexible_count = (n_api - 1) + n_batch
     room = instances - fixed - flexible_count
     if room < 0:
@@ -354,11 +354,11 @@ def generate(nodes, instances, seed):
     left = instances - fixed - sum(gpu_replicas.values())
     # A zone-pinned API stays small: its zone is a third of the cluster.
     pinned = [entry for entry in flexible if "node_selector" in entry[2]]
-    for service, kind, spec, _, _ in pinned:
+    for service, kind, spec, _unused, _unused in pinned:
         spec["replicas"] = max(1, min(left // 50, node_count // 3))
         left -= spec["replicas"]
     unpinned = [entry for entry in flexible if "node_selector" not in entry[2]]
-    for (service, kind, spec, _, _), part in zip(unpinned, _split(rng, left, len(unpinned))):
+    for (service, kind, spec, _unused, _unused), part in zip(unpinned, _split(rng, left, len(unpinned))):
         spec["replicas"] = part
     specs.extend(flexible)
     specs.append((ingress, "ingress", ingress_spec, 3.0, 2))
@@ -372,7 +372,7 @@ def generate(nodes, instances, seed):
             cpu[service] = int(weight) * 1000
             memory[service] = int(weight) * ratio * GI
     used_cpu = used_memory = 0
-    for service, kind, spec, _, _ in specs:
+    for service, kind, spec, _unused, _unused in specs:
         used_cpu += cpu.get(service, 0) * spec["replicas"]
         used_memory += memory.get(service, 0) * spec["replicas"]
         for sidecar in spec.get("sidecars", ()):
@@ -399,7 +399,7 @@ def generate(nodes, instances, seed):
         by_level.setdefault(level, []).append(entry[0])
     level_of[ingress] = levels - 1
     by_level.setdefault(levels - 1, []).append(ingress)
-    for service, kind, spec, _, _ in specs:
+    for service, kind, spec, _unused, _unused in specs:
         level = level_of[service]
         if level == 0:
             continue
@@ -412,7 +412,7 @@ def generate(nodes, instances, seed):
                 depends.append(extra)
         spec["depends_on"] = depends
 
-    for service, kind, spec, _, _ in specs:
+    for service, kind, spec, _unused, _unused in specs:
         resources = spec.setdefault("resources", {})
         resources["cpu"] = _cpu(cpu[service])
         resources["memory"] = _size(memory[service])
@@ -421,7 +421,7 @@ def generate(nodes, instances, seed):
     # Quotas: the training group reserves part of its GPU memory and is capped a bit above
     # what it asks; the batch group is capped on CPU, memory and NVMe.
     train_gpus = sum(services[s]["replicas"] * services[s]["resources"]["gpu"]["count"] for s in train_names)
-    train_memory = sum(spec["replicas"] * per_instance for service, kind, spec, per_instance, _ in gpu_specs
+    train_memory = sum(spec["replicas"] * per_instance for service, kind, spec, per_instance, _unused in gpu_specs
                        if service in train_names)
     quotas = {}
     if train_names:
@@ -431,9 +431,9 @@ def generate(nodes, instances, seed):
                     "gpu_memory": "%dGi" % (int(math.ceil(train_memory * 1.25)) + 80)},
         }
     batch = [s for s in specs if s[1] == "batch"]
-    batch_cpu = sum(spec["replicas"] * (cpu[s] + 100) for s, _, spec, _, _ in batch)
-    batch_memory = sum(spec["replicas"] * (memory[s] + 128) for s, _, spec, _, _ in batch)
-    batch_nvme = sum(spec["replicas"] * int(spec["resources"]["nvme"]["size"][:-2]) for _, _, spec, _, _ in batch)
+    batch_cpu = sum(spec["replicas"] * (cpu[s] + 100) for s, _unused, spec, _unused, _unused in batch)
+    batch_memory = sum(spec["replicas"] * (memory[s] + 128) for s, _unused, spec, _unused, _unused in batch)
+    batch_nvme = sum(spec["replicas"] * int(spec["resources"]["nvme"]["size"][:-2]) for _unused, _unused, spec, _unused, _unused in batch)
     quotas["batch"] = {"max": {"cpu": _cpu(int(batch_cpu * 1.2) // 100 * 100 + 1000),
                                "memory": _size(int(batch_memory * 1.2) // 256 * 256 + GI),
                                "nvme": "%dGi" % (int(batch_nvme * 1.2) + 1)}}

@@ -64,7 +64,7 @@ def _timed(problem, runs):
     """Median seconds of ``runs`` plan() calls, each on its own copy of the problem, and the last result."""
     times = []
     result = None
-    for _ in range(runs):
+    for _unused in range(runs):
         data = copy.deepcopy(problem)
         start = time.perf_counter()
         result = plan(data)
