@@ -38,7 +38,7 @@ PLUGINS = (
     GPU,                  # PreFilter, Filter, Score, Reserve
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
-    Quota,                # PreFilter, Filter, Reserve: after GPU, whose Reserve picks the devices it counts
+    Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts
     Repack,               # PostFilter
     Coscheduling,         # Permit
     DefaultBinder,        # Bind

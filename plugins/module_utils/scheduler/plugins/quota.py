@@ -12,7 +12,9 @@ Usage only grows during an attempt, so a node this plugin rejects stays rejected
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    OK, SKIPPED, FilterPlugin, PermitPlugin, PreFilterPlugin, ReservePlugin, Status,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus, preferred_uuids
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
@@ -27,7 +29,7 @@ def _show(dimension, amount):
     return format_size(amount)
 
 
-class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
+class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
     name = "Quota"
 
     def __init__(self, problem):
@@ -52,7 +54,7 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
         return request
 
     def _check(self, cluster, instance, request):
-        group = instance.service.quota
+        group = instance.service.quota if instance is not None else None
         if group is not None:
             quota = self.problem.quotas[group]
             used = cluster.quota_used[group]
@@ -63,7 +65,7 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
                             group, dim, _show(dim, used[dim] + request[dim]), _show(dim, quota.max[dim])),
                         self.name)
         for dim in self._reserved:
-            total = cluster.unquoted_used[dim] + (request[dim] if group is None else 0)
+            total = cluster.unquoted_used[dim] + (request[dim] if group is None and instance is not None else 0)
             for name, quota in self.problem.quotas.items():
                 used = cluster.quota_used[name][dim] + (request[dim] if name == group else 0)
                 total += max(quota.min.get(dim, 0), used)
@@ -103,3 +105,8 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin):
         used = cluster.quota_used[instance.service.quota] if instance.service.quota else cluster.unquoted_used
         for dim in QUOTA_DIMENSIONS:
             used[dim] += request[dim]
+
+    def permit(self, attempt):
+        # The per-instance checks hold the reservations as instances are placed; this also holds
+        # them for a gang with no instance at all (reservations alone larger than the cluster).
+        return self._check(attempt.cluster, None, dict.fromkeys(QUOTA_DIMENSIONS, 0))

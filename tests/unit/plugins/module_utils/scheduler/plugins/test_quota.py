@@ -52,3 +52,9 @@ def test_min_counts_ungrouped_use_and_a_group_may_use_its_reservation():
     assert solve(NODES, services, quotas=quotas)["feasible"]
     services["free"] = gpu_service(3, quota=None)
     assert not solve(NODES, services, quotas=quotas)["feasible"]
+
+
+def test_reservations_larger_than_the_cluster_make_even_an_empty_gang_infeasible():
+    result = solve({"a": node()}, {"infer": gpu_service(0)}, quotas={"compute": {"min": {"gpu": 1}}})
+    assert result["feasible"] is False and result["placements"] == {} and result["unschedulable"] == {}
+    assert result["summary"] == "quota min reservations: gpu would need 1 of the cluster's 0"
