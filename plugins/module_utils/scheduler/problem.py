@@ -408,6 +408,7 @@ def _check_references(reader, services):
         for position, other in enumerate(service.anti_affinity):
             if other not in services:
                 reader.bad(_join(_join(path, "anti_affinity"), position), other, "a service defined under services")
+        _check_pod(reader, services, name, service, path)
         # Instances are named <service>-<ordinal>: "web" replica 1 and a service "web-1" would clash.
         match = _INSTANCE_NAME.match(name)
         if match and match.group(1) in services and not services[match.group(1)].sidecar \
@@ -420,6 +421,27 @@ def _check_references(reader, services):
         cycle = error.args[1]
         # graphlib lists the cycle backwards (each node followed by what depends on it).
         reader.error("services", "dependency cycle in depends_on: %s" % " -> ".join(reversed(cycle)))
+
+
+def _check_pod(reader, services, name, service, path):
+    """An instance and its sidecars share a node: they must not clash with each other."""
+    members = [service] + [services[other] for other in service.sidecars
+                           if other in services and services[other].sidecar]
+    owners = {}
+    for member in members:
+        for port in member.ports:
+            if port in owners:
+                where = _join(_join(path, "sidecars"), service.sidecars.index(member.name))
+                reader.bad(where, member.name, "a sidecar whose host ports do not clash with %s's (port %d)"
+                           % (owners[port], port))
+            owners.setdefault(port, member.name)
+    for position, first in enumerate(members):
+        for second in members[position + 1:]:
+            if second.name in first.anti_affinity or first.name in second.anti_affinity:
+                where = _join(_join(path, "sidecars"), service.sidecars.index(second.name))
+                reader.bad(where, second.name, "a sidecar that %s's anti_affinity does not keep away from %s"
+                           % (first.name if second.name in first.anti_affinity else second.name,
+                              second.name if second.name in first.anti_affinity else first.name))
 
 
 def _parse_previous(reader, value):

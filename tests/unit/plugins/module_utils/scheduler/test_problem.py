@@ -136,3 +136,17 @@ def test_previous_for_removed_instances_is_ignored():
     problem = parse_problem({"nodes": GOOD_NODES, "services": {"web": service(replicas=1)},
                              "previous": {"web-0": {"node": "n1"}, "web-5": {"node": "n1"}, "gone-0": {"node": "x"}}})
     assert [i.name for i in problem.instances() if i.previous] == ["web-0"]
+
+
+def test_an_instance_cannot_clash_with_its_own_sidecars():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {
+        "web": service(sidecars=["logship"]), "logship": {"sidecar": True, "anti_affinity": ["web"]},
+        "db": service(ports=[80], sidecars=["proxy", "metrics"]), "proxy": {"sidecar": True, "ports": [80]},
+        "metrics": {"sidecar": True, "ports": [80]},
+    }})
+    assert errors["services.web.sidecars[0]"] == \
+        'got "logship"; expected a sidecar that logship\'s anti_affinity does not keep away from web'
+    assert errors["services.db.sidecars[0]"] == \
+        'got "proxy"; expected a sidecar whose host ports do not clash with db\'s (port 80)'
+    assert errors["services.db.sidecars[1]"] == \
+        'got "metrics"; expected a sidecar whose host ports do not clash with db\'s (port 80)'
