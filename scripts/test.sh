@@ -135,6 +135,15 @@ begin sanity "ansible-test sanity --venv --python $SANITY_PYTHON"
 # would ship; --venv makes it build its own venvs (ansible-core's requirements in
 # tests/output/.tmp/delegation, each sanity test's pinned tools in ~/.ansible/test/venv) from PyPI.
 # Those are kept between runs, so only the first run on a machine installs them.
+# ansible-test's shellcheck test is skipped (with only a warning) when shellcheck is missing.
+if ! command -v shellcheck >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing shellcheck (apt) for the sanity shellcheck test"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+    else
+        echo "test.sh: warning: shellcheck is missing and cannot be installed here; sanity skips that test" >&2
+    fi
+fi
 SANITY_ROOT="$REPO_ROOT/.build/sanity"
 SANITY_COLLECTION="$SANITY_ROOT/ansible_collections/gangplank/platform"
 copy_shipped_files "$SANITY_COLLECTION"
