@@ -17,8 +17,8 @@ def _used_of(used, total, formatter=format_size):
 def render_table(result):
     """Render a plan result (feasible or not) as text lines joined by newlines."""
     if not result.get("feasible"):
-        lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (result.get("path", "greedy"),
-                                                                 result.get("summary", ""))]
+        path = result.get("path", "greedy")
+        lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (path, result.get("summary", ""))]
         for instance, message in result.get("unschedulable", {}).items():
             lines.append("  %s: %s" % (instance, message))
         return "\n".join(lines)
