@@ -9,7 +9,7 @@ it, so an attempt that fails is simply dropped (all or nothing).
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Set
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 
@@ -49,6 +49,9 @@ class ClusterState:
         self.quota_used: Dict[str, Dict[str, int]] = {name: dict.fromkeys(QUOTA_DIMENSIONS, 0)
                                                       for name in problem.quotas}
         self.unquoted_used = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+        # GPU uuids each quota group (and the ungrouped services) occupies: its "gpu" usage.
+        self.quota_devices: Dict[str, Set[str]] = {name: set() for name in problem.quotas}
+        self.unquoted_devices: Set[str] = set()
         self.capacity = _capacity(problem.nodes.values())
         self.placements: List = []
 

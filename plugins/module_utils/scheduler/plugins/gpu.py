@@ -46,19 +46,20 @@ def preferred_uuids(instance, node_name):
     return previous.gpu_uuids if previous is not None and previous.node == node_name else ()
 
 
+def gpu_choice(cycle, instance, node_state):
+    """choose_gpus for this instance, remembered in its cycle for the node's current version
+    (Filter, Score, Reserve and the Quota plugin all ask)."""
+    key = ("GPU", node_state.name)
+    cached = cycle.get(key)
+    if cached is not None and cached[0] == node_state.version:
+        return cached[1]
+    chosen = choose_gpus(node_state, instance.service.resources.gpu, preferred_uuids(instance, node_state.name))
+    cycle[key] = (node_state.version, chosen)
+    return chosen
+
+
 class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "GPU"
-
-    @staticmethod
-    def _choice(cycle, instance, node_state):
-        """choose_gpus, remembered in the cycle for this node's current version."""
-        key = ("GPU", node_state.name)
-        cached = cycle.get(key)
-        if cached is not None and cached[0] == node_state.version:
-            return cached[1]
-        chosen = choose_gpus(node_state, instance.service.resources.gpu, preferred_uuids(instance, node_state.name))
-        cycle[key] = (node_state.version, chosen)
-        return chosen
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.gpu is not None else SKIPPED
@@ -79,7 +80,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
 
     def filter(self, cycle, cluster, instance, node_state):
         request = instance.service.resources.gpu
-        if self._choice(cycle, instance, node_state) is None:
+        if gpu_choice(cycle, instance, node_state) is None:
             reason = INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY
             return Status.unschedulable(reason, self.name)
         return OK
@@ -89,7 +90,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         if request is None:
             # Keep GPU nodes for GPU work.
             return 0.0 if node_state.node.gpus else 100.0
-        chosen = self._choice(cycle, instance, node_state)
+        chosen = gpu_choice(cycle, instance, node_state)
         if not chosen:
             return 0.0
         # Best fit: the share of each chosen device's free memory this request fills.
@@ -100,7 +101,7 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         request = instance.service.resources.gpu
         if request is None:
             return
-        chosen = self._choice(cycle, instance, node_state)
+        chosen = gpu_choice(cycle, instance, node_state)
         claims = []
         for position, take in chosen:
             node_state.gpu_used[position] += take

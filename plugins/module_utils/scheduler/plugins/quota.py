@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Quota: groups of services with a min and a max on what they request in total.
 
-``max`` caps a group's total requests. ``min`` is reserved for its group: after
-every placement, the sum over groups of max(min, used), plus what services
-outside any group use, must fit the cluster's totals. Dimensions: cpu, memory,
-gpu (devices requested), gpu_memory (bytes taken on GPUs) and nvme (bytes).
+``max`` caps a group's total use. ``min`` is reserved for its group: after every
+placement, the sum over groups of max(min, used), plus what services outside any
+group use, must fit the cluster's totals. Dimensions: cpu, memory, nvme (bytes),
+gpu_memory (bytes taken on GPUs) and gpu: the devices the group occupies, wholly
+or in part, so instances of a group that share a device count it once (GPUs are
+shared by memory; counting each share as a device would forbid what fits).
 Usage only grows during an attempt, so a node this plugin rejects stays rejected.
 """
 
@@ -16,7 +18,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
     OK, SKIPPED, FilterPlugin, PermitPlugin, PreFilterPlugin, ReservePlugin, Status,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus, preferred_uuids
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
@@ -34,21 +36,28 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._reserved = sorted({dim for quota in problem.quotas.values() for dim in quota.min})
 
-    def _request(self, instance, gpu_memory=None):
-        """The instance's request per dimension; whole GPUs count the memory of the devices taken."""
+    def _request(self, cluster, instance, devices=None):
+        """The instance's request per dimension.
+
+        ``devices`` are the (uuid, bytes) it would take on a given node; without them (before a
+        node is chosen) the GPU dimensions are counted at their least: no new device, and the
+        shared memory asked for.
+        """
         service = instance.service
         requests = self._requests[service.name]
         gpu = service.resources.gpu
         request = dict.fromkeys(QUOTA_DIMENSIONS, 0)
         request["cpu"] = requests.cpu
         request["memory"] = requests.memory
-        if gpu is not None:
-            request["gpu"] = gpu.count
-            request["gpu_memory"] = gpu_memory if gpu_memory is not None else gpu.count * (gpu.memory or 0)
+        if gpu is not None and devices is None:
+            request["gpu_memory"] = gpu.count * (gpu.memory or 0)
+        elif gpu is not None:
+            occupied = cluster.quota_devices.get(service.quota, cluster.unquoted_devices)
+            request["gpu"] = len({uuid for uuid, _taken in devices} - occupied)
+            request["gpu_memory"] = sum(taken for _uuid, taken in devices)
         if service.resources.nvme is not None:
             request["nvme"] = service.resources.nvme.size
         return request
@@ -76,35 +85,38 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
                     self.name)
         return OK
 
-    def _whole_gpus_matter(self, instance):
-        gpu = instance.service.resources.gpu
-        if gpu is None or gpu.memory is not None:
+    def _depends_on_devices(self, instance):
+        """Whether the devices a node would give change this instance's quota check."""
+        if instance.service.resources.gpu is None:
             return False
         group = instance.service.quota
-        return "gpu_memory" in self._reserved or (
-            group is not None and "gpu_memory" in self.problem.quotas[group].max)
+        limited = set(self._reserved)
+        if group is not None:
+            limited |= set(self.problem.quotas[group].max)
+        return bool(limited & {"gpu", "gpu_memory"})
 
     def pre_filter(self, cycle, cluster, instance):
         if instance.service.quota is None and not self._reserved:
             return SKIPPED
-        status = self._check(cluster, instance, self._request(instance))
+        status = self._check(cluster, instance, self._request(cluster, instance))
         if not status.ok:
             return status
-        return OK if self._whole_gpus_matter(instance) else SKIPPED
+        return OK if self._depends_on_devices(instance) else SKIPPED
 
     def filter(self, cycle, cluster, instance, node_state):
-        # Whole GPUs: gpu_memory depends on which devices this node would give.
-        chosen = choose_gpus(node_state, instance.service.resources.gpu,
-                             preferred_uuids(instance, node_state.name)) or []
-        gpu_memory = sum(node_state.node.gpus[position].memory for position, _taken in chosen)
-        return self._check(cluster, instance, self._request(instance, gpu_memory))
+        chosen = gpu_choice(cycle, instance, node_state) or []
+        devices = [(node_state.node.gpus[position].uuid, taken) for position, taken in chosen]
+        return self._check(cluster, instance, self._request(cluster, instance, devices))
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
-        gpu_memory = sum(claim.memory for claim in placement.get("gpus", ()))
-        request = self._request(instance, gpu_memory)
-        used = cluster.quota_used[instance.service.quota] if instance.service.quota else cluster.unquoted_used
+        devices = [(claim.device.uuid, claim.memory) for claim in placement.get("gpus", ())]
+        request = self._request(cluster, instance, devices)
+        group = instance.service.quota
+        used = cluster.quota_used[group] if group else cluster.unquoted_used
         for dim in QUOTA_DIMENSIONS:
             used[dim] += request[dim]
+        occupied = cluster.quota_devices[group] if group else cluster.unquoted_devices
+        occupied.update(uuid for uuid, _taken in devices)
 
     def permit(self, attempt):
         # The per-instance checks hold the reservations as instances are placed; this also holds

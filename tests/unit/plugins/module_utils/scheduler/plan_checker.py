@@ -517,6 +517,9 @@ def _check_quotas(model, placements, instance_gpu_memory, violations):
         return
     used = {name: dict.fromkeys(QUOTA_DIMENSIONS, 0) for name in model.quotas}
     ungrouped = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+    # docs: gpu counts the devices a group occupies, wholly or in part (a shared device once).
+    devices = {name: set() for name in model.quotas}
+    ungrouped_devices = set()
     for name, (service_name, _unused) in model.instances.items():
         if name not in placements or placements[name].get("node") not in model.nodes:
             continue
@@ -525,7 +528,9 @@ def _check_quotas(model, placements, instance_gpu_memory, violations):
         bucket["cpu"] += model.pod_cpu(service_name)
         bucket["memory"] += model.pod_memory(service_name)
         if service["gpu"] is not None:
-            bucket["gpu"] += service["gpu"]["count"]
+            occupied = devices[service["quota"]] if service["quota"] is not None else ungrouped_devices
+            occupied.update((placements[name]["node"], gpu.get("uuid")) for gpu in placements[name].get("gpus") or [])
+            bucket["gpu"] = len(occupied)
             bucket["gpu_memory"] += instance_gpu_memory.get(name, 0)
         if service["nvme"] is not None:
             bucket["nvme"] += service["nvme"]["size"]

@@ -16,9 +16,11 @@ NODES = {"a": node(cpu=64, memory="256Gi", gpus=[gpu(i) for i in range(4)])}
 
 def test_max_caps_the_group():
     quotas = {"compute": {"max": {"gpu": 3}}}
-    assert where(solve(NODES, {"infer": gpu_service(3)}, quotas=quotas))
-    result = solve(NODES, {"infer": gpu_service(4)}, quotas=quotas)
-    assert reason(result, "infer-3") == "0/1 nodes are available: quota compute: gpu would be 4, above its max 3."
+    assert where(solve(NODES, {"train": gpu_service(3, memory=None)}, quotas=quotas))
+    result = solve(NODES, {"train": gpu_service(4, memory=None)}, quotas=quotas)
+    assert reason(result, "train-3") == "0/1 nodes are available: 1 quota compute: gpu would be 4, above its max 3."
+    result = solve(NODES, {"web": service(replicas=3, cpu=2, quota="compute")}, quotas={"compute": {"max": {"cpu": 5}}})
+    assert reason(result, "web-2") == "0/1 nodes are available: quota compute: cpu would be 6, above its max 5."
 
 
 def test_max_gpu_memory_counts_whole_devices():
@@ -38,19 +40,19 @@ def test_cpu_and_memory_max_include_sidecars():
 def test_min_is_reserved_for_its_group():
     # 4 GPUs; compute reserves 3, so another group can take only 1 even while compute uses none.
     quotas = {"compute": {"min": {"gpu": 3}}, "batch": {}}
-    services = {"infer": gpu_service(0), "batch": gpu_service(2, quota="batch")}
+    services = {"infer": gpu_service(0), "batch": gpu_service(2, quota="batch", memory=None)}
     result = solve(NODES, services, quotas=quotas)
     assert reason(result, "batch-1") == \
-        "0/1 nodes are available: quota min reservations: gpu would need 5 of the cluster's 4."
-    services["batch"] = gpu_service(1, quota="batch")
+        "0/1 nodes are available: 1 quota min reservations: gpu would need 5 of the cluster's 4."
+    services["batch"] = gpu_service(1, quota="batch", memory=None)
     assert solve(NODES, services, quotas=quotas)["feasible"]
 
 
 def test_min_counts_ungrouped_use_and_a_group_may_use_its_reservation():
     quotas = {"compute": {"min": {"gpu": 2}}}
-    services = {"infer": gpu_service(2), "free": gpu_service(2, quota=None)}
+    services = {"infer": gpu_service(2, memory=None), "free": gpu_service(2, quota=None, memory=None)}
     assert solve(NODES, services, quotas=quotas)["feasible"]
-    services["free"] = gpu_service(3, quota=None)
+    services["free"] = gpu_service(3, quota=None, memory=None)
     assert not solve(NODES, services, quotas=quotas)["feasible"]
 
 
@@ -58,3 +60,15 @@ def test_reservations_larger_than_the_cluster_make_even_an_empty_gang_infeasible
     result = solve({"a": node()}, {"infer": gpu_service(0)}, quotas={"compute": {"min": {"gpu": 1}}})
     assert result["feasible"] is False and result["placements"] == {} and result["unschedulable"] == {}
     assert result["summary"] == "quota min reservations: gpu would need 1 of the cluster's 0"
+
+
+def test_gpu_counts_the_devices_a_group_occupies_so_shares_fit():
+    # Three 20Gi instances share two GPUs: the group occupies 2 devices, within min 2 and max 2.
+    nodes = {"a": node(gpus=[gpu(0), gpu(1)])}
+    quotas = {"compute": {"min": {"gpu": 2}, "max": {"gpu": 2}}}
+    result = solve(nodes, {"infer": gpu_service(3, memory="40Gi")}, quotas=quotas)
+    assert {g["index"] for p in result["placements"].values() for g in p["gpus"]} == {0, 1}
+    # A fifth 40Gi share needs a third device: above the max.
+    nodes = {"a": node(gpus=[gpu(0), gpu(1), gpu(2)])}
+    result = solve(nodes, {"infer": gpu_service(5, memory="40Gi")}, quotas=quotas)
+    assert reason(result, "infer-4") == "0/1 nodes are available: 1 quota compute: gpu would be 3, above its max 2."
