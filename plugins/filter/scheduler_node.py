@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: scheduler_node
+short_description: A host's entry in the gang scheduler's nodes mapping
+version_added: 0.1.0
+description:
+  - "Builds the scheduler's C(nodes.<host>) entry (the collection's docs/problem-format.md) from a host's facts and host variables."
+  - "CPU and memory come from the setup facts (C(processor_vcpus), C(memtotal_mb)) less the host variable C(gangplank_reserved) (C({cpu, memory}) kept for the system); labels from P(gangplank.platform.node_labels#filter); taints and unschedulable from C(gangplank_taints) and C(gangplank_unschedulable); GPUs from C(gangplank_gpus) less those with an NVML error or in MIG mode; NVMe devices from C(gangplank_nvme), the mounted ones only."
+options:
+  _input:
+    description: One host's variables, C(hostvars[host]), after setup and the gangplank facts modules ran.
+    type: dict
+    required: true
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Show what the facts imply
+  ansible.builtin.debug:
+    msg: "{{ hostvars[inventory_hostname] | gangplank.platform.scheduler_node }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The node entry, with cpu, memory, labels, taints, unschedulable, gpus and nvme.
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node as _scheduler_node
+
+
+def scheduler_node(hostvars):
+    try:
+        return _scheduler_node(hostvars)
+    except NodeFactsError as error:
+        raise AnsibleFilterError(str(error)) from None
+
+
+class FilterModule:
+    def filters(self):
+        return {"scheduler_node": scheduler_node}
