@@ -10,8 +10,9 @@ name: facts_table
 short_description: A host's GPUs, NVMe devices and labels as table lines
 version_added: 0.1.0
 description:
-  - "Renders what M(gangplank.platform.gpu_facts) and M(gangplank.platform.nvme_facts) found on a host, and the node labels they imply, as lines a person reads."
-  - "Simulated devices are called out in the title line, so nobody mistakes them for hardware."
+  - Renders what M(gangplank.platform.gpu_facts) and M(gangplank.platform.nvme_facts) found on a host,
+    and the node labels they imply, as lines a person reads.
+  - Simulated devices are called out in the title line, so nobody mistakes them for hardware.
 options:
   _input:
     description: One host's variables, C(hostvars[host]), after setup and the gangplank facts modules ran.

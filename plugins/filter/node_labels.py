@@ -10,8 +10,13 @@ name: node_labels
 short_description: Node labels implied by a host's hardware facts
 version_added: 0.1.0
 description:
-  - "The labels a host's facts imply, named as NVIDIA GPU Feature Discovery names them where it has a name (C(nvidia.com/gpu.present), C(nvidia.com/gpu.product) with spaces as dashes, C(nvidia.com/gpu.memory) in MiB, C(nvidia.com/gpu.count), C(nvidia.com/gpu.family), C(nvidia.com/gpu.compute.major) and C(.minor), C(nvidia.com/mig.capable)), plus C(gangplank.io/nvme.<label>) for the labels of mounted NVMe devices, C(gangplank.io/hostname), C(gangplank.io/arch), C(gangplank.io/os), and C(gangplank.io/gpu.simulated) for simulated GPUs."
-  - "The operator's C(gangplank_labels) host variable is merged in last and wins on the same key."
+  - The labels a host's facts imply, named as NVIDIA GPU Feature Discovery names them where it has a
+    name (C(nvidia.com/gpu.present), C(nvidia.com/gpu.product) with spaces as dashes,
+    C(nvidia.com/gpu.memory) in MiB, C(nvidia.com/gpu.count), C(nvidia.com/gpu.family),
+    C(nvidia.com/gpu.compute.major) and C(.minor), C(nvidia.com/mig.capable)), plus
+    C(gangplank.io/nvme.<label>) for the labels of mounted NVMe devices, C(gangplank.io/hostname),
+    C(gangplank.io/arch), C(gangplank.io/os), and C(gangplank.io/gpu.simulated) for simulated GPUs.
+  - The operator's C(gangplank_labels) host variable is merged in last and wins on the same key.
 options:
   _input:
     description: One host's variables, C(hostvars[host]), after setup and the gangplank facts modules ran.

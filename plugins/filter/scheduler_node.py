@@ -10,8 +10,13 @@ name: scheduler_node
 short_description: A host's entry in the gang scheduler's nodes mapping
 version_added: 0.1.0
 description:
-  - "Builds the scheduler's C(nodes.<host>) entry (the collection's docs/problem-format.md) from a host's facts and host variables."
-  - "CPU and memory come from the setup facts (C(processor_vcpus), C(memtotal_mb)) less the host variable C(gangplank_reserved) (C({cpu, memory}) kept for the system); labels from P(gangplank.platform.node_labels#filter); taints and unschedulable from C(gangplank_taints) and C(gangplank_unschedulable); GPUs from C(gangplank_gpus) less those with an NVML error or in MIG mode; NVMe devices from C(gangplank_nvme), the mounted ones only."
+  - Builds the scheduler's C(nodes.<host>) entry (the collection's docs/problem-format.md) from a host's
+    facts and host variables.
+  - CPU and memory come from the setup facts (C(processor_vcpus), C(memtotal_mb)) less the host variable
+    C(gangplank_reserved) (C({cpu, memory}) kept for the system); labels from
+    P(gangplank.platform.node_labels#filter); taints and unschedulable from C(gangplank_taints) and
+    C(gangplank_unschedulable); GPUs from C(gangplank_gpus) less those with an NVML error or in MIG
+    mode; NVMe devices from C(gangplank_nvme), the mounted ones only.
 options:
   _input:
     description: One host's variables, C(hostvars[host]), after setup and the gangplank facts modules ran.

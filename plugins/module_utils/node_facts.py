@@ -173,8 +173,8 @@ def facts_table(hostvars):
         title += " -- SIMULATED %s (host variables, not hardware)" % " and ".join(simulated)
     lines = [title]
     if gpus:
-        lines.append("  driver %s, CUDA %s, via %s" % (driver.get("driver_version") or "-",
-                                                      driver.get("cuda_version") or "-", driver.get("source") or "-"))
+        versions = (driver.get("driver_version") or "-", driver.get("cuda_version") or "-", driver.get("source") or "-")
+        lines.append("  driver %s, CUDA %s, via %s" % versions)
         rows = []
         for gpu in gpus:
             if gpu.get("error"):
