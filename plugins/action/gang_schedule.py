@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gangplank.platform.gang_schedule: plan the whole cluster from live facts.
+
+Runs once on the controller. It reads, and changes, nothing on the hosts: the
+gangplank.platform.schedule role takes the lock and the record before it and
+writes the new record and each node's bindings after it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+ARGUMENT_SPEC = {
+    "services": {"type": "dict", "required": True},
+    "quotas": {"type": "dict", "default": {}},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "record": {"type": "dict", "default": {}},
+    "fail_on_infeasible": {"type": "bool", "default": True},
+}
+
+# Where each part of the problem comes from, to name it in errors.
+_SOURCES = (("services.", "gangplank_services."), ("quotas.", "gangplank_quotas."))
+
+
+def _source_path(path):
+    for prefix, variable in _SOURCES:
+        if path.startswith(prefix):
+            return variable + path[len(prefix):]
+    if path.startswith("nodes."):
+        return "host " + path[len("nodes."):] + " (from its facts and gangplank_* host variables)"
+    return path
+
+
+def build_problem(services, quotas, hosts, hostvars, record):
+    """The scheduler's problem: nodes from each host's facts, the catalog, the last placement."""
+    nodes = {host: scheduler_node(hostvars[host]) for host in hosts}
+    services = json.loads(json.dumps(services))          # plain data, and a copy we may change
+    for name, replicas in (record.get("replicas") or {}).items():
+        # Scaling (playbooks/scale.yml) records replica counts that win over the catalog.
+        if isinstance(services.get(name), dict) and not services[name].get("sidecar"):
+            services[name]["replicas"] = replicas
+    return {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
+
+
+def bindings(result, hosts):
+    """Per host: its labels and its instances, each with the rank its service deploys in."""
+    rank_of = {service: rank for rank, services in enumerate(result["ranks"]) for service in services}
+    per_host = {host: {"labels": result["node_labels"].get(host, {}), "instances": {}} for host in hosts}
+    for name, placement in result["placements"].items():
+        entry = dict(placement, rank=rank_of[placement["service"]])
+        per_host[placement["node"]]["instances"][name] = entry
+    return per_host
+
+
+def changes(record, result):
+    """What the new plan changes against the recorded one: instances added, removed, moved, labels."""
+    old = record.get("placement") or {}
+    new = result["placements"]
+    old_labels = record.get("node_labels") or {}
+    return {
+        "added": sorted(name for name in new if name not in old),
+        "removed": sorted(name for name in old if name not in new),
+        "moved": [{"instance": name, "from": old[name]["node"], "to": new[name]["node"]}
+                  for name in sorted(new) if name in old and old[name]["node"] != new[name]["node"]],
+        "rebound": sorted(name for name in new if name in old and old[name]["node"] == new[name]["node"]
+                          and old[name] != new[name]),
+        "labels": sorted(host for host in set(old_labels) | set(result["node_labels"])
+                         if old_labels.get(host, {}) != result["node_labels"].get(host, {})),
+    }
+
+
+def _host_text(placement, labels, host):
+    lines = ["labels:"] + ["  %s: %s" % item for item in sorted(labels.get(host, {}).items())]
+    lines.append("instances:")
+    for name in sorted(placement):
+        entry = placement[name]
+        if entry["node"] == host:
+            gpus = ",".join("%s:%d" % (gpu["uuid"], gpu["memory"]) for gpu in entry.get("gpus") or [])
+            nvme = (entry.get("nvme") or {}).get("name")
+            lines.append("  %s%s%s" % (name, " gpus=" + gpus if gpus else "", " nvme=" + nvme if nvme else ""))
+    return "\n".join(lines) + "\n"
+
+
+def host_diffs(record, result, hosts):
+    """--diff: per host, its labels and instances before and after."""
+    old_placement, old_labels = record.get("placement") or {}, record.get("node_labels") or {}
+    diffs = []
+    for host in sorted(set(hosts) | set(old_labels)):
+        before = _host_text(old_placement, old_labels, host)
+        after = _host_text(result["placements"], result["node_labels"], host)
+        if before != after:
+            diffs.append({"before_header": "%s (revision %s)" % (host, record.get("revision", 0)),
+                          "after_header": "%s (planned)" % host, "before": before, "after": after})
+    return diffs
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        record = args["record"]
+        try:
+            problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
+            planned = plan(problem)
+        except NodeFactsError as error:
+            result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
+            return result
+        except ProblemError as error:
+            errors = [{"path": _source_path(path), "message": message} for path, message in error.errors]
+            result.update(failed=True, changed=False, errors=errors,
+                          msg="The catalog or the cluster is not valid; nothing was changed:\n" +
+                          "\n".join("%s: %s" % (e["path"], e["message"]) for e in errors))
+            return result
+        result["plan"] = planned
+        result["table"] = render_table(planned).splitlines()
+        if not planned["feasible"]:
+            result["changed"] = False
+            if args["fail_on_infeasible"]:
+                result["failed"] = True
+                result["msg"] = "The gang does not fit; nothing was changed on any host.\n" + render_table(planned)
+            return result
+        new_record = {"placement": planned["placements"], "node_labels": planned["node_labels"],
+                      "replicas": record.get("replicas") or {}, "ranks": planned["ranks"]}
+        delta = changes(record, planned)
+        result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"]
+        result["changes"] = delta
+        result["record"] = new_record
+        result["hosts"] = bindings(planned, args["hosts"])
+        result["ranks"] = planned["ranks"]
+        result["diff"] = host_diffs(record, planned, args["hosts"])
+        # An AWX job's artifacts carry the placement (set_stats semantics).
+        result["ansible_stats"] = {"data": {"gangplank_placement": {
+            "placements": planned["placements"], "ranks": planned["ranks"], "moves": planned["moves"]}},
+            "per_host": False, "aggregate": False}
+        return result

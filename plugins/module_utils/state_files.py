@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small, crash-safe state files on a managed host: JSON records, lock files, fact files.
+
+Used by the cluster_state module (placement record and lock under ``/var/lib/gangplank``) and
+meant for any module that keeps state on the host it runs on (such as a local fact file under
+``/etc/ansible/facts.d``). Standard library only; importable on Python 3.9+ (managed hosts).
+
+- ``atomic_write(path, data, mode)``: readers see the old content or the new, never a part.
+- ``create_exclusive(path, data, mode)``: create a file only if it does not exist (a lock).
+- ``read_json(path)``: a JSON object, None when the file is missing, ValueError when it is corrupt:
+  a corrupt file is never read as empty state.
+- ``locked_directory(path)``: an advisory ``flock`` on a directory, held for a short
+  read-check-write step so that runs on the same host take turns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+
+DIRECTORY_MODE = 0o755
+
+
+def ensure_directory(path, mode=DIRECTORY_MODE):
+    """Create the directory ``path`` and any missing parents, each with ``mode`` (not reduced by the umask).
+
+    A directory that exists is left as it is. Returns the list of directories created, top first.
+    """
+    path = os.path.abspath(path)
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    created = []
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+            continue
+        os.chmod(directory, mode)
+        created.append(directory)
+    return created
+
+
+def fsync_directory(path):
+    """Flush a directory's entries (a new, renamed or removed file) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        # Some file systems cannot fsync a directory; the data itself was synced already.
+        if error.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _as_bytes(data):
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data)
+    raise TypeError("data must be bytes or str, not %s" % type(data).__name__)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def atomic_write(path, data, mode):
+    """Replace the file at ``path`` with ``data`` (bytes, or str written as UTF-8), atomically.
+
+    The data goes to a temporary file in the same directory, created with ``mode`` and owned by the
+    running user, which is flushed and fsynced, renamed over ``path`` with ``os.replace``, and then the
+    directory is fsynced. A missing parent directory is created with mode 0755. On error the temporary
+    file is removed and ``path`` is left as it was.
+    """
+    data = _as_bytes(data)
+    path = os.path.abspath(path)
+    directory, name = os.path.split(path)
+    ensure_directory(directory)
+    fd, temporary = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(directory)
+
+
+def create_exclusive(path, data, mode):
+    """Create ``path`` holding ``data`` only if it does not exist yet; True if created, False if it existed.
+
+    ``os.open(O_CREAT | O_EXCL)`` decides who wins when several processes try at once; the winner
+    writes and fsyncs the data, then fsyncs the directory. The parent directory must exist. Readers that
+    must never see the file before its data is written hold ``locked_directory`` around both steps.
+    """
+    data = _as_bytes(data)
+    path = os.path.abspath(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        return False
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    fsync_directory(os.path.dirname(path))
+    return True
+
+
+def remove_file(path):
+    """Remove ``path`` and fsync its directory; True if removed, False if it was not there."""
+    path = os.path.abspath(path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    fsync_directory(os.path.dirname(path))
+    return True
+
+
+def read_json(path):
+    """The JSON object in the file at ``path``, or None when the file does not exist.
+
+    A file that is not UTF-8, not valid JSON or not a JSON object raises ValueError naming ``path``,
+    so that a damaged state file is never mistaken for empty state. Other read errors (permissions)
+    raise OSError as usual.
+    """
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        content = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        if not raw.strip():
+            raise ValueError("%s is empty, not a JSON object" % path) from None
+        raise ValueError("%s is not valid JSON (%s)" % (path, error)) from None
+    if not isinstance(content, dict):
+        raise ValueError("%s does not hold a JSON object but a JSON %s" % (path, _json_type(content)))
+    return content
+
+
+def _json_type(value):
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+@contextlib.contextmanager
+def locked_directory(path, shared=False):
+    """Hold an advisory ``flock`` on the directory ``path`` (exclusive, or shared when ``shared``).
+
+    The lock waits for other holders, is released when the block ends or the process dies, and
+    only binds processes that take it too. The directory must exist.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,108 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: gang_schedule
+short_description: Place every service instance on the cluster at once, from live facts
+version_added: 0.1.0
+description:
+  - Builds the gang scheduler's problem from every host given in O(hosts) (their facts and gangplank_* host variables,
+    through the P(gangplank.platform.scheduler_node#filter) filter), the catalog O(services), the O(quotas) and the last
+    placement O(record) read back from the cluster, and plans all instances at once, all or nothing.
+  - Returns the plan, what it changes against the record (instances added, removed, moved, labels), the new record to
+    write, and per host its labels and instances (service, ordinal, GPUs with uuids, NVMe device and mount, sidecars,
+    rank). It passes the placement to the job's stats (as M(ansible.builtin.set_stats) does) for AWX artifacts.
+  - This is an action plugin. It runs once on the controller and changes nothing on any host; the
+    gangplank.platform.schedule role takes the lock and writes the record and the bindings around it.
+  - An infeasible plan fails the task with one "0/N nodes are available" line per unplaced instance.
+options:
+  services:
+    description: The catalog, as in the collection's docs/problem-format.md (usually the C(gangplank_services) variable).
+    type: dict
+    required: true
+  quotas:
+    description: Quota groups (usually the C(gangplank_quotas) variable).
+    type: dict
+    default: {}
+  hosts:
+    description: The hosts that form the cluster (usually C(ansible_play_hosts)). Their facts must have been gathered.
+    type: list
+    elements: str
+    required: true
+  record:
+    description:
+      - The placement record read from the cluster by M(gangplank.platform.cluster_state) (its C(record) return).
+      - Its C(placement) is the previous placement and its C(replicas) the scale overrides, which win over the catalog.
+    type: dict
+    default: {}
+  fail_on_infeasible:
+    description: Fail the task when the gang does not fit.
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+    description: Runs on the controller.
+  check_mode:
+    support: full
+    description: It never changes anything itself, so check mode returns the same plan and diff.
+  diff_mode:
+    support: full
+    description: Per host, its labels and instances before and after.
+  platform:
+    support: full
+    platforms: all
+    description: Needs nothing from the targeted host.
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Plan the catalog on the play's hosts
+  gangplank.platform.gang_schedule:
+    services: "{{ gangplank_services }}"
+    quotas: "{{ gangplank_quotas | default({}) }}"
+    hosts: "{{ ansible_play_hosts }}"
+    record: "{{ schedule__lock.record }}"
+  run_once: true
+  register: schedule__plan
+"""
+
+RETURN = r"""
+plan:
+  description: The scheduler's result (docs/problem-format.md).
+  returned: unless the input is invalid
+  type: dict
+table:
+  description: The plan as table lines.
+  returned: unless the input is invalid
+  type: list
+  elements: str
+changes:
+  description:
+    - Against the record, the instances C(added), C(removed), C(moved) (from, to), C(rebound) (same node, other devices)
+      and the hosts whose C(labels) change.
+  returned: when feasible
+  type: dict
+record:
+  description: The new record content to write with M(gangplank.platform.cluster_state) (placement, node_labels, replicas, ranks).
+  returned: when feasible
+  type: dict
+hosts:
+  description: Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank), for M(gangplank.platform.node_state).
+  returned: when feasible
+  type: dict
+ranks:
+  description: Deployment ranks.
+  returned: when feasible
+  type: list
+  elements: list
+errors:
+  description: On invalid input, one entry per mistake, its path naming the variable (C(gangplank_services.infer.replicas)).
+  returned: on invalid input
+  type: list
+  elements: dict
+"""

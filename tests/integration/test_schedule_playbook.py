@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+"""playbooks/schedule.yml for real on three inventory hosts that are all this machine (local
+connections), each with its own state directory: bind, re-run, check mode, infeasible, a
+concurrent run refused, a stale lock broken, and an interrupted bind repaired."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+HOSTS = ("host-a", "host-b", "host-c")
+# Small requests: each test host is this machine, which may have only 2 CPUs.
+CATALOG = {
+    "db": {"stateful": True, "resources": {"cpu": "500m", "memory": "256Mi"}, "ports": [5432]},
+    "web": {"replicas": 2, "resources": {"cpu": "250m", "memory": "128Mi"}, "ports": [8080],
+            "depends_on": ["db"], "anti_affinity": ["web"]},
+    "infer": {"resources": {"cpu": "250m", "gpu": {"memory": "8Gi", "models": ["L4"]}}, "depends_on": ["web"],
+              "sidecars": ["log"]},
+    "log": {"sidecar": True, "resources": {"cpu": "50m"}},
+}
+
+
+class Cluster:
+    def __init__(self, base):
+        self.base = base
+        hosts = {}
+        for host in HOSTS:
+            hosts[host] = {
+                "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                "gangplank_state_dir": str(base / host / "state"),
+                "gangplank_fact_path": str(base / host / "facts.d"),
+                "gangplank_reserved": {"cpu": 0, "memory": 0},
+            }
+        hosts["host-b"]["gangplank_simulated_gpus"] = [{"model": "NVIDIA L4", "memory": "24Gi"}]
+        self.inventory = {"all": {"hosts": hosts, "vars": {"gangplank_services": CATALOG, "facts_show_table": False},
+                                  "children": {"gangplank_control": {"hosts": {"host-a": {}}}}}}
+
+    def record_path(self):
+        return self.base / "host-a" / "state" / "placement.json"
+
+    def record(self):
+        return json.loads(self.record_path().read_text())
+
+    def node_file(self, host):
+        return self.base / host / "facts.d" / "gangplank.fact"
+
+    def node(self, host):
+        return json.loads(self.node_file(host).read_text())
+
+    def lock_path(self):
+        return self.base / "host-a" / "state" / "lock.json"
+
+    def run(self, *extra, catalog=None):
+        inventory = json.loads(json.dumps(self.inventory))
+        if catalog is not None:
+            inventory["all"]["vars"]["gangplank_services"] = catalog
+        path = self.base / "hosts.yml"
+        path.write_text(yaml.safe_dump(inventory))
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1")
+        completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(path),
+                                    os.path.join(ROOT, "playbooks", "schedule.yml"), *extra],
+                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+        try:
+            report = json.loads(completed.stdout)
+        except ValueError:
+            pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
+        tasks = {}
+        for play in report["plays"]:
+            for task in play["tasks"]:
+                tasks[task["task"]["name"].split(" : ", 1)[-1]] = task["hosts"]
+        return completed.returncode, tasks, report["stats"]
+
+    def snapshot(self):
+        files = [self.record_path()] + [self.node_file(host) for host in HOSTS]
+        return {str(f): (f.read_bytes(), f.stat().st_mtime_ns) if f.exists() else None for f in files}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("schedule"))
+    returncode, tasks, stats = cluster.run()
+    assert returncode == 0, tasks
+    cluster.first = (tasks, stats)
+    return cluster
+
+
+def bound_instances(cluster):
+    seen = []
+    for host in HOSTS:
+        seen += [(name, host) for name in cluster.node(host)["instances"]]
+    return seen
+
+
+def test_bind_writes_the_record_and_each_nodes_bindings(cluster):
+    record = cluster.record()
+    assert record["revision"] == 1
+    assert sorted(record["placement"]) == ["db-0", "infer-0", "web-0", "web-1"]
+    assert stat.S_IMODE(cluster.record_path().stat().st_mode) == 0o600
+    for host in HOSTS:
+        assert stat.S_IMODE(cluster.node_file(host).stat().st_mode) == 0o644
+        node = cluster.node(host)
+        assert node["revision"] == 1 and node["labels"] == record["node_labels"][host]
+    assert cluster.node("host-b")["instances"]["infer-0"]["gpus"][0]["uuid"] == "GPU-sim-host-b-0"
+    assert cluster.node("host-b")["instances"]["infer-0"]["rank"] == 2
+    # Every instance is bound on exactly one node, the one the record names.
+    assert sorted(bound_instances(cluster)) == sorted((n, p["node"]) for n, p in record["placement"].items())
+    assert not cluster.lock_path().exists()
+
+
+def test_second_run_changes_nothing(cluster):
+    before = cluster.snapshot()
+    returncode, _tasks, stats = cluster.run()
+    assert returncode == 0
+    assert all(stats[host]["changed"] == 0 for host in HOSTS), stats
+    assert cluster.snapshot() == before
+
+
+def test_check_mode_shows_the_change_and_writes_nothing(cluster):
+    before = cluster.snapshot()
+    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas=3))
+    returncode, tasks, _stats = cluster.run("--check", "--diff", catalog=catalog)
+    assert returncode == 0
+    planned = tasks["Plan every service instance at once"]["host-a"]
+    assert planned["changed"] is True and planned["changes"]["added"] == ["web-2"]
+    assert cluster.snapshot() == before and not cluster.lock_path().exists()
+
+
+def test_infeasible_changes_nothing(cluster):
+    before = cluster.snapshot()
+    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas=4))
+    returncode, tasks, _stats = cluster.run(catalog=catalog)
+    assert returncode == 2
+    message = tasks["Plan every service instance at once"]["host-a"]["msg"]
+    assert "web-3: 0/3 nodes are available: 3 node(s) didn't have free ports for the requested host ports." in message
+    assert cluster.snapshot() == before and not cluster.lock_path().exists()
+
+
+def test_a_concurrent_run_is_refused_naming_the_holder_and_a_stale_lock_can_be_broken(cluster):
+    before = cluster.snapshot()
+    cluster.lock_path().write_text(json.dumps({"owner": "alice@awx", "job_id": "job-42",
+                                               "started_at": "2026-11-21T00:00:00Z", "started_epoch": 1.0}))
+    returncode, tasks, _stats = cluster.run()
+    assert returncode == 2
+    message = tasks["Take the cluster lock and read the placement record"]["host-a"]["results"][0]["msg"]
+    assert "alice@awx" in message and "job-42" in message
+    assert cluster.snapshot() == before and cluster.lock_path().exists()
+    returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=60")
+    assert returncode == 0 and not cluster.lock_path().exists()
+
+
+def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
+    # host-c cannot write its fact file (its directory is a file): the bind stops after the record.
+    facts_dir = cluster.node_file("host-c").parent
+    stale = cluster.node("host-c")
+    for entry in facts_dir.iterdir():
+        entry.unlink()
+    facts_dir.rmdir()
+    facts_dir.write_text("in the way")
+    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas=3))
+    returncode, _tasks, _stats = cluster.run(catalog=catalog)
+    assert returncode == 2
+    assert cluster.record()["revision"] == 2 and "web-2" in cluster.record()["placement"]
+    assert not cluster.lock_path().exists()
+    # The fault goes away; the next run rewrites host-c from the record, moving nothing.
+    facts_dir.unlink()
+    returncode, _tasks, stats = cluster.run(catalog=catalog)
+    assert returncode == 0
+    assert cluster.record()["revision"] == 2
+    node = cluster.node("host-c")
+    assert node["revision"] == 2 and node != stale
+    assert stats["host-c"]["changed"] >= 1
+    record = cluster.record()
+    assert sorted(bound_instances(cluster)) == sorted((n, p["node"]) for n, p in record["placement"].items())

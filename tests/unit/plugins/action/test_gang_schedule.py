@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+"""gang_schedule with fake hostvars: problem building, diffs, bindings, failures that change nothing."""
+
+from __future__ import annotations
+
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible.playbook.task import Task
+from ansible.plugins.loader import init_plugin_loader
+
+from ansible_collections.gangplank.platform.plugins.action.gang_schedule import ActionModule
+
+GI = 2 ** 30
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plugin_loader():
+    init_plugin_loader()
+
+
+def hostvars(name, gpus=0, **extra):
+    values = {"inventory_hostname": name, "ansible_facts": {
+        "processor_vcpus": 16, "memtotal_mb": 64 * 1024, "architecture": "x86_64", "system": "Linux",
+        "gangplank_gpus": [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": "NVIDIA L4",
+                            "memory_total": 24 * GI, "source": "simulated", "error": None, "mig_mode": None}
+                           for i in range(gpus)],
+        "gangplank_nvme": []}}
+    values.update(extra)
+    return values
+
+
+HOSTVARS = {"a": hostvars("a", gpus=1, gangplank_labels={"zone": "east"}), "b": hostvars("b"), "c": hostvars("c")}
+SERVICES = {
+    "db": {"stateful": True, "resources": {"cpu": 4, "memory": "8Gi"}, "ports": [5432]},
+    "web": {"replicas": 2, "resources": {"cpu": 1}, "ports": [80], "depends_on": ["db"]},
+    "infer": {"resources": {"gpu": {"memory": "10Gi"}}, "depends_on": ["web"]},
+}
+
+
+def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None):
+    task = Task()
+    task.args = {"services": services or SERVICES, "hosts": list(hosts), "record": record or {},
+                 "quotas": quotas or {}}
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(),
+                          templar=MagicMock(), shared_loader_obj=None)
+    return action.run(task_vars={"hostvars": HOSTVARS})
+
+
+def test_first_plan_adds_everything_and_binds_per_host():
+    result = run()
+    assert result["changed"] is True and not result.get("failed")
+    assert result["changes"]["added"] == ["db-0", "infer-0", "web-0", "web-1"]
+    assert result["ranks"] == [["db"], ["web"], ["infer"]]
+    infer_host = result["plan"]["placements"]["infer-0"]["node"]
+    assert infer_host == "a"
+    instance = result["hosts"]["a"]["instances"]["infer-0"]
+    assert instance["rank"] == 2 and instance["gpus"][0]["uuid"] == "GPU-a-0"
+    assert set(result["hosts"]) == {"a", "b", "c"}
+    assert result["record"]["placement"] == result["plan"]["placements"]
+    assert result["ansible_stats"]["data"]["gangplank_placement"]["ranks"] == result["ranks"]
+    assert result["diff"] and result["diff"][0]["before_header"].endswith("(revision 0)")
+
+
+def test_same_plan_as_the_record_is_no_change():
+    first = run()
+    record = dict(first["record"], revision=1)
+    again = run(record)
+    assert again["changed"] is False and again["diff"] == []
+    assert again["plan"]["placements"] == first["plan"]["placements"]
+
+
+def test_scale_overrides_in_the_record_win_over_the_catalog():
+    first = run()
+    record = dict(first["record"], revision=1, replicas={"web": 3})
+    result = run(record)
+    assert result["changes"]["added"] == ["web-2"] and result["changes"]["moved"] == []
+    assert result["record"]["replicas"] == {"web": 3}
+
+
+def test_a_missing_host_moves_stateless_work_and_stateful_fails():
+    first = run()
+    placement = first["plan"]["placements"]
+    lost = placement["web-1"]["node"]
+    remaining = [host for host in ("a", "b", "c") if host != lost]
+    record = dict(first["record"], revision=1)
+    if placement["db-0"]["node"] == lost:
+        result = run(record, hosts=remaining)
+        assert result["failed"] and "db-0" in result["msg"]
+    else:
+        result = run(record, hosts=remaining)
+        assert [move["instance"] for move in result["changes"]["moved"]] == ["web-1"]
+
+
+def test_infeasible_fails_with_the_report():
+    result = run(services=dict(SERVICES, web={"replicas": 5, "ports": [80]}))
+    assert result["failed"] is True and result["changed"] is False
+    assert "The gang does not fit; nothing was changed on any host." in result["msg"]
+    assert "web-3: 0/3 nodes are available: 3 node(s) didn't have free ports" in result["msg"]
+    assert "record" not in result and "hosts" not in result
+
+
+def test_bad_catalog_names_the_inventory_variable():
+    result = run(services={"web": {"replicas": "two"}}, quotas={"q": {"max": {"gpu": -1}}})
+    assert result["failed"] is True
+    paths = [error["path"] for error in result["errors"]]
+    assert paths == ["gangplank_quotas.q.max.gpu", "gangplank_services.web.replicas"]
+    assert "nothing was changed" in result["msg"]
+
+
+def test_host_without_facts_is_named():
+    task_hosts = dict(HOSTVARS, d={"inventory_hostname": "d", "ansible_facts": {}})
+    task = Task()
+    task.args = {"services": SERVICES, "hosts": ["a", "d"]}
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(),
+                          templar=MagicMock(), shared_loader_obj=None)
+    result = action.run(task_vars={"hostvars": task_hosts})
+    assert result["failed"] is True and "d: ansible_facts lacks processor_vcpus" in result["msg"]
