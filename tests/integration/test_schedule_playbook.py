@@ -20,7 +20,8 @@ HOSTS = ("host-a", "host-b", "host-c")
 # Small requests: each test host is this machine, which may have only 2 CPUs.
 CATALOG = {
     "db": {"stateful": True, "resources": {"cpu": "500m", "memory": "256Mi"}, "ports": [5432]},
-    "web": {"replicas": 2, "resources": {"cpu": "250m", "memory": "128Mi"}, "ports": [8080],
+    # The catalog may use Jinja2 from inventory variables (web_replicas is set with the catalog).
+    "web": {"replicas": "{{ web_replicas }}", "resources": {"cpu": "250m", "memory": "128Mi"}, "ports": [8080],
             "depends_on": ["db"], "anti_affinity": ["web"]},
     "infer": {"resources": {"cpu": "250m", "gpu": {"memory": "8Gi", "models": ["L4"]}}, "depends_on": ["web"],
               "sidecars": ["log"]},
@@ -40,7 +41,8 @@ class Cluster:
                 "gangplank_reserved": {"cpu": 0, "memory": 0},
             }
         hosts["host-b"]["gangplank_simulated_gpus"] = [{"model": "NVIDIA L4", "memory": "24Gi"}]
-        self.inventory = {"all": {"hosts": hosts, "vars": {"gangplank_services": CATALOG, "facts_show_table": False},
+        self.inventory = {"all": {"hosts": hosts, "vars": {"gangplank_services": CATALOG, "facts_show_table": False,
+                                                            "web_replicas": 2},
                                   "children": {"gangplank_control": {"hosts": {"host-a": {}}}}}}
 
     def record_path(self):
@@ -125,7 +127,7 @@ def test_second_run_changes_nothing(cluster):
 
 def test_check_mode_shows_the_change_and_writes_nothing(cluster):
     before = cluster.snapshot()
-    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas=3))
+    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas="{{ web_replicas + 1 }}"))
     returncode, tasks, _stats = cluster.run("--check", "--diff", catalog=catalog)
     assert returncode == 0
     planned = tasks["Plan every service instance at once"]["host-a"]
@@ -164,7 +166,7 @@ def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
         entry.unlink()
     facts_dir.rmdir()
     facts_dir.write_text("in the way")
-    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas=3))
+    catalog = dict(CATALOG, web=dict(CATALOG["web"], replicas="{{ web_replicas + 1 }}"))
     returncode, _tasks, _stats = cluster.run(catalog=catalog)
     assert returncode == 2
     assert cluster.record()["revision"] == 2 and "web-2" in cluster.record()["placement"]
