@@ -9,34 +9,17 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gangplank.platform.tests.unit.plugins.modules.module_harness import ExitJson, FailJson, capture_module_exits
+
 from ansible_collections.gangplank.platform.plugins.modules import gpu_facts
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.fake_pynvml import FakeNvml
 
 GIB = 2 ** 30
 
 
-class AnsibleExitJson(Exception):
-    """exit_json was called; args[0] is the result."""
-
-
-class AnsibleFailJson(Exception):
-    """fail_json was called; args[0] is the result."""
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
-
-
 @pytest.fixture(autouse=True)
 def module_exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    capture_module_exits(monkeypatch)
 
 
 @pytest.fixture
@@ -53,7 +36,7 @@ def no_nvidia_smi(monkeypatch):
 
 def run(args):
     with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as caught:
+        with pytest.raises((ExitJson, FailJson)) as caught:
             gpu_facts.main()
     return caught.value.args[0]
 

@@ -9,39 +9,16 @@ import stat
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gangplank.platform.tests.unit.plugins.modules.module_harness import ExitJson, FailJson, capture_module_exits
 
 from ansible_collections.gangplank.platform.plugins.modules import node_state
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
 @pytest.fixture(autouse=True)
 def capture_exit(monkeypatch):
-    warnings = []
-
-    def exit_json(self, **kwargs):
-        kwargs["warnings"] = list(warnings)
-        raise ExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        kwargs["failed"] = True
-        raise FailJson(kwargs)
-
-    def warn(self, warning):
-        warnings.append(warning)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, "warn", warn)
-    return warnings
+    return capture_module_exits(monkeypatch, warnings=[])
 
 
 def run(args, check=False, diff=True):

@@ -7,31 +7,16 @@ import os
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gangplank.platform.tests.unit.plugins.modules.module_harness import ExitJson, FailJson, capture_module_exits
 
 from ansible_collections.gangplank.platform.plugins.modules import nvme_facts
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
 @pytest.fixture(autouse=True)
 def capture_exit(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        kwargs["failed"] = True
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    capture_module_exits(monkeypatch)
 
 
 def run(args):
