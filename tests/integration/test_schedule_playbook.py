@@ -41,8 +41,8 @@ class Cluster:
                 "gangplank_reserved": {"cpu": 0, "memory": 0},
             }
         hosts["host-b"]["gangplank_simulated_gpus"] = [{"model": "NVIDIA L4", "memory": "24Gi"}]
-        self.inventory = {"all": {"hosts": hosts, "vars": {"gangplank_services": CATALOG, "facts_show_table": False,
-                                                            "web_replicas": 2},
+        shared = {"gangplank_services": CATALOG, "facts_show_table": False, "web_replicas": 2}
+        self.inventory = {"all": {"hosts": hosts, "vars": shared,
                                   "children": {"gangplank_control": {"hosts": {"host-a": {}}}}}}
 
     def record_path(self):
