@@ -95,18 +95,23 @@ def atomic_write(path, data, mode):
     ensure_directory(directory)
     fd, temporary = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
     try:
-        try:
-            os.fchmod(fd, mode)
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fill_and_close(fd, data, mode)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
     fsync_directory(directory)
+
+
+def _fill_and_close(fd, data, mode):
+    """Give the open file ``mode``, write all of ``data``, fsync it, and close it whatever happens."""
+    try:
+        os.fchmod(fd, mode)
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def create_exclusive(path, data, mode):
@@ -123,12 +128,7 @@ def create_exclusive(path, data, mode):
     except FileExistsError:
         return False
     try:
-        try:
-            os.fchmod(fd, mode)
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fill_and_close(fd, data, mode)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(path)
