@@ -9,17 +9,11 @@ import pytest
 
 from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
-from ansible.plugins.loader import init_plugin_loader
 
 from ansible_collections.gangplank.platform.plugins.action.gang_plan import ActionModule
 
 PROBLEM = {"nodes": {"a": {"cpu": 4, "memory": "8Gi"}},
            "services": {"web": {"replicas": 2, "resources": {"cpu": 1}, "ports": [80]}}}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def plugin_loader():
-    init_plugin_loader()
 
 
 def run(args, check_mode=False):

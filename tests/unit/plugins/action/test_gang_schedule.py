@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from unittest.mock import MagicMock
 
-import pytest
-
 from ansible.playbook.task import Task
-from ansible.plugins.loader import init_plugin_loader
 
 from ansible_collections.gangplank.platform.plugins.action.gang_schedule import ActionModule
 
 GI = 2 ** 30
-
-
-@pytest.fixture(scope="module", autouse=True)
-def plugin_loader():
-    init_plugin_loader()
 
 
 def hostvars(name, gpus=0, **extra):
