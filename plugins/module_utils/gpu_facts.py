@@ -11,9 +11,9 @@ and is tested without it. Only the standard library and this collection are impo
 from __future__ import annotations
 
 import csv
-import json
 import socket
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_size
 
 SIMULATED_VAR = "gangplank_simulated_gpus"
@@ -76,14 +76,6 @@ def driver_entry(available, reason=None, source=None, driver_version=None, cuda_
     }
 
 
-def _show(value):
-    """A value as it appears in an error message: JSON where possible."""
-    try:
-        return json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 def _is_nvml_error(exc, names):
     """Whether exc is one of pynvml's NVMLError_<Name> classes, by name: older bindings lack some of them."""
     return any(cls.__name__ in names for cls in type(exc).__mro__)
@@ -111,7 +103,7 @@ def cuda_version_text(version):
 def parse_simulated(entries, hostname):
     """gangplank_simulated_gpus as gangplank_gpus entries; ValueError naming the entry path when malformed."""
     if not isinstance(entries, list):
-        raise ValueError("%s: got %s; expected a list of mappings with model and memory" % (SIMULATED_VAR, _show(entries)))
+        raise ValueError("%s: got %s; expected a list of mappings with model and memory" % (SIMULATED_VAR, show(entries)))
     gpus = []
     indexes = {}
     uuids = {}
@@ -123,7 +115,7 @@ def parse_simulated(entries, hostname):
                              % (path, gpu["index"], SIMULATED_VAR, indexes[gpu["index"]]))
         if gpu["uuid"] in uuids:
             raise ValueError("%s.uuid: got %s; %s[%d] already has that uuid"
-                             % (path, _show(gpu["uuid"]), SIMULATED_VAR, uuids[gpu["uuid"]]))
+                             % (path, show(gpu["uuid"]), SIMULATED_VAR, uuids[gpu["uuid"]]))
         indexes[gpu["index"]] = position
         uuids[gpu["uuid"]] = position
         gpus.append(gpu)
@@ -134,39 +126,39 @@ def _simulated_gpu(position, entry, hostname):
     path = "%s[%d]" % (SIMULATED_VAR, position)
     if not isinstance(entry, dict):
         raise ValueError("%s: got %s; expected a mapping with model and memory (e.g. {model: NVIDIA L4, memory: 24Gi})"
-                         % (path, _show(entry)))
+                         % (path, show(entry)))
     unknown = sorted(str(key) for key in entry if key not in SIMULATED_KEYS)
     if unknown:
-        raise ValueError("%s: unknown key %s; expected only %s" % (path, ", ".join(_show(key) for key in unknown), ", ".join(SIMULATED_KEYS)))
+        raise ValueError("%s: unknown key %s; expected only %s" % (path, ", ".join(show(key) for key in unknown), ", ".join(SIMULATED_KEYS)))
 
     model = entry.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ValueError("%s.model: got %s; expected a non-empty string (e.g. NVIDIA L4)"
-                         % (path, "nothing" if "model" not in entry else _show(model)))
+                         % (path, "nothing" if "model" not in entry else show(model)))
 
     if "memory" not in entry:
         raise ValueError("%s.memory: got nothing; expected a size (e.g. 24Gi)" % path)
     try:
         memory = parse_size(entry["memory"])
     except ValueError as exc:
-        raise ValueError("%s.memory: got %s; expected %s" % (path, _show(entry["memory"]), exc)) from None
+        raise ValueError("%s.memory: got %s; expected %s" % (path, show(entry["memory"]), exc)) from None
     if memory <= 0:
-        raise ValueError("%s.memory: got %s; expected a size greater than 0" % (path, _show(entry["memory"])))
+        raise ValueError("%s.memory: got %s; expected a size greater than 0" % (path, show(entry["memory"])))
 
     index = entry.get("index", position)
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise ValueError("%s.index: got %s; expected an integer >= 0" % (path, _show(index)))
+        raise ValueError("%s.index: got %s; expected an integer >= 0" % (path, show(index)))
 
     uuid = entry.get("uuid")
     if uuid is None:
         uuid = "GPU-sim-%s-%d" % (hostname, index)
     elif not isinstance(uuid, str) or not uuid.strip():
-        raise ValueError("%s.uuid: got %s; expected a non-empty string" % (path, _show(uuid)))
+        raise ValueError("%s.uuid: got %s; expected a non-empty string" % (path, show(uuid)))
 
     capability = entry.get("compute_capability")
     if capability is not None:
         if isinstance(capability, bool) or not isinstance(capability, (str, int, float)) or not str(capability).strip():
-            raise ValueError("%s.compute_capability: got %s; expected a string such as \"8.0\"" % (path, _show(capability)))
+            raise ValueError("%s.compute_capability: got %s; expected a string such as \"8.0\"" % (path, show(capability)))
         capability = str(capability).strip()
 
     return gpu_entry(index, "simulated", uuid=uuid.strip(), model=model.strip(), memory_total=memory, memory_used=0,
@@ -211,7 +203,7 @@ def parse_nvidia_smi(output):
         row = next(csv.reader([line], skipinitialspace=True))
         if len(row) != len(NVIDIA_SMI_FIELDS):
             gpus.append(gpu_entry(position, "nvidia-smi", error="nvidia-smi printed %s; expected %d comma-separated fields"
-                                  % (_show(line), len(NVIDIA_SMI_FIELDS))))
+                                  % (show(line), len(NVIDIA_SMI_FIELDS))))
             continue
         values = dict(zip(NVIDIA_SMI_FIELDS, row))
         index = _smi_int(values["index"])

@@ -28,10 +28,10 @@ raises ValueError, with the path of the mistake.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
     SIZE_EXPECTED, parse_size,
 )
@@ -51,15 +51,6 @@ _SIMULATED_KEYS = ("name", "size", "mount", "fstype", "free", "model", "serial",
 def _natural_key(name):
     """Sort key for names: numbers compared as numbers (nvme2n1 before nvme10n1)."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
-
-
-def _show(value):
-    """Render a value the way the user wrote it, briefly."""
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _read(path):
@@ -204,11 +195,11 @@ class NvmeCollector:
 def _label_list(value, path, errors):
     """Check a list of non-empty strings, appending (path, message) for each mistake."""
     if not isinstance(value, list):
-        errors.append((path, "got %s; expected a list of labels (non-empty strings)" % _show(value)))
+        errors.append((path, "got %s; expected a list of labels (non-empty strings)" % show(value)))
         return []
     for index, label in enumerate(value):
         if not isinstance(label, str) or not label.strip():
-            errors.append(("%s[%d]" % (path, index), "got %s; expected a non-empty string" % _show(label)))
+            errors.append(("%s[%d]" % (path, index), "got %s; expected a non-empty string" % show(label)))
     return [label for label in value if isinstance(label, str) and label.strip()]
 
 
@@ -222,12 +213,12 @@ def validate_labels(labels):
     if labels is None:
         return {}
     if not isinstance(labels, dict):
-        raise ValueError("%s: got %s; expected a mapping of namespace name to a list of labels" % (LABELS_PATH, _show(labels)))
+        raise ValueError("%s: got %s; expected a mapping of namespace name to a list of labels" % (LABELS_PATH, show(labels)))
     errors = []
     checked = {}
     for name in sorted(labels, key=lambda key: _natural_key(str(key))):
         if not isinstance(name, str) or not name:
-            errors.append((LABELS_PATH, "got key %s; expected a namespace name such as nvme0n1" % _show(name)))
+            errors.append((LABELS_PATH, "got key %s; expected a namespace name such as nvme0n1" % show(name)))
             continue
         checked[name] = _label_list(labels[name], "%s.%s" % (LABELS_PATH, name), errors)
     _raise(errors)
@@ -252,21 +243,21 @@ def apply_labels(devices, labels):
 def simulated_devices(entries):
     """The simulated namespaces, checked; raises ValueError with one line per mistake."""
     if not isinstance(entries, list):
-        raise ValueError("%s: got %s; expected a list of devices" % (SIMULATED_PATH, _show(entries)))
+        raise ValueError("%s: got %s; expected a list of devices" % (SIMULATED_PATH, show(entries)))
     errors = []
     devices = []
     seen = {}
     for index, entry in enumerate(entries):
         path = "%s[%d]" % (SIMULATED_PATH, index)
         if not isinstance(entry, dict):
-            errors.append((path, "got %s; expected a mapping with name and size" % _show(entry)))
+            errors.append((path, "got %s; expected a mapping with name and size" % show(entry)))
             continue
         device = _simulated_device(entry, path, errors)
         if device is None:
             continue
         if device["name"] in seen:
             errors.append((path + ".name", "got %s; expected a name not used before (%s has it)" % (
-                _show(device["name"]), seen[device["name"]])))
+                show(device["name"]), seen[device["name"]])))
             continue
         seen[device["name"]] = path
         devices.append(device)
@@ -279,7 +270,7 @@ def _optional_string(entry, key, path, errors, default=None):
     if value is None:
         return default
     if not isinstance(value, str) or not value.strip():
-        errors.append(("%s.%s" % (path, key), "got %s; expected a non-empty string" % _show(value)))
+        errors.append(("%s.%s" % (path, key), "got %s; expected a non-empty string" % show(value)))
         return default
     return value.strip()
 
@@ -288,7 +279,7 @@ def _size(entry, key, path, errors):
     try:
         return parse_size(entry[key])
     except ValueError:
-        errors.append(("%s.%s" % (path, key), "got %s; expected %s" % (_show(entry[key]), SIZE_EXPECTED)))
+        errors.append(("%s.%s" % (path, key), "got %s; expected %s" % (show(entry[key]), SIZE_EXPECTED)))
         return None
 
 
@@ -300,7 +291,7 @@ def _simulated_device(entry, path, errors):
             errors.append(("%s.%s" % (path, key), "unknown key; expected one of %s" % ", ".join(_SIMULATED_KEYS)))
     name = entry.get("name")
     if not isinstance(name, str) or not _NAMESPACE.match(name):
-        errors.append((path + ".name", "got %s; expected a namespace name such as nvme0n1" % _show(name)))
+        errors.append((path + ".name", "got %s; expected a namespace name such as nvme0n1" % show(name)))
     size = None
     if "size" not in entry:
         errors.append((path + ".size", "missing; expected %s" % SIZE_EXPECTED))
@@ -308,19 +299,19 @@ def _simulated_device(entry, path, errors):
         size = _size(entry, "size", path, errors)
     mount = entry.get("mount")
     if mount is not None and (not isinstance(mount, str) or not mount.startswith("/")):
-        errors.append((path + ".mount", "got %s; expected an absolute path or null" % _show(mount)))
+        errors.append((path + ".mount", "got %s; expected an absolute path or null" % show(mount)))
         mount = None
     free = None
     if entry.get("free") is not None:
         if entry.get("mount") is None:
-            errors.append((path + ".free", "got %s; expected no free space without a mount" % _show(entry["free"])))
+            errors.append((path + ".free", "got %s; expected no free space without a mount" % show(entry["free"])))
         else:
             free = _size(entry, "free", path, errors)
             if free is not None and size is not None and free > size:
-                errors.append((path + ".free", "got %s; expected at most the size (%s)" % (_show(entry["free"]), _show(entry["size"]))))
+                errors.append((path + ".free", "got %s; expected at most the size (%s)" % (show(entry["free"]), show(entry["size"]))))
     fstype = _optional_string(entry, "fstype", path, errors)
     if fstype is not None and entry.get("mount") is None:
-        errors.append((path + ".fstype", "got %s; expected no file system type without a mount" % _show(entry["fstype"])))
+        errors.append((path + ".fstype", "got %s; expected no file system type without a mount" % show(entry["fstype"])))
     model = _optional_string(entry, "model", path, errors, SIMULATED_MODEL)
     serial = _optional_string(entry, "serial", path, errors)
     labels = _label_list(entry["labels"], path + ".labels", errors) if entry.get("labels") is not None else []

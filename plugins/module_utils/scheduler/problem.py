@@ -10,11 +10,11 @@ run shows the user every mistake.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from graphlib import CycleError, TopologicalSorter
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPURequest, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem,
     QUOTA_DIMENSIONS, Quota, Resources, Service, TAINT_EFFECTS, Taint, Toleration,
@@ -48,15 +48,6 @@ class ProblemError(ValueError):
 
     def __str__(self):
         return "\n".join("%s: %s" % (path, message) for path, message in self.errors)
-
-
-def show(value):
-    """Render a value the way the user wrote it, briefly."""
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _join(path, key):
