@@ -10,7 +10,7 @@ immutable; what changes during a scheduling attempt lives in ``state.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -186,6 +186,3 @@ class Placement:
     gpus: Tuple[GPUClaim, ...] = ()
     nvme: Optional[NVMeDevice] = None
     nvme_size: int = 0
-
-
-Labels = Dict[str, str]

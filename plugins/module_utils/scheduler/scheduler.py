@@ -29,7 +29,7 @@ import heapq
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     Framework, reasons_histogram,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
@@ -186,7 +186,7 @@ class Attempt:
         node_state = cluster.nodes[best[1]]
         placement = {"gpus": (), "nvme": None, "nvme_size": 0}
         framework.run_reserve(cycle, cluster, instance, node_state, placement)
-        self.placements.append(_Placement(instance, node_state.name, placement))
+        self.placements.append(Placement(instance, node_state.name, **placement))
         if self._candidates is not None:
             self._candidates.push(node_state)
         return True
@@ -243,17 +243,6 @@ class Attempt:
 class _Reason:
     def __init__(self, reason):
         self.reasons = (reason,)
-
-
-class _Placement:
-    __slots__ = ("instance", "node", "gpus", "nvme", "nvme_size")
-
-    def __init__(self, instance, node, devices):
-        self.instance = instance
-        self.node = node
-        self.gpus = devices["gpus"]
-        self.nvme = devices["nvme"]
-        self.nvme_size = devices["nvme_size"]
 
 
 def _better(current, candidate):

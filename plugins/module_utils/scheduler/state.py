@@ -9,7 +9,7 @@ it, so an attempt that fails is simply dropped (all or nothing).
 
 from __future__ import annotations
 
-from typing import Dict, List, Set
+from typing import Dict, Set
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 
@@ -17,8 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services",
-                 "placements", "version")
+    __slots__ = ("node", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
 
     def __init__(self, node):
         self.node = node
@@ -28,7 +27,6 @@ class NodeState:
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
         self.ports = set()
         self.services = set()                       # services (and sidecars) running here
-        self.placements = []
         self.version = 0
 
     @property
@@ -53,7 +51,6 @@ class ClusterState:
         self.quota_devices: Dict[str, Set[str]] = {name: set() for name in problem.quotas}
         self.unquoted_devices: Set[str] = set()
         self.capacity = _capacity(problem.nodes.values())
-        self.placements: List = []
 
 
 def _capacity(nodes):
