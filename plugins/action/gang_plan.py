@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 ARGUMENT_SPEC = {
     "problem": {"type": "dict", "required": True},
@@ -26,7 +26,7 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
-            plan_result = plan(args["problem"])
+            plan_result = plan_catalog(args["problem"])
         except ProblemError as error:
             result.update(
                 failed=True,

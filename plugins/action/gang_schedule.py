@@ -15,9 +15,9 @@ import json
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 ARGUMENT_SPEC = {
     "services": {"type": "dict", "required": True},
@@ -114,7 +114,7 @@ class ActionModule(ActionBase):
         record = args["record"]
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
-            planned = plan(problem)
+            planned = plan_catalog(problem)
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result

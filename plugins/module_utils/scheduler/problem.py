@@ -30,7 +30,7 @@ _NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvm
 _GPU_KEYS = ("index", "uuid", "model", "memory")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
-_SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
+SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
                  "anti_affinity", "node_selector", "tolerations", "depends_on", "quota")
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models")
@@ -50,13 +50,13 @@ class ProblemError(ValueError):
         return "\n".join("%s: %s" % (path, message) for path, message in self.errors)
 
 
-def _join(path, key):
+def join_path(path, key):
     if isinstance(key, int):
         return "%s[%d]" % (path, key)
     return "%s.%s" % (path, key) if path else str(key)
 
 
-class _Reader:
+class Reader:
     """Reads values at paths, recording what is wrong instead of stopping."""
 
     def __init__(self):
@@ -76,12 +76,12 @@ class _Reader:
             return {}
         for key in value:
             if not isinstance(key, str):
-                self.bad(_join(path, str(key)), key, "a string key")
+                self.bad(join_path(path, str(key)), key, "a string key")
             elif keys is not None and key not in keys:
-                self.error(_join(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
+                self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
         for key in required:
             if key not in value:
-                self.error(_join(path, key), "is required")
+                self.error(join_path(path, key), "is required")
         return value
 
     def sequence(self, value, path):
@@ -111,7 +111,7 @@ class _Reader:
         result = {}
         for key, item in sorted(self.mapping(value, path).items(), key=lambda kv: str(kv[0])):
             if isinstance(key, str) and key:
-                converted = self.label_value(item, _join(path, key))
+                converted = self.label_value(item, join_path(path, key))
                 if converted is not None:
                     result[key] = converted
         return result
@@ -158,11 +158,11 @@ class _Reader:
         """A list of distinct non-empty strings."""
         result = []
         for position, item in enumerate(self.sequence(value, path)):
-            name = self.string(item, _join(path, position))
+            name = self.string(item, join_path(path, position))
             if name is None:
                 continue
             if name in result:
-                self.bad(_join(path, position), item, "no duplicates")
+                self.bad(join_path(path, position), item, "no duplicates")
                 continue
             result.append(name)
         return tuple(result)
@@ -172,7 +172,7 @@ def parse_problem(data):
     """Return a ``Problem`` or raise ``ProblemError`` listing every mistake."""
     if not isinstance(data, dict):
         raise ProblemError([("problem", "got %s; expected a mapping with nodes and services" % show(data))])
-    reader = _Reader()
+    reader = Reader()
     top = reader.mapping(data, "", _TOP_KEYS, required=("nodes", "services"), optional_none=False)
     nodes = _parse_nodes(reader, top["nodes"]) if "nodes" in top else {}
     quotas = _parse_quotas(reader, top.get("quotas"))
@@ -188,36 +188,36 @@ def _parse_nodes(reader, value):
     raw = reader.mapping(value, "nodes", optional_none=False)
     uuids = {}
     for name in sorted(k for k in raw if isinstance(k, str)):
-        path = _join("nodes", name)
+        path = join_path("nodes", name)
         spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"))
-        cpu = reader.cpu(spec.get("cpu"), _join(path, "cpu")) if "cpu" in spec else 0
-        memory = reader.size(spec.get("memory"), _join(path, "memory")) if "memory" in spec else 0
+        cpu = reader.cpu(spec.get("cpu"), join_path(path, "cpu")) if "cpu" in spec else 0
+        memory = reader.size(spec.get("memory"), join_path(path, "memory")) if "memory" in spec else 0
         taints = []
-        for position, item in enumerate(reader.sequence(spec.get("taints"), _join(path, "taints"))):
-            taint_path = _join(_join(path, "taints"), position)
+        for position, item in enumerate(reader.sequence(spec.get("taints"), join_path(path, "taints"))):
+            taint_path = join_path(join_path(path, "taints"), position)
             taint = reader.mapping(item, taint_path, _TAINT_KEYS, required=("key", "effect"), optional_none=False)
-            key = reader.string(taint.get("key"), _join(taint_path, "key")) if "key" in taint else None
+            key = reader.string(taint.get("key"), join_path(taint_path, "key")) if "key" in taint else None
             taint_value = None
             if taint.get("value") is not None:
-                taint_value = reader.label_value(taint["value"], _join(taint_path, "value"))
+                taint_value = reader.label_value(taint["value"], join_path(taint_path, "value"))
             effect = taint.get("effect")
             if "effect" in taint and effect not in TAINT_EFFECTS:
-                reader.bad(_join(taint_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
+                reader.bad(join_path(taint_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
             elif key is not None and effect is not None:
                 taints.append(Taint(key, taint_value, effect))
         gpus = []
         indices = set()
-        for position, item in enumerate(reader.sequence(spec.get("gpus"), _join(path, "gpus"))):
-            gpu_path = _join(_join(path, "gpus"), position)
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"))):
+            gpu_path = join_path(join_path(path, "gpus"), position)
             gpu = reader.mapping(item, gpu_path, _GPU_KEYS, required=_GPU_KEYS, optional_none=False)
-            index = reader.integer(gpu.get("index"), _join(gpu_path, "index")) if "index" in gpu else None
+            index = reader.integer(gpu.get("index"), join_path(gpu_path, "index")) if "index" in gpu else None
             if index is not None and index in indices:
-                reader.bad(_join(gpu_path, "index"), index, "an index not used by another GPU of node %s" % name)
-            uuid = reader.string(gpu.get("uuid"), _join(gpu_path, "uuid")) if "uuid" in gpu else None
+                reader.bad(join_path(gpu_path, "index"), index, "an index not used by another GPU of node %s" % name)
+            uuid = reader.string(gpu.get("uuid"), join_path(gpu_path, "uuid")) if "uuid" in gpu else None
             if uuid is not None and uuid in uuids:
-                reader.bad(_join(gpu_path, "uuid"), uuid, "a UUID unique in the cluster (also at %s)" % uuids[uuid])
-            model = reader.string(gpu.get("model"), _join(gpu_path, "model")) if "model" in gpu else None
-            gpu_memory = reader.size(gpu.get("memory"), _join(gpu_path, "memory"), positive=True) \
+                reader.bad(join_path(gpu_path, "uuid"), uuid, "a UUID unique in the cluster (also at %s)" % uuids[uuid])
+            model = reader.string(gpu.get("model"), join_path(gpu_path, "model")) if "model" in gpu else None
+            gpu_memory = reader.size(gpu.get("memory"), join_path(gpu_path, "memory"), positive=True) \
                 if "memory" in gpu else None
             if None not in (index, uuid, model, gpu_memory) and index not in indices and uuid not in uuids:
                 indices.add(index)
@@ -225,20 +225,20 @@ def _parse_nodes(reader, value):
                 gpus.append(GPUDevice(index, uuid, model, gpu_memory))
         devices = []
         device_names = set()
-        for position, item in enumerate(reader.sequence(spec.get("nvme"), _join(path, "nvme"))):
-            nvme_path = _join(_join(path, "nvme"), position)
+        for position, item in enumerate(reader.sequence(spec.get("nvme"), join_path(path, "nvme"))):
+            nvme_path = join_path(join_path(path, "nvme"), position)
             nvme = reader.mapping(item, nvme_path, _NVME_KEYS, required=("name", "size"), optional_none=False)
-            device_name = reader.string(nvme.get("name"), _join(nvme_path, "name")) if "name" in nvme else None
+            device_name = reader.string(nvme.get("name"), join_path(nvme_path, "name")) if "name" in nvme else None
             if device_name is not None and device_name in device_names:
-                reader.bad(_join(nvme_path, "name"), device_name, "a device name not used twice on node %s" % name)
+                reader.bad(join_path(nvme_path, "name"), device_name, "a device name not used twice on node %s" % name)
                 device_name = None
-            size = reader.size(nvme.get("size"), _join(nvme_path, "size")) if "size" in nvme else None
-            labels = reader.names(nvme.get("labels"), _join(nvme_path, "labels"))
+            size = reader.size(nvme.get("size"), join_path(nvme_path, "size")) if "size" in nvme else None
+            labels = reader.names(nvme.get("labels"), join_path(nvme_path, "labels"))
             mount = None
             if nvme.get("mount") is not None:
-                mount = reader.string(nvme["mount"], _join(nvme_path, "mount"), "an absolute path")
+                mount = reader.string(nvme["mount"], join_path(nvme_path, "mount"), "an absolute path")
                 if mount is not None and not mount.startswith("/"):
-                    reader.bad(_join(nvme_path, "mount"), mount, "an absolute path")
+                    reader.bad(join_path(nvme_path, "mount"), mount, "an absolute path")
             if device_name is not None and size is not None:
                 device_names.add(device_name)
                 devices.append(NVMeDevice(device_name, size, labels, mount))
@@ -246,9 +246,9 @@ def _parse_nodes(reader, value):
             name=name,
             cpu=cpu or 0,
             memory=memory or 0,
-            labels=reader.labels(spec.get("labels"), _join(path, "labels")),
+            labels=reader.labels(spec.get("labels"), join_path(path, "labels")),
             taints=tuple(taints),
-            unschedulable=reader.boolean(spec.get("unschedulable"), _join(path, "unschedulable")),
+            unschedulable=reader.boolean(spec.get("unschedulable"), join_path(path, "unschedulable")),
             gpus=tuple(sorted(gpus, key=lambda gpu: gpu.index)),
             nvme=tuple(sorted(devices, key=lambda device: device.name)),
         )
@@ -260,7 +260,7 @@ def _parse_quota_amounts(reader, value, path):
     for key, item in sorted(reader.mapping(value, path, QUOTA_DIMENSIONS).items(), key=lambda kv: str(kv[0])):
         if key not in QUOTA_DIMENSIONS:
             continue
-        item_path = _join(path, key)
+        item_path = join_path(path, key)
         if key == "cpu":
             amount = reader.cpu(item, item_path)
         elif key == "gpu":
@@ -276,13 +276,13 @@ def _parse_quotas(reader, value):
     quotas = OrderedDict()
     raw = reader.mapping(value, "quotas")
     for name in sorted(k for k in raw if isinstance(k, str)):
-        path = _join("quotas", name)
+        path = join_path("quotas", name)
         spec = reader.mapping(raw[name], path, _QUOTA_KEYS)
-        minimum = _parse_quota_amounts(reader, spec.get("min"), _join(path, "min"))
-        maximum = _parse_quota_amounts(reader, spec.get("max"), _join(path, "max"))
+        minimum = _parse_quota_amounts(reader, spec.get("min"), join_path(path, "min"))
+        maximum = _parse_quota_amounts(reader, spec.get("max"), join_path(path, "max"))
         for key in sorted(set(minimum) & set(maximum)):
             if minimum[key] > maximum[key]:
-                reader.bad(_join(_join(path, "min"), key), spec["min"][key],
+                reader.bad(join_path(join_path(path, "min"), key), spec["min"][key],
                            "at most the max (%s)" % show(spec["max"][key]))
         quotas[name] = Quota(name, minimum, maximum)
     return quotas
@@ -290,25 +290,25 @@ def _parse_quotas(reader, value):
 
 def _parse_resources(reader, value, path):
     spec = reader.mapping(value, path, _RESOURCE_KEYS)
-    cpu = reader.cpu(spec["cpu"], _join(path, "cpu")) if spec.get("cpu") is not None else 0
-    memory = reader.size(spec["memory"], _join(path, "memory")) if spec.get("memory") is not None else 0
+    cpu = reader.cpu(spec["cpu"], join_path(path, "cpu")) if spec.get("cpu") is not None else 0
+    memory = reader.size(spec["memory"], join_path(path, "memory")) if spec.get("memory") is not None else 0
     gpu = None
     if spec.get("gpu") is not None:
-        gpu_path = _join(path, "gpu")
+        gpu_path = join_path(path, "gpu")
         gpu_spec = reader.mapping(spec["gpu"], gpu_path, _GPU_REQUEST_KEYS)
-        count = reader.integer(gpu_spec.get("count"), _join(gpu_path, "count"), minimum=1, default=1)
+        count = reader.integer(gpu_spec.get("count"), join_path(gpu_path, "count"), minimum=1, default=1)
         gpu_memory = None
         if gpu_spec.get("memory") is not None:
-            gpu_memory = reader.size(gpu_spec["memory"], _join(gpu_path, "memory"), positive=True)
-        models = reader.names(gpu_spec.get("models"), _join(gpu_path, "models"))
+            gpu_memory = reader.size(gpu_spec["memory"], join_path(gpu_path, "memory"), positive=True)
+        models = reader.names(gpu_spec.get("models"), join_path(gpu_path, "models"))
         if count is not None:
             gpu = GPURequest(count, gpu_memory, models)
     nvme = None
     if spec.get("nvme") is not None:
-        nvme_path = _join(path, "nvme")
+        nvme_path = join_path(path, "nvme")
         nvme_spec = reader.mapping(spec["nvme"], nvme_path, _NVME_REQUEST_KEYS, required=("label",))
-        label = reader.string(nvme_spec.get("label"), _join(nvme_path, "label")) if "label" in nvme_spec else None
-        size = reader.size(nvme_spec["size"], _join(nvme_path, "size")) if nvme_spec.get("size") is not None else 0
+        label = reader.string(nvme_spec.get("label"), join_path(nvme_path, "label")) if "label" in nvme_spec else None
+        size = reader.size(nvme_spec["size"], join_path(nvme_path, "size")) if nvme_spec.get("size") is not None else 0
         if label is not None and size is not None:
             nvme = NVMeRequest(label, size)
     return Resources(cpu or 0, memory or 0, gpu, nvme)
@@ -318,63 +318,63 @@ def _parse_services(reader, value, quotas):
     raw = reader.mapping(value, "services", optional_none=False)
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
-        path = _join("services", name)
+        path = join_path("services", name)
         if not _SERVICE_NAME.match(name):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
-        spec = reader.mapping(raw[name], path, _SERVICE_KEYS)
-        sidecar = reader.boolean(spec.get("sidecar"), _join(path, "sidecar"))
+        spec = reader.mapping(raw[name], path, SERVICE_KEYS)
+        sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))
         if sidecar and "replicas" in spec:
-            reader.bad(_join(path, "replicas"), spec["replicas"],
+            reader.bad(join_path(path, "replicas"), spec["replicas"],
                        "no replicas on a sidecar (it runs once beside each instance that lists it)")
-        replicas = reader.integer(spec.get("replicas"), _join(path, "replicas"), default=1) if not sidecar else 0
+        replicas = reader.integer(spec.get("replicas"), join_path(path, "replicas"), default=1) if not sidecar else 0
         ports = []
-        for position, item in enumerate(reader.sequence(spec.get("ports"), _join(path, "ports"))):
-            port = reader.integer(item, _join(_join(path, "ports"), position), minimum=1, maximum=65535)
+        for position, item in enumerate(reader.sequence(spec.get("ports"), join_path(path, "ports"))):
+            port = reader.integer(item, join_path(join_path(path, "ports"), position), minimum=1, maximum=65535)
             if port is not None and port in ports:
-                reader.bad(_join(_join(path, "ports"), position), item, "a port not listed twice")
+                reader.bad(join_path(join_path(path, "ports"), position), item, "a port not listed twice")
             elif port is not None:
                 ports.append(port)
         tolerations = []
-        for position, item in enumerate(reader.sequence(spec.get("tolerations"), _join(path, "tolerations"))):
-            tol_path = _join(_join(path, "tolerations"), position)
+        for position, item in enumerate(reader.sequence(spec.get("tolerations"), join_path(path, "tolerations"))):
+            tol_path = join_path(join_path(path, "tolerations"), position)
             tol = reader.mapping(item, tol_path, _TAINT_KEYS, required=("key",), optional_none=False)
-            key = reader.string(tol.get("key"), _join(tol_path, "key")) if "key" in tol else None
-            tol_value = reader.label_value(tol["value"], _join(tol_path, "value")) \
+            key = reader.string(tol.get("key"), join_path(tol_path, "key")) if "key" in tol else None
+            tol_value = reader.label_value(tol["value"], join_path(tol_path, "value")) \
                 if tol.get("value") is not None else None
             effect = tol.get("effect")
             if effect is not None and effect not in TAINT_EFFECTS:
-                reader.bad(_join(tol_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
+                reader.bad(join_path(tol_path, "effect"), effect, "one of " + ", ".join(TAINT_EFFECTS))
                 effect = None
             if key is not None:
                 tolerations.append(Toleration(key, tol_value, effect))
         quota = None
         if spec.get("quota") is not None:
-            quota = reader.string(spec["quota"], _join(path, "quota"))
+            quota = reader.string(spec["quota"], join_path(path, "quota"))
             if quota is not None and quota not in quotas:
-                reader.bad(_join(path, "quota"), quota,
+                reader.bad(join_path(path, "quota"), quota,
                            "a quota defined under quotas (%s)" % (", ".join(quotas) or "none defined"))
-        resources = _parse_resources(reader, spec.get("resources"), _join(path, "resources"))
+        resources = _parse_resources(reader, spec.get("resources"), join_path(path, "resources"))
         if sidecar:
             for key in ("gpu", "nvme"):
                 if getattr(resources, key) is not None:
-                    reader.bad(_join(_join(path, "resources"), key), spec["resources"][key],
+                    reader.bad(join_path(join_path(path, "resources"), key), spec["resources"][key],
                                "no %s request on a sidecar: it takes CPU, memory and ports beside its app" % key)
             for key in ("sidecars", "quota", "stateful", "depends_on"):
                 if spec.get(key):
-                    reader.bad(_join(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
+                    reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
         services[name] = Service(
             name=name,
             replicas=replicas or 0,
-            stateful=reader.boolean(spec.get("stateful"), _join(path, "stateful")),
+            stateful=reader.boolean(spec.get("stateful"), join_path(path, "stateful")),
             sidecar=sidecar,
-            scalable=reader.boolean(spec.get("scalable"), _join(path, "scalable")),
+            scalable=reader.boolean(spec.get("scalable"), join_path(path, "scalable")),
             resources=resources,
             ports=tuple(ports),
-            sidecars=reader.names(spec.get("sidecars"), _join(path, "sidecars")),
-            anti_affinity=reader.names(spec.get("anti_affinity"), _join(path, "anti_affinity")),
-            node_selector=reader.labels(spec.get("node_selector"), _join(path, "node_selector")),
+            sidecars=reader.names(spec.get("sidecars"), join_path(path, "sidecars")),
+            anti_affinity=reader.names(spec.get("anti_affinity"), join_path(path, "anti_affinity")),
+            node_selector=reader.labels(spec.get("node_selector"), join_path(path, "node_selector")),
             tolerations=tuple(tolerations),
-            depends_on=reader.names(spec.get("depends_on"), _join(path, "depends_on")),
+            depends_on=reader.names(spec.get("depends_on"), join_path(path, "depends_on")),
             quota=quota,
         )
     _check_references(reader, services)
@@ -383,22 +383,22 @@ def _parse_services(reader, value, quotas):
 
 def _check_references(reader, services):
     for name, service in services.items():
-        path = _join("services", name)
+        path = join_path("services", name)
         for position, other in enumerate(service.sidecars):
-            where = _join(_join(path, "sidecars"), position)
+            where = join_path(join_path(path, "sidecars"), position)
             if other not in services:
                 reader.bad(where, other, "a service defined under services")
             elif not services[other].sidecar:
                 reader.bad(where, other, "a service with sidecar: true")
         for position, other in enumerate(service.depends_on):
-            where = _join(_join(path, "depends_on"), position)
+            where = join_path(join_path(path, "depends_on"), position)
             if other not in services:
                 reader.bad(where, other, "a service defined under services")
             elif services[other].sidecar:
                 reader.bad(where, other, "an app, not a sidecar (depend on the app it runs beside)")
         for position, other in enumerate(service.anti_affinity):
             if other not in services:
-                reader.bad(_join(_join(path, "anti_affinity"), position), other, "a service defined under services")
+                reader.bad(join_path(join_path(path, "anti_affinity"), position), other, "a service defined under services")
         _check_pod(reader, services, name, service, path)
         # Instances are named <service>-<ordinal>: "web" replica 1 and a service "web-1" would clash.
         match = _INSTANCE_NAME.match(name)
@@ -422,14 +422,14 @@ def _check_pod(reader, services, name, service, path):
     for member in members:
         for port in member.ports:
             if port in owners:
-                where = _join(_join(path, "sidecars"), service.sidecars.index(member.name))
+                where = join_path(join_path(path, "sidecars"), service.sidecars.index(member.name))
                 reader.bad(where, member.name, "a sidecar whose host ports do not clash with %s's (port %d)"
                            % (owners[port], port))
             owners.setdefault(port, member.name)
     for position, first in enumerate(members):
         for second in members[position + 1:]:
             if second.name in first.anti_affinity or first.name in second.anti_affinity:
-                where = _join(_join(path, "sidecars"), service.sidecars.index(second.name))
+                where = join_path(join_path(path, "sidecars"), service.sidecars.index(second.name))
                 reader.bad(where, second.name, "a sidecar that %s's anti_affinity does not keep away from %s"
                            % (first.name if second.name in first.anti_affinity else second.name,
                               second.name if second.name in first.anti_affinity else first.name))
@@ -439,23 +439,23 @@ def _parse_previous(reader, value):
     previous = OrderedDict()
     raw = reader.mapping(value, "previous")
     for name in sorted(k for k in raw if isinstance(k, str)):
-        path = _join("previous", name)
+        path = join_path("previous", name)
         spec = reader.mapping(raw[name], path, _PREVIOUS_KEYS, required=("node",), optional_none=False)
-        node = reader.string(spec.get("node"), _join(path, "node")) if "node" in spec else None
+        node = reader.string(spec.get("node"), join_path(path, "node")) if "node" in spec else None
         uuids = []
-        for position, item in enumerate(reader.sequence(spec.get("gpus"), _join(path, "gpus"))):
-            gpu = reader.mapping(item, _join(_join(path, "gpus"), position), ("index", "uuid", "model", "memory"),
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"))):
+            gpu = reader.mapping(item, join_path(join_path(path, "gpus"), position), ("index", "uuid", "model", "memory"),
                                  required=("uuid",), optional_none=False)
             if "uuid" in gpu:
-                uuid = reader.string(gpu["uuid"], _join(_join(_join(path, "gpus"), position), "uuid"))
+                uuid = reader.string(gpu["uuid"], join_path(join_path(join_path(path, "gpus"), position), "uuid"))
                 if uuid is not None:
                     uuids.append(uuid)
         nvme = None
         if spec.get("nvme") is not None:
-            nvme_spec = reader.mapping(spec["nvme"], _join(path, "nvme"), ("name", "size", "mount"),
+            nvme_spec = reader.mapping(spec["nvme"], join_path(path, "nvme"), ("name", "size", "mount"),
                                        required=("name",))
             if "name" in nvme_spec:
-                nvme = reader.string(nvme_spec["name"], _join(_join(path, "nvme"), "name"))
+                nvme = reader.string(nvme_spec["name"], join_path(join_path(path, "nvme"), "name"))
         if node is not None:
             previous[name] = PreviousPlacement(node, tuple(uuids), nvme)
     return previous

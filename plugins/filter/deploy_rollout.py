@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: deploy_rollout
+short_description: What to do to each of a host's containers, and which are stale
+version_added: 0.1.0
+description:
+  - Adds the C(gangplank.io/config-hash) label (the hash of the rendered config files) and the C(gangplank.io/spec-hash)
+    label (the hash of everything the container is made from) to each container from
+    P(gangplank.platform.deploy_containers#filter), and compares them with the containers that exist.
+  - 'Each container gets an action: C(create) (missing), C(recreate) (its spec hash changed, or its instance was recreated,
+    for a sidecar), C(start) (same spec, not running) or C(keep).'
+  - Stale containers are those labelled as managed on this host that are no longer wanted, sidecars first.
+  - Fails when a wanted name is taken by a container that gangplank does not manage.
+options:
+  _input:
+    description: The host's containers from P(gangplank.platform.deploy_containers#filter).
+    type: list
+    elements: dict
+    required: true
+  host:
+    description: The host's inventory name.
+    type: str
+    required: true
+  rendered:
+    description: Each config file's host path mapped to its rendered text.
+    type: dict
+    required: true
+  existing:
+    description: The engine's inspect data of every container (C(containers) from containers.podman.podman_container_info).
+    type: list
+    elements: dict
+    required: true
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Decide what changes on this host
+  ansible.builtin.set_fact:
+    rollout: "{{ containers | gangplank.platform.deploy_rollout(host=inventory_hostname, rendered=rendered,
+      existing=podman_info.containers) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: >-
+    C(containers) (each with C(action) and its hash labels), C(stale) (names, sidecars first) and C(summary)
+    (lists of names to C(start), C(restart), C(stop) and C(keep)).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, rollout
+
+
+def deploy_rollout(containers, host, rendered, existing):
+    try:
+        return rollout(host, containers, rendered, existing)
+    except DeployError as error:
+        raise AnsibleFilterError(str(error)) from None
+
+
+class FilterModule:
+    def filters(self):
+        return {"deploy_rollout": deploy_rollout}

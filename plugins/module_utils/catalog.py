@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The app catalog: what the scheduler places, and how each service runs as a container.
+
+A catalog entry is a scheduling problem's service (docs/problem-format.md) plus the
+keys below, which only the deploy role reads (docs/catalog.md). ``split_catalog``
+checks the deploy keys with the same wording as the scheduler's parser and hands
+the scheduler only its own keys, so each side stays strict about what it owns.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
+    ProblemError, Reader, SERVICE_KEYS, join_path,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path")
+RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
+PROBE_TYPES = ("http", "tcp", "command")
+_HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
+_HTTP_KEYS = ("port", "path", "expect_status")
+_CONFIG_KEYS = ("dest", "src", "content")
+
+DEFAULT_NVME_PATH = "/mnt/nvme"
+DEFAULT_STOP_TIMEOUT = 10
+DEFAULT_RESTART_POLICY = "always"
+
+
+def _argv(reader, value, path):
+    """A command as a list of strings: a single string is refused rather than split."""
+    if not isinstance(value, list) or not value:
+        reader.bad(path, value, "a non-empty list of strings (the command and its arguments, run without a shell)")
+        return None
+    argv = [reader.label_value(item, join_path(path, position)) for position, item in enumerate(value)]
+    return None if None in argv else argv
+
+
+def _number(reader, value, path, default, minimum):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        reader.bad(path, value, "a number of seconds >= %s" % minimum)
+        return default
+    return float(value)
+
+
+def _health(reader, value, path, ports):
+    spec = reader.mapping(value, path, _HEALTH_KEYS)
+    if not spec:
+        return None
+    kinds = [kind for kind in PROBE_TYPES if kind in spec]
+    if len(kinds) != 1:
+        reader.bad(path, value, "exactly one probe: http, tcp or command")
+        return None
+    kind = kinds[0]
+    probe = {
+        "type": kind,
+        "timeout": _number(reader, spec.get("timeout"), join_path(path, "timeout"), 2.0, 0.1),
+        "interval": _number(reader, spec.get("interval"), join_path(path, "interval"), 1.0, 0),
+        "retries": reader.integer(spec.get("retries"), join_path(path, "retries"), minimum=1, default=60),
+        "start_period": _number(reader, spec.get("start_period"), join_path(path, "start_period"), 0.0, 0),
+    }
+    kind_path = join_path(path, kind)
+    if kind == "command":
+        probe["argv"] = _argv(reader, spec[kind], kind_path)
+        return probe
+    target = reader.mapping(spec[kind], kind_path, _HTTP_KEYS if kind == "http" else ("port",), required=("port",),
+                            optional_none=False)
+    port = reader.integer(target.get("port"), join_path(kind_path, "port"), minimum=1, maximum=65535)
+    if port is not None and port not in ports:
+        # Probes run on the host against published ports, so the port must be one the service publishes.
+        reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (", ".join(map(str, ports)) or "none listed"))
+    probe["port"] = port
+    if kind == "http":
+        probe["path"] = reader.string(target.get("path", "/"), join_path(kind_path, "path"), "a URL path beginning with /")
+        if probe["path"] is not None and not probe["path"].startswith("/"):
+            reader.bad(join_path(kind_path, "path"), probe["path"], "a URL path beginning with /")
+        statuses = reader.sequence(target.get("expect_status"), join_path(kind_path, "expect_status"))
+        probe["expect_status"] = [reader.integer(item, join_path(join_path(kind_path, "expect_status"), position),
+                                                 minimum=100, maximum=599)
+                                  for position, item in enumerate(statuses)] or None
+    return probe
+
+
+def _config(reader, value, path):
+    files = []
+    destinations = set()
+    for position, item in enumerate(reader.sequence(value, path)):
+        item_path = join_path(path, position)
+        spec = reader.mapping(item, item_path, _CONFIG_KEYS, required=("dest",), optional_none=False)
+        dest = reader.string(spec.get("dest"), join_path(item_path, "dest"), "an absolute path in the container")
+        if dest is not None and (not dest.startswith("/") or posixpath.normpath(dest) != dest):
+            reader.bad(join_path(item_path, "dest"), dest, "an absolute, normalised path in the container")
+        elif dest in destinations:
+            reader.bad(join_path(item_path, "dest"), dest, "a path not listed twice")
+        destinations.add(dest)
+        if ("src" in spec) == ("content" in spec):
+            reader.bad(item_path, item, "exactly one of src (a Jinja2 template file) or content (the file's text)")
+            continue
+        entry = {"dest": dest}
+        if "src" in spec:
+            entry["src"] = reader.string(spec["src"], join_path(item_path, "src"), "a template file path")
+        else:
+            content = spec["content"]
+            if not isinstance(content, str):
+                reader.bad(join_path(item_path, "content"), content, "a string")
+            entry["content"] = content
+        files.append(entry)
+    return files
+
+
+def _env(reader, value, path):
+    env = {}
+    for key, item in sorted(reader.mapping(value, path).items(), key=lambda kv: str(kv[0])):
+        if not isinstance(key, str) or not key or "=" in key:
+            reader.bad(join_path(path, str(key)), key, "a variable name without '='")
+            continue
+        converted = reader.label_value(item, join_path(path, key))
+        if converted is not None:
+            env[key] = converted
+    return env
+
+
+def _deploy_spec(reader, spec, path):
+    ports = [port for port in spec.get("ports") or [] if isinstance(port, int) and not isinstance(port, bool)]
+    image = spec.get("image")
+    if image is not None:
+        image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
+    restart = spec.get("restart_policy", DEFAULT_RESTART_POLICY)
+    if restart not in RESTART_POLICIES:
+        reader.bad(join_path(path, "restart_policy"), restart, "one of " + ", ".join(RESTART_POLICIES))
+    nvme_path = spec.get("nvme_path", DEFAULT_NVME_PATH)
+    if not isinstance(nvme_path, str) or not nvme_path.startswith("/"):
+        reader.bad(join_path(path, "nvme_path"), nvme_path, "an absolute path in the container")
+    return {
+        "image": image,
+        "command": _argv(reader, spec["command"], join_path(path, "command")) if spec.get("command") is not None else None,
+        "env": _env(reader, spec.get("env"), join_path(path, "env")),
+        "init": reader.boolean(spec.get("init"), join_path(path, "init")),
+        "stop_timeout": reader.integer(spec.get("stop_timeout"), join_path(path, "stop_timeout"),
+                                       default=DEFAULT_STOP_TIMEOUT),
+        "restart_policy": restart,
+        "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
+        "config": _config(reader, spec.get("config"), join_path(path, "config")),
+        "nvme_path": nvme_path,
+        "ports": ports,
+    }
+
+
+def read_catalog(services):
+    """(the scheduler's services, each service's deploy spec, [(path, message), ...]).
+
+    Only the deploy keys and unknown keys are checked here; the scheduler's parser checks the rest,
+    so a caller can report both sides' mistakes at once.
+    """
+    reader = Reader()
+    raw = reader.mapping(services, "services", optional_none=False)
+    scheduling, deploy = {}, {}
+    known = SERVICE_KEYS + DEPLOY_KEYS
+    for name, entry in raw.items():
+        path = join_path("services", str(name))
+        if not isinstance(entry, dict):
+            scheduling[name] = entry          # the scheduler names this mistake
+            continue
+        reader.mapping(entry, path, known)
+        scheduling[name] = {key: value for key, value in entry.items() if key in SERVICE_KEYS}
+        deploy[name] = _deploy_spec(reader, entry, path)
+    return scheduling, deploy, reader.errors
+
+
+def split_catalog(services):
+    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here."""
+    scheduling, deploy, errors = read_catalog(services)
+    if errors:
+        raise ProblemError(errors)
+    return scheduling, deploy
+
+
+def plan_catalog(problem):
+    """The scheduler's plan() for a problem whose services may carry deploy keys.
+
+    Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
+    """
+    errors = []
+    if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
+        scheduling, _deploy, errors = read_catalog(problem["services"])
+        problem = dict(problem, services=scheduling)
+    try:
+        result = plan(problem)
+    except ProblemError as error:
+        raise ProblemError(errors + error.errors)
+    if errors:
+        raise ProblemError(errors)
+    return result

@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""From one host's bindings to the containers it should run, and what to do to get there.
+
+Pure functions behind the deploy role (docs/deploy.md):
+
+- ``desired_containers`` turns the host's instances and the catalog into container specs:
+  image, command, env, published ports, GPUs by CDI name, the NVMe directory, config files,
+  labels and the health probe. A sidecar shares its instance's network namespace, so the
+  instance's container publishes the sidecar's ports too.
+- ``rollout`` compares them with the containers that exist and says, per container, whether it
+  is created, recreated, started or kept, and which containers of this host are stale.
+
+A container's ``gangplank.io/spec-hash`` label is the hash of everything it is made from,
+its rendered config files included (kapp's versioned ConfigMaps): a change to any of them
+changes the label, and only that container (with its sidecars) is recreated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+
+LABEL = "gangplank.io/"
+MANAGED, NODE, INSTANCE, SERVICE, RANK, SIDECAR_OF = (LABEL + key for key in (
+    "managed", "node", "instance", "service", "rank", "sidecar-of"))
+CONFIG_HASH, SPEC_HASH = LABEL + "config-hash", LABEL + "spec-hash"
+GPU_MODES = ("cdi", "simulated")
+
+
+class DeployError(ValueError):
+    """The bindings, the catalog or the existing containers do not allow a deployment."""
+
+
+def _digest(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def container_name(host, instance, sidecar=None):
+    """Unique per host and instance, so several test-bed hosts can share one engine."""
+    return "%s-%s" % (host, instance) + ("-" + sidecar if sidecar else "")
+
+
+def _config_files(spec, data_dir, name):
+    files = []
+    for position, entry in enumerate(spec["config"]):
+        host_path = posixpath.join(data_dir, name, "config", "%d-%s" % (position, posixpath.basename(entry["dest"])))
+        files.append(dict(entry, path=host_path))
+    return files
+
+
+def _probe(spec, name, probe_address, engine):
+    health = spec["health"]
+    if health is None:
+        return None
+    probe = {key: health[key] for key in ("timeout", "interval", "retries", "start_period")}
+    probe.update(name=name, type=health["type"])
+    if health["type"] == "http":
+        probe["url"] = "http://%s:%d%s" % (probe_address, health["port"], health["path"])
+        if health["expect_status"]:
+            probe["expect_status"] = health["expect_status"]
+    elif health["type"] == "tcp":
+        probe.update(host=probe_address, port=health["port"])
+    else:
+        # Command probes run inside the container, as argv: no shell on either side.
+        probe["argv"] = [engine, "exec", name] + health["argv"]
+    return probe
+
+
+def _environment(binding, name, service, ports, host):
+    env = {
+        "GANGPLANK_INSTANCE": name,
+        "GANGPLANK_SERVICE": service,
+        "GANGPLANK_ORDINAL": str(binding["ordinal"]),
+        "GANGPLANK_NODE": host,
+        "GANGPLANK_PORTS": ",".join(str(port) for port in ports),
+    }
+    gpus = binding.get("gpus") or []
+    if gpus:
+        env["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpu["uuid"] for gpu in gpus)
+        # A shared GPU: the app should keep to the memory it was granted on each device.
+        env["GANGPLANK_GPU_MEMORY"] = ",".join("%s=%d" % (gpu["uuid"], gpu["memory"]) for gpu in gpus)
+    return env
+
+
+def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
+                       gpu_mode="cdi", engine="podman"):
+    """The containers ``host`` should run, in rank order, each instance before its sidecars."""
+    if gpu_mode not in GPU_MODES:
+        raise DeployError("gpu_mode: got %r; expected one of %s" % (gpu_mode, ", ".join(GPU_MODES)))
+    try:
+        _scheduling, specs = split_catalog(services)
+    except ValueError as error:
+        raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
+    missing = sorted({binding["service"] for binding in instances.values() if not (specs.get(binding["service"]) or {}).get("image")}
+                     | {sidecar for binding in instances.values() for sidecar in binding.get("sidecars") or []
+                        if not (specs.get(sidecar) or {}).get("image")})
+    if missing:
+        raise DeployError("; ".join("services.%s.image: is required to deploy it (an image reference such as localhost/app:1)" % name
+                                    for name in missing))
+    containers = []
+    for instance in sorted(instances, key=lambda name: (instances[name]["rank"], name)):
+        binding = instances[instance]
+        spec = specs[binding["service"]]
+        sidecars = list(binding.get("sidecars") or [])
+        ports = list(spec["ports"]) + [port for sidecar in sidecars for port in specs[sidecar]["ports"]]
+        main = _container(host, instance, binding, binding["service"], spec, data_dir, probe_address, engine)
+        main["ports"] = ["%s:%d:%d" % (publish_address, port, port) if publish_address else "%d:%d" % (port, port)
+                         for port in ports]
+        main["env"] = dict(_environment(binding, instance, binding["service"], ports, host), **spec["env"])
+        if gpu_mode == "cdi":
+            main["devices"] = ["nvidia.com/gpu=%s" % gpu["uuid"] for gpu in binding.get("gpus") or []]
+        nvme = binding.get("nvme")
+        if nvme:
+            source = posixpath.join(nvme["mount"], "gangplank", binding["service"])
+            main["directories"].append(source)
+            main["volumes"].append("%s:%s" % (source, spec["nvme_path"]))
+            main["env"]["GANGPLANK_NVME_DIR"] = spec["nvme_path"]
+        containers.append(main)
+        for sidecar in sidecars:
+            side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine)
+            side["network"] = "container:" + main["name"]
+            side["labels"][SIDECAR_OF] = main["name"]
+            side["env"] = dict(_environment(binding, instance, sidecar, ports, host), **specs[sidecar]["env"])
+            containers.append(side)
+    return containers
+
+
+def _container(host, instance, binding, service, spec, data_dir, probe_address, engine):
+    name = container_name(host, instance, None if service == binding["service"] else service)
+    files = _config_files(spec, data_dir, name)
+    return {
+        "name": name,
+        "instance": instance,
+        "service": service,
+        "rank": binding["rank"],
+        "sidecar": service != binding["service"],
+        "image": spec["image"],
+        "command": spec["command"],
+        "env": {},
+        "ports": [],
+        "devices": [],
+        "volumes": ["%s:%s:ro" % (entry["path"], entry["dest"]) for entry in files],
+        "directories": [],
+        "network": None,
+        "init": spec["init"],
+        "stop_timeout": spec["stop_timeout"],
+        "restart_policy": spec["restart_policy"],
+        "labels": {MANAGED: "true", NODE: host, INSTANCE: instance, SERVICE: service, RANK: str(binding["rank"])},
+        "config": files,
+        "probe": _probe(spec, name, probe_address, engine),
+    }
+
+
+def _existing_entry(item):
+    """Name, running and labels from a container's inspect data (podman or docker)."""
+    name = item.get("Name") or ""
+    state = item.get("State") or {}
+    return name.lstrip("/"), {"running": bool(state.get("Running")), "labels": (item.get("Config") or {}).get("Labels") or {}}
+
+
+def rollout(host, containers, rendered, existing):
+    """Hash labels and an action per container, and the stale containers of ``host``.
+
+    ``rendered`` maps each config file's host path to its rendered text; ``existing`` is the
+    engine's inspect data of every container. Actions: create, recreate, start, keep.
+    """
+    current = dict(_existing_entry(item) for item in existing)
+    planned, spec_hash_of = [], {}
+    for container in containers:
+        labels = dict(container["labels"])
+        config = [[entry["dest"], rendered[entry["path"]]] for entry in container["config"]]
+        labels[CONFIG_HASH] = _digest(config)
+        shape = {key: container[key] for key in ("image", "command", "env", "ports", "devices", "volumes", "network",
+                                                 "init", "stop_timeout", "restart_policy")}
+        # A sidecar lives in its instance's network namespace, so it is recreated with it.
+        shape.update(labels=labels, instance=spec_hash_of.get(labels.get(SIDECAR_OF)))
+        labels[SPEC_HASH] = _digest(shape)
+        spec_hash_of[container["name"]] = labels[SPEC_HASH]
+        now = current.get(container["name"])
+        if now is not None and now["labels"].get(MANAGED) != "true":
+            raise DeployError("container %s exists but is not managed by gangplank; rename or remove it, then run again"
+                              % container["name"])
+        if now is None:
+            action = "create"
+        elif now["labels"].get(SPEC_HASH) != labels[SPEC_HASH]:
+            action = "recreate"
+        elif not now["running"]:
+            action = "start"
+        else:
+            action = "keep"
+        planned.append(dict(container, labels=labels, action=action))
+    wanted = {container["name"] for container in containers}
+    stale = sorted((name for name, now in current.items()
+                    if now["labels"].get(MANAGED) == "true" and now["labels"].get(NODE) == host and name not in wanted),
+                   # Sidecars first: an instance cannot be removed while a sidecar shares its network.
+                   key=lambda name: (SIDECAR_OF not in current[name]["labels"], name))
+    return {"containers": planned, "stale": stale,
+            "summary": {"start": [c["name"] for c in planned if c["action"] in ("create", "start")],
+                        "restart": [c["name"] for c in planned if c["action"] == "recreate"],
+                        "stop": stale,
+                        "keep": [c["name"] for c in planned if c["action"] == "keep"]}}
+
+
+def status_rows(host, containers, existing, probes):
+    """One row per container: where it should run, whether it runs, and whether its probe passes now."""
+    current = dict(_existing_entry(item) for item in existing)
+    rows = []
+    for container in containers:
+        now = current.get(container["name"])
+        result = probes.get(container["name"])
+        if now is None:
+            state = "missing"
+        else:
+            state = "running" if now["running"] else "stopped"
+        if container["probe"] is None:
+            health = "no probe"
+        elif result is None or result.get("healthy") is None:
+            health = "not probed"
+        else:
+            health = "healthy" if result["healthy"] else "unhealthy: " + (result.get("last_output") or "")[:60]
+        rows.append({"node": host, "rank": container["rank"], "instance": container["instance"],
+                     "container": container["name"], "service": container["service"], "state": state, "health": health,
+                     "ports": ",".join(container["ports"])})
+    return rows
+
+
+def render_status(rows):
+    """The status table, by rank, then node, then container."""
+    columns = ("rank", "node", "instance", "service", "container", "state", "health", "ports")
+    ordered = sorted(rows, key=lambda row: (row["rank"], row["node"], row["container"]))
+    cells = [[str(row[column]) for column in columns] for row in ordered]
+    widths = [max([len(column)] + [len(line[index]) for line in cells]) for index, column in enumerate(columns)]
+    lines = ["  ".join(column.ljust(width) for column, width in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
+    healthy = sum(1 for row in rows if row["state"] == "running" and row["health"] in ("healthy", "no probe"))
+    lines.append("%d of %d container(s) running and healthy" % (healthy, len(rows)))
+    return lines
