@@ -4,8 +4,9 @@
 #   1. venv         source scripts/lib/venv.sh (.venv, requirements, collection path shim)
 #   2. unit         pytest tests/unit; collecting no test at all is an error
 #   3. integration  pytest tests/integration; skipped, with a message, while it holds no test file
-#   4. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
-#   5. lint         ansible-lint, profile production (.ansible-lint)
+#   4. e2e          the local test bed (podman, the demo image), then pytest tests/e2e: site.yml for real
+#   5. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
+#   6. lint         ansible-lint, profile production (.ansible-lint)
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -128,6 +129,13 @@ else
     echo "test.sh: tests/integration has no test_*.py or *_test.py file yet; skipping this step"
     end skipped
 fi
+
+# --------------------------------------------------------------------------------------------------
+begin e2e "test bed (scripts/lib/testbed.sh), then pytest tests/e2e"
+# shellcheck source=scripts/lib/testbed.sh
+source scripts/lib/testbed.sh
+run_pytest tests/e2e
+end
 
 # --------------------------------------------------------------------------------------------------
 begin sanity "ansible-test sanity --venv --python $SANITY_PYTHON"
