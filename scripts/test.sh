@@ -5,8 +5,9 @@
 #   2. unit         pytest tests/unit; collecting no test at all is an error
 #   3. integration  pytest tests/integration; skipped, with a message, while it holds no test file
 #   4. e2e          the local test bed (podman, the demo image), then pytest tests/e2e: site.yml for real
-#   5. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
-#   6. lint         ansible-lint, profile production (.ansible-lint)
+#   5. molecule     molecule test in each role: converge, idempotence, verify on this machine
+#   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
+#   7. lint         ansible-lint, profile production (.ansible-lint)
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -135,6 +136,23 @@ begin e2e "test bed (scripts/lib/testbed.sh), then pytest tests/e2e"
 # shellcheck source=scripts/lib/testbed.sh
 source scripts/lib/testbed.sh
 run_pytest tests/e2e
+end
+
+# --------------------------------------------------------------------------------------------------
+begin molecule "molecule test in every role (converge, idempotence, verify)"
+mkdir -p .build/molecule
+for scenario in roles/*/molecule/default; do
+    role_dir=${scenario%/molecule/default}
+    role=${role_dir#roles/}
+    printf 'molecule: %s ... ' "$role"
+    if (cd "$role_dir" && ANSIBLE_NOCOLOR=1 NO_COLOR=1 molecule test) >".build/molecule/$role.log" 2>&1; then
+        echo ok
+    else
+        echo "FAILED (last lines of .build/molecule/$role.log below)"
+        tail -n 60 ".build/molecule/$role.log"
+        exit 1
+    fi
+done
 end
 
 # --------------------------------------------------------------------------------------------------

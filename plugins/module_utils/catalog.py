@@ -70,7 +70,7 @@ def _health(reader, value, path, ports):
         return probe
     target = reader.mapping(spec[kind], kind_path, _HTTP_KEYS if kind == "http" else ("port",), required=("port",),
                             optional_none=False)
-    port = reader.integer(target.get("port"), join_path(kind_path, "port"), minimum=1, maximum=65535)
+    port = reader.integer(target["port"], join_path(kind_path, "port"), minimum=1, maximum=65535) if "port" in target else None
     if port is not None and port not in ports:
         # Probes run on the host against published ports, so the port must be one the service publishes.
         reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (", ".join(map(str, ports)) or "none listed"))
@@ -92,10 +92,12 @@ def _config(reader, value, path):
     for position, item in enumerate(reader.sequence(value, path)):
         item_path = join_path(path, position)
         spec = reader.mapping(item, item_path, _CONFIG_KEYS, required=("dest",), optional_none=False)
-        dest = reader.string(spec.get("dest"), join_path(item_path, "dest"), "an absolute path in the container")
+        if not isinstance(item, dict):
+            continue
+        dest = reader.string(spec["dest"], join_path(item_path, "dest"), "an absolute path in the container") if "dest" in spec else None
         if dest is not None and (not dest.startswith("/") or posixpath.normpath(dest) != dest):
             reader.bad(join_path(item_path, "dest"), dest, "an absolute, normalised path in the container")
-        elif dest in destinations:
+        elif dest is not None and dest in destinations:
             reader.bad(join_path(item_path, "dest"), dest, "a path not listed twice")
         destinations.add(dest)
         if ("src" in spec) == ("content" in spec):
@@ -116,8 +118,10 @@ def _config(reader, value, path):
 def _env(reader, value, path):
     env = {}
     for key, item in sorted(reader.mapping(value, path).items(), key=lambda kv: str(kv[0])):
-        if not isinstance(key, str) or not key or "=" in key:
-            reader.bad(join_path(path, str(key)), key, "a variable name without '='")
+        if not isinstance(key, str):
+            continue                            # reader.mapping named it
+        if not key or "=" in key:
+            reader.bad(join_path(path, key), key, "a variable name without '='")
             continue
         converted = reader.label_value(item, join_path(path, key))
         if converted is not None:
@@ -126,7 +130,8 @@ def _env(reader, value, path):
 
 
 def _deploy_spec(reader, spec, path):
-    ports = [port for port in spec.get("ports") or [] if isinstance(port, int) and not isinstance(port, bool)]
+    listed = spec.get("ports") if isinstance(spec.get("ports"), list) else []     # the scheduler names a bad list
+    ports = [port for port in listed if isinstance(port, int) and not isinstance(port, bool)]
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")

@@ -119,7 +119,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             source = posixpath.join(nvme["mount"], "gangplank", binding["service"])
             main["directories"].append(source)
             main["volumes"].append("%s:%s" % (source, spec["nvme_path"]))
-            main["env"]["GANGPLANK_NVME_DIR"] = spec["nvme_path"]
+            main["env"].setdefault("GANGPLANK_NVME_DIR", spec["nvme_path"])     # the catalog's env wins, as everywhere
         containers.append(main)
         for sidecar in sidecars:
             side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine)

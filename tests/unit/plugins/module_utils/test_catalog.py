@@ -1,0 +1,384 @@
+# -*- coding: utf-8 -*-
+"""The catalog's deploy keys: defaults, every mistake with its path and wording, and planning with them."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+    DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
+    plan_catalog, read_catalog, split_catalog,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, SERVICE_KEYS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+DEMO_CATALOG = os.path.join(ROOT, "inventories", "local", "group_vars", "all", "catalog.yml")
+
+NODES = {"n1": {"cpu": 4, "memory": "8Gi"}}
+ARGV_EXPECTED = "a non-empty list of strings (the command and its arguments, run without a shell)"
+ONE_PROBE = "exactly one probe: http, tcp or command"
+ONE_SOURCE = "exactly one of src (a Jinja2 template file) or content (the file's text)"
+
+
+def api(**extra):
+    """A service listening on 8080, plus deploy keys."""
+    spec = {"replicas": 1, "ports": [8080], "image": "localhost/app:1"}
+    spec.update(extra)
+    return spec
+
+
+def errors_list(services):
+    """Every (path, message), in order, from split_catalog."""
+    with pytest.raises(ProblemError) as caught:
+        split_catalog(services)
+    return caught.value.errors
+
+
+def errors_of(services):
+    errors = errors_list(services)
+    assert len({path for path, _unused in errors}) == len(errors), "one line per mistake: %s" % errors
+    return dict(errors)
+
+
+def deploy_of(spec, name="api"):
+    return split_catalog({name: spec})[1][name]
+
+
+# -- defaults and what each side gets ---------------------------------------------------------------------------------
+
+def test_defaults_of_a_service_without_deploy_keys():
+    assert deploy_of({"replicas": 2}) == {
+        "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
+        "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
+        "ports": [],
+    }
+    assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
+
+
+def test_nulls_mean_the_defaults():
+    spec = deploy_of(api(image=None, command=None, env=None, init=None, stop_timeout=None, health=None, config=None))
+    assert (spec["image"], spec["command"], spec["env"], spec["init"]) == (None, None, {}, False)
+    assert (spec["stop_timeout"], spec["health"], spec["config"]) == (10, None, [])
+
+
+def test_every_deploy_key_is_read_and_converted():
+    spec = deploy_of(api(
+        command=["serve", "--workers", 4, True], env={"B": 2, "A": "x", "C": False}, init=True, stop_timeout=0,
+        restart_policy="on-failure", nvme_path="/cache",
+        config=[{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2"}, {"dest": "/etc/app/b.conf", "content": "b=1\n"}],
+        health={"http": {"port": 8080, "path": "/health", "expect_status": [200, 204]},
+                "timeout": 5, "interval": 0.5, "retries": 3, "start_period": 30}))
+    assert spec["image"] == "localhost/app:1"
+    assert spec["command"] == ["serve", "--workers", "4", "true"]
+    assert spec["env"] == {"A": "x", "B": "2", "C": "false"}
+    assert list(spec["env"]) == ["A", "B", "C"]
+    assert (spec["init"], spec["stop_timeout"], spec["restart_policy"], spec["nvme_path"]) == (True, 0, "on-failure", "/cache")
+    assert spec["config"] == [{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2"},
+                              {"dest": "/etc/app/b.conf", "content": "b=1\n"}]
+    assert spec["health"] == {"type": "http", "timeout": 5.0, "interval": 0.5, "retries": 3, "start_period": 30.0,
+                              "port": 8080, "path": "/health", "expect_status": [200, 204]}
+    assert spec["ports"] == [8080]
+
+
+def test_split_hands_the_scheduler_only_its_own_keys():
+    entry = api(command=["x"], env={"A": 1}, depends_on=[], resources={"cpu": 1})
+    scheduling, deploy = split_catalog({"api": entry})
+    assert scheduling == {"api": {"replicas": 1, "ports": [8080], "depends_on": [], "resources": {"cpu": 1}}}
+    assert set(deploy) == {"api"}
+    assert entry["image"] == "localhost/app:1"        # the caller's mapping is not changed
+
+
+def test_every_restart_policy_is_accepted():
+    for policy in RESTART_POLICIES:
+        assert deploy_of(api(restart_policy=policy))["restart_policy"] == policy
+
+
+# -- mistakes, per key ------------------------------------------------------------------------------------------------
+
+def test_bad_image():
+    errors = errors_of({"a": api(image=5), "b": api(image=""), "c": api(image=["x"])})
+    assert errors == {
+        "services.a.image": "got 5; expected an image reference such as localhost/app:1",
+        "services.b.image": 'got ""; expected an image reference such as localhost/app:1',
+        "services.c.image": 'got ["x"]; expected an image reference such as localhost/app:1',
+    }
+
+
+def test_a_command_string_is_refused_not_split():
+    errors = errors_of({"a": api(command="serve --port 8080"), "b": api(command=[]), "c": api(command=["serve", {"x": 1}, None])})
+    assert errors == {
+        "services.a.command": 'got "serve --port 8080"; expected ' + ARGV_EXPECTED,
+        "services.b.command": "got []; expected " + ARGV_EXPECTED,
+        "services.c.command[1]": 'got {"x": 1}; expected a string, number or boolean',
+        "services.c.command[2]": "got null; expected a string, number or boolean",
+    }
+
+
+def test_env_names_and_values():
+    errors = errors_of({"a": api(env={"A=B": "x", "": "y", "OK": 1, "LIST": [1]}), "b": api(env=["A=1"])})
+    assert errors == {
+        "services.a.env.A=B": "got \"A=B\"; expected a variable name without '='",
+        "services.a.env.": "got \"\"; expected a variable name without '='",
+        "services.a.env.LIST": "got [1]; expected a string, number or boolean",
+        "services.b.env": 'got ["A=1"]; expected a mapping',
+    }
+
+
+def test_env_key_that_is_not_a_string_is_named_once():
+    assert errors_list({"a": api(env={1: "x"})}) == [("services.a.env.1", "got 1; expected a string key")]
+
+
+def test_bad_restart_policy_init_and_stop_timeout():
+    errors = errors_of({"a": api(restart_policy="sometimes", init="yes", stop_timeout=-1),
+                        "b": api(restart_policy=None, stop_timeout=1.5), "c": api(stop_timeout="10", init=1)})
+    assert errors == {
+        "services.a.restart_policy": 'got "sometimes"; expected one of no, on-failure, always, unless-stopped',
+        "services.a.init": 'got "yes"; expected true or false',
+        "services.a.stop_timeout": "got -1; expected an integer >= 0",
+        "services.b.restart_policy": "got null; expected one of no, on-failure, always, unless-stopped",
+        "services.b.stop_timeout": "got 1.5; expected an integer >= 0",
+        "services.c.stop_timeout": 'got "10"; expected an integer >= 0',
+        "services.c.init": "got 1; expected true or false",
+    }
+
+
+def test_health_needs_exactly_one_probe():
+    errors = errors_of({"none": api(health={"interval": 1}),
+                        "two": api(health={"http": {"port": 8080}, "tcp": {"port": 8080}}),
+                        "three": api(health={"http": {"port": 8080}, "tcp": {"port": 8080}, "command": ["true"]}),
+                        "text": api(health="curl localhost")})
+    assert errors.pop("services.three.health").endswith("; expected " + ONE_PROBE)
+    assert errors == {
+        "services.none.health": 'got {"interval": 1}; expected ' + ONE_PROBE,
+        "services.two.health": 'got {"http": {"port": 8080}, "tcp": {"port": 8080}}; expected ' + ONE_PROBE,
+        "services.text.health": 'got "curl localhost"; expected a mapping',
+    }
+
+
+def test_an_empty_health_mapping_is_no_probe():
+    assert deploy_of(api(health={}))["health"] is None
+
+
+def test_probe_port_must_be_one_the_service_publishes():
+    errors = errors_of({
+        "a": api(health={"http": {"port": 81}}),
+        "b": api(ports=[8080, 8081], health={"tcp": {"port": 9000}}),
+        "c": {"replicas": 1, "image": "x", "health": {"tcp": {"port": 5432}}},
+        "d": api(health={"http": {"port": 70000}}),
+        "e": api(health={"tcp": {"port": True}}),
+    })
+    assert errors == {
+        "services.a.health.http.port": "got 81; expected one of the service's ports (8080)",
+        "services.b.health.tcp.port": "got 9000; expected one of the service's ports (8080, 8081)",
+        "services.c.health.tcp.port": "got 5432; expected one of the service's ports (none listed)",
+        "services.d.health.http.port": "got 70000; expected an integer from 1 to 65535",
+        "services.e.health.tcp.port": "got true; expected an integer from 1 to 65535",
+    }
+
+
+def test_a_sidecar_probes_its_own_ports():
+    spec = deploy_of({"sidecar": True, "ports": [9100], "image": "x", "health": {"tcp": {"port": 9100}}}, name="log")
+    assert spec["health"]["port"] == 9100 and spec["ports"] == [9100]
+
+
+def test_probe_port_is_required_and_named_once():
+    assert errors_list({"a": api(health={"tcp": {}})}) == [("services.a.health.tcp.port", "is required")]
+    assert errors_list({"a": api(health={"http": {"path": "/"}})}) == [("services.a.health.http.port", "is required")]
+    assert errors_list({"a": api(health={"tcp": None})}) == [("services.a.health.tcp", "got null; expected a mapping")]
+
+
+def test_http_path_and_expect_status():
+    errors = errors_of({
+        "a": api(health={"http": {"port": 8080, "path": "health"}}),
+        "b": api(health={"http": {"port": 8080, "path": ""}}),
+        "c": api(health={"http": {"port": 8080, "expect_status": [200, 99, 600]}}),
+        "d": api(health={"http": {"port": 8080, "expect_status": 200}}),
+    })
+    assert errors == {
+        "services.a.health.http.path": 'got "health"; expected a URL path beginning with /',
+        "services.b.health.http.path": 'got ""; expected a URL path beginning with /',
+        "services.c.health.http.expect_status[1]": "got 99; expected an integer from 100 to 599",
+        "services.c.health.http.expect_status[2]": "got 600; expected an integer from 100 to 599",
+        "services.d.health.http.expect_status": "got 200; expected a list",
+    }
+
+
+def test_http_probe_defaults():
+    health = deploy_of(api(health={"http": {"port": 8080}}))["health"]
+    assert health == {"type": "http", "timeout": 2.0, "interval": 1.0, "retries": 60, "start_period": 0.0,
+                      "port": 8080, "path": "/", "expect_status": None}
+    assert deploy_of(api(health={"http": {"port": 8080, "expect_status": [100, 599]}}))["health"]["expect_status"] == [100, 599]
+
+
+def test_tcp_and_command_probes():
+    assert deploy_of(api(health={"tcp": {"port": 8080}, "retries": 5}))["health"] == {
+        "type": "tcp", "timeout": 2.0, "interval": 1.0, "retries": 5, "start_period": 0.0, "port": 8080}
+    assert deploy_of(api(health={"command": ["test", "-f", "/tmp/ready"], "interval": 0}))["health"] == {
+        "type": "command", "timeout": 2.0, "interval": 0.0, "retries": 60, "start_period": 0.0,
+        "argv": ["test", "-f", "/tmp/ready"]}
+    assert errors_of({"a": api(health={"command": "test -f /tmp/ready"})}) == {
+        "services.a.health.command": 'got "test -f /tmp/ready"; expected ' + ARGV_EXPECTED}
+
+
+def test_probe_timings():
+    errors = errors_of({"a": api(health={"tcp": {"port": 8080}, "timeout": 0, "interval": -1, "retries": 0, "start_period": True}),
+                        "b": api(health={"tcp": {"port": 8080}, "timeout": "2s", "retries": 1.5})})
+    assert errors == {
+        "services.a.health.timeout": "got 0; expected a number of seconds >= 0.1",
+        "services.a.health.interval": "got -1; expected a number of seconds >= 0",
+        "services.a.health.retries": "got 0; expected an integer >= 1",
+        "services.a.health.start_period": "got true; expected a number of seconds >= 0",
+        "services.b.health.timeout": 'got "2s"; expected a number of seconds >= 0.1',
+        "services.b.health.retries": "got 1.5; expected an integer >= 1",
+    }
+
+
+def test_unknown_keys_in_health():
+    errors = errors_of({"a": api(health={"tcp": {"port": 8080, "path": "/"}, "grace": 1}),
+                        "b": api(health={"http": {"port": 8080, "method": "GET"}})})
+    assert errors == {
+        "services.a.health.grace": "unknown key; expected one of: http, tcp, command, timeout, interval, retries, start_period",
+        "services.a.health.tcp.path": "unknown key; expected one of: port",
+        "services.b.health.http.method": "unknown key; expected one of: port, path, expect_status",
+    }
+
+
+def test_config_needs_exactly_one_of_src_and_content():
+    errors = errors_of({"a": api(config=[{"dest": "/etc/a", "src": "a.j2", "content": "x"}]),
+                        "b": api(config=[{"dest": "/etc/b"}])})
+    assert errors == {
+        "services.a.config[0]": 'got {"content": "x", "dest": "/etc/a", "src": "a.j2"}; expected ' + ONE_SOURCE,
+        "services.b.config[0]": 'got {"dest": "/etc/b"}; expected ' + ONE_SOURCE,
+    }
+
+
+def test_config_dest_is_absolute_normalised_and_listed_once():
+    errors = errors_of({"a": api(config=[{"dest": "etc/a.conf", "content": "x"},
+                                         {"dest": "/etc/../a.conf", "content": "x"},
+                                         {"dest": "/etc/b/", "content": "x"},
+                                         {"dest": "/etc/c.conf", "content": "x"},
+                                         {"dest": "/etc/c.conf", "src": "c.j2"},
+                                         {"dest": 7, "content": "x"}])})
+    assert errors == {
+        "services.a.config[0].dest": 'got "etc/a.conf"; expected an absolute, normalised path in the container',
+        "services.a.config[1].dest": 'got "/etc/../a.conf"; expected an absolute, normalised path in the container',
+        "services.a.config[2].dest": 'got "/etc/b/"; expected an absolute, normalised path in the container',
+        "services.a.config[4].dest": 'got "/etc/c.conf"; expected a path not listed twice',
+        "services.a.config[5].dest": "got 7; expected an absolute path in the container",
+    }
+
+
+def test_config_mistakes_are_named_once_each():
+    assert errors_list({"a": api(config=[{"content": "x"}, {"content": "y"}])}) == [
+        ("services.a.config[0].dest", "is required"), ("services.a.config[1].dest", "is required")]
+    assert errors_list({"a": api(config=["/etc/a"])}) == [("services.a.config[0]", 'got "/etc/a"; expected a mapping')]
+    assert errors_list({"a": api(config={"dest": "/etc/a"})}) == [("services.a.config", 'got {"dest": "/etc/a"}; expected a list')]
+
+
+def test_config_src_and_content_values():
+    errors = errors_of({"a": api(config=[{"dest": "/etc/a", "src": ""}, {"dest": "/etc/b", "content": 5},
+                                         {"dest": "/etc/c", "content": "x", "mode": "0600"}])})
+    assert errors == {
+        "services.a.config[0].src": 'got ""; expected a template file path',
+        "services.a.config[1].content": "got 5; expected a string",
+        "services.a.config[2].mode": "unknown key; expected one of: dest, src, content",
+    }
+
+
+def test_nvme_path_is_absolute():
+    errors = errors_of({"a": api(nvme_path="cache"), "b": api(nvme_path=None), "c": api(nvme_path=5)})
+    assert errors == {
+        "services.a.nvme_path": 'got "cache"; expected an absolute path in the container',
+        "services.b.nvme_path": "got null; expected an absolute path in the container",
+        "services.c.nvme_path": "got 5; expected an absolute path in the container",
+    }
+
+
+def test_unknown_keys_list_both_key_sets():
+    errors = errors_of({"api": api(colour="red", volumes=["/a:/b"])})
+    expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
+    assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
+    assert expected.endswith("quota, image, command, env, init, stop_timeout, restart_policy, health, config, nvme_path")
+    assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
+
+
+def test_every_mistake_of_every_service_is_collected():
+    with pytest.raises(ProblemError) as caught:
+        split_catalog({"a": api(image=1), "b": api(restart_policy="never", nvme_path="x")})
+    assert str(caught.value).splitlines() == [
+        "services.a.image: got 1; expected an image reference such as localhost/app:1",
+        "services.b.restart_policy: got \"never\"; expected one of no, on-failure, always, unless-stopped",
+        "services.b.nvme_path: got \"x\"; expected an absolute path in the container",
+    ]
+
+
+def test_what_only_the_scheduler_can_name_is_left_to_it():
+    scheduling, deploy, errors = read_catalog({"web": "nginx", "api": api(ports=8080, health={"tcp": {"port": 8080}})})
+    assert scheduling["web"] == "nginx" and "web" not in deploy
+    # ports: 8080 is the scheduler's mistake to name; the probe's port is then not among any listed ports.
+    assert errors == [("services.api.health.tcp.port", "got 8080; expected one of the service's ports (none listed)")]
+    assert read_catalog(None)[2] == [("services", "got null; expected a mapping")]
+
+
+# -- planning a catalog -----------------------------------------------------------------------------------------------
+
+def test_plan_catalog_plans_a_catalog_with_deploy_keys():
+    result = plan_catalog({"nodes": NODES, "services": {
+        "db": {"ports": [5432], "stateful": True, "image": "localhost/db:1", "health": {"tcp": {"port": 5432}}},
+        "api": api(replicas=2, ports=[], depends_on=["db"], env={"A": 1}, config=[{"dest": "/etc/a", "content": "x"}],
+                   sidecars=["log"]),
+        "log": {"sidecar": True, "image": "localhost/log:1", "command": ["sleep", "infinity"]},
+    }})
+    assert result["feasible"] is True
+    assert sorted(result["placements"]) == ["api-0", "api-1", "db-0"]
+    assert result["placements"]["api-0"]["sidecars"] == ["log"]
+    assert result["ranks"] == [["db"], ["api"]]
+
+
+def test_plan_catalog_reports_deploy_and_scheduler_mistakes_together():
+    with pytest.raises(ProblemError) as caught:
+        plan_catalog({"nodes": NODES, "services": {
+            "api": api(replicas=-1, image=3, health={"http": {"port": 81}}),
+            "web": api(depends_on=["db"]),
+        }})
+    assert caught.value.errors == [
+        ("services.api.image", "got 3; expected an image reference such as localhost/app:1"),
+        ("services.api.health.http.port", "got 81; expected one of the service's ports (8080)"),
+        ("services.api.replicas", "got -1; expected an integer >= 0"),
+        ("services.web.depends_on[0]", 'got "db"; expected a service defined under services'),
+    ]
+
+
+def test_plan_catalog_raises_deploy_mistakes_of_a_plannable_catalog():
+    with pytest.raises(ProblemError) as caught:
+        plan_catalog({"nodes": NODES, "services": {"api": api(command="serve")}})
+    assert caught.value.errors == [("services.api.command", 'got "serve"; expected ' + ARGV_EXPECTED)]
+
+
+def test_plan_catalog_leaves_a_malformed_problem_to_the_scheduler():
+    with pytest.raises(ProblemError) as caught:
+        plan_catalog({"nodes": NODES, "services": ["api"]})
+    assert caught.value.errors == [("services", 'got ["api"]; expected a mapping')]
+    with pytest.raises(ProblemError) as caught:
+        plan_catalog({"nodes": NODES, "services": {"api": api(ports=8080)}})
+    assert ("services.api.ports", "got 8080; expected a list") in caught.value.errors
+
+
+def test_the_demo_catalog_is_valid_and_plans():
+    with open(DEMO_CATALOG, encoding="utf-8") as stream:
+        services = yaml.safe_load(stream)["gangplank_services"]
+    scheduling, deploy = split_catalog(services)
+    assert set(scheduling) == set(deploy) == set(services)
+    assert deploy["infer"]["nvme_path"] == "/cache"
+    assert {name: (spec["health"] or {}).get("type") for name, spec in deploy.items()} == {
+        "db": "tcp", "queue": "command", "api": "http", "worker": "command", "infer": "http", "logshipper": None}
+    nodes = {name: {"cpu": 8, "memory": "16Gi",
+                    "gpus": [{"index": 0, "uuid": "GPU-%s" % name, "model": "NVIDIA A100", "memory": "40Gi"}],
+                    "nvme": [{"name": "nvme0n1", "size": "100Gi", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]}
+             for name in ("node-a", "node-b")}
+    result = plan_catalog({"nodes": nodes, "services": services})
+    assert result["feasible"] is True, result.get("unschedulable")
+    assert result["ranks"] == [["db", "queue"], ["api"], ["infer", "worker"]]

@@ -1,0 +1,441 @@
+# -*- coding: utf-8 -*-
+"""From one host's bindings to container specs, the rollout against what exists, and the status table."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+    CONFIG_HASH, DeployError, SPEC_HASH, container_name, desired_containers, render_status, rollout, status_rows,
+)
+
+HOST = "h1"
+DATA = "/var/lib/gangplank/instances"
+MiB = 1024 * 1024
+
+SERVICES = {
+    "db": {"stateful": True, "ports": [5432], "image": "localhost/db:1", "init": True, "stop_timeout": 30,
+           "restart_policy": "unless-stopped", "health": {"tcp": {"port": 5432}, "interval": 0.2, "retries": 50}},
+    "api": {"replicas": 2, "ports": [8080], "sidecars": ["log"], "depends_on": ["db"], "image": "localhost/api:1",
+            "command": ["serve", "--port", 8080], "env": {"API_LOG_LEVEL": "info"},
+            "config": [{"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2"},
+                       {"dest": "/etc/api/extra.conf", "content": "extra=1\n"}],
+            "health": {"http": {"port": 8080, "path": "/health", "expect_status": [200, 204]}, "timeout": 5}},
+    "log": {"sidecar": True, "ports": [9100], "image": "localhost/log:1",
+            "config": [{"dest": "/etc/log.conf", "content": "level=debug\n"}],
+            "health": {"command": ["test", "-f", "/tmp/ready"], "start_period": 3}},
+    "infer": {"ports": [9000], "depends_on": ["api"], "image": "localhost/infer:1", "nvme_path": "/cache",
+              "resources": {"gpu": {"count": 2, "memory": "1Gi"}, "nvme": {"label": "cache", "size": "1Gi"}}},
+    "job": {"depends_on": ["api"], "image": "localhost/job:1"},
+}
+
+GPUS = [{"index": 0, "uuid": "GPU-aaa", "model": "NVIDIA A100", "memory": 1024 * MiB},
+        {"index": 1, "uuid": "GPU-bbb", "model": "NVIDIA A100", "memory": 2048 * MiB}]
+NVME = {"name": "nvme0n1", "size": 1024 * MiB, "mount": "/mnt/nvme0n1"}
+
+
+def binding(service, ordinal, rank, gpus=None, nvme=None, sidecars=None):
+    """One instance as the schedule role publishes it: a placement plus its rank."""
+    return {"service": service, "ordinal": ordinal, "node": HOST, "gpus": gpus or [], "nvme": nvme,
+            "sidecars": sidecars or [], "rank": rank}
+
+
+INSTANCES = {
+    "infer-0": binding("infer", 0, 2, gpus=GPUS, nvme=NVME),
+    "api-1": binding("api", 1, 1, sidecars=["log"]),
+    "db-0": binding("db", 0, 0),
+    "api-0": binding("api", 0, 1, sidecars=["log"]),
+}
+
+
+def containers(instances=None, services=None, **options):
+    return desired_containers(HOST, copy.deepcopy(INSTANCES if instances is None else instances),
+                              copy.deepcopy(SERVICES if services is None else services), DATA, **options)
+
+
+def by_name(specs):
+    return {spec["name"]: spec for spec in specs}
+
+
+def rendered_for(specs, overrides=None):
+    """Each config file's rendered text: its content, or a stand-in for a template."""
+    rendered = {entry["path"]: entry.get("content", "rendered %s" % entry.get("src")) for spec in specs for entry in spec["config"]}
+    rendered.update(overrides or {})
+    return rendered
+
+
+def inspect(name, running=True, labels=None):
+    """A container as `podman inspect` shows it."""
+    return {"Name": name, "Id": "0123", "State": {"Running": running, "Status": "running" if running else "exited"},
+            "Config": {"Labels": labels}}
+
+
+def as_deployed(planned, running=True):
+    """The engine's view after a rollout: every planned container with its labels."""
+    return [inspect(container["name"], running, dict(container["labels"])) for container in planned["containers"]]
+
+
+# -- desired_containers -----------------------------------------------------------------------------------------------
+
+def test_container_names():
+    assert container_name("h1", "api-0") == "h1-api-0"
+    assert container_name("h1", "api-0", "log") == "h1-api-0-log"
+    assert container_name("node-b", "db-0", None) == "node-b-db-0"
+
+
+def test_rank_order_each_instance_before_its_sidecars():
+    specs = containers()
+    assert [spec["name"] for spec in specs] == ["h1-db-0", "h1-api-0", "h1-api-0-log", "h1-api-1", "h1-api-1-log", "h1-infer-0"]
+    assert [spec["rank"] for spec in specs] == [0, 1, 1, 1, 1, 2]
+    assert [spec["sidecar"] for spec in specs] == [False, False, True, False, True, False]
+    assert [(spec["instance"], spec["service"]) for spec in specs[1:3]] == [("api-0", "api"), ("api-0", "log")]
+
+
+def test_no_instances_no_containers():
+    assert not containers(instances={})
+
+
+def test_spec_keys_copied_from_the_catalog():
+    specs = by_name(containers())
+    db, api, log, job = specs["h1-db-0"], specs["h1-api-0"], specs["h1-api-0-log"], None
+    assert (db["image"], db["command"], db["init"], db["stop_timeout"], db["restart_policy"]) == (
+        "localhost/db:1", None, True, 30, "unless-stopped")
+    assert (api["image"], api["command"], api["init"], api["stop_timeout"], api["restart_policy"]) == (
+        "localhost/api:1", ["serve", "--port", "8080"], False, 10, "always")
+    assert (log["image"], log["network"], api["network"], db["network"]) == ("localhost/log:1", "container:h1-api-0", None, None)
+    job = desired_containers(HOST, {"job-0": binding("job", 0, 2)}, SERVICES, DATA)[0]
+    assert (job["env"]["GANGPLANK_PORTS"], job["ports"], job["volumes"], job["probe"]) == ("", [], [], None)
+
+
+def test_labels():
+    specs = by_name(containers())
+    assert specs["h1-api-1"]["labels"] == {
+        "gangplank.io/managed": "true", "gangplank.io/node": "h1", "gangplank.io/instance": "api-1",
+        "gangplank.io/service": "api", "gangplank.io/rank": "1"}
+    assert specs["h1-api-1-log"]["labels"] == {
+        "gangplank.io/managed": "true", "gangplank.io/node": "h1", "gangplank.io/instance": "api-1",
+        "gangplank.io/service": "log", "gangplank.io/rank": "1", "gangplank.io/sidecar-of": "h1-api-1"}
+
+
+def test_ports_published_on_the_instance_with_its_sidecars_ports():
+    specs = by_name(containers())
+    assert specs["h1-api-0"]["ports"] == ["8080:8080", "9100:9100"]
+    assert specs["h1-api-0-log"]["ports"] == []
+    assert specs["h1-db-0"]["ports"] == ["5432:5432"]
+    published = by_name(containers(publish_address="10.0.0.5"))
+    assert published["h1-api-0"]["ports"] == ["10.0.0.5:8080:8080", "10.0.0.5:9100:9100"]
+    assert published["h1-db-0"]["ports"] == ["10.0.0.5:5432:5432"]
+
+
+def test_environment_of_an_instance_and_its_sidecar():
+    specs = by_name(containers())
+    assert specs["h1-api-1"]["env"] == {
+        "GANGPLANK_INSTANCE": "api-1", "GANGPLANK_SERVICE": "api", "GANGPLANK_ORDINAL": "1", "GANGPLANK_NODE": "h1",
+        "GANGPLANK_PORTS": "8080,9100", "API_LOG_LEVEL": "info"}
+    assert specs["h1-api-1-log"]["env"] == {
+        "GANGPLANK_INSTANCE": "api-1", "GANGPLANK_SERVICE": "log", "GANGPLANK_ORDINAL": "1", "GANGPLANK_NODE": "h1",
+        "GANGPLANK_PORTS": "8080,9100"}
+    assert specs["h1-db-0"]["env"]["GANGPLANK_PORTS"] == "5432"
+
+
+def test_gpus_as_cdi_devices_and_environment():
+    infer = by_name(containers())["h1-infer-0"]
+    assert infer["devices"] == ["nvidia.com/gpu=GPU-aaa", "nvidia.com/gpu=GPU-bbb"]
+    assert infer["env"]["NVIDIA_VISIBLE_DEVICES"] == "GPU-aaa,GPU-bbb"
+    assert infer["env"]["GANGPLANK_GPU_MEMORY"] == "GPU-aaa=1073741824,GPU-bbb=2147483648"
+    api = by_name(containers())["h1-api-0"]
+    assert api["devices"] == [] and "NVIDIA_VISIBLE_DEVICES" not in api["env"] and "GANGPLANK_GPU_MEMORY" not in api["env"]
+
+
+def test_simulated_gpus_get_only_the_environment():
+    infer = by_name(containers(gpu_mode="simulated"))["h1-infer-0"]
+    assert infer["devices"] == []
+    assert infer["env"]["NVIDIA_VISIBLE_DEVICES"] == "GPU-aaa,GPU-bbb"
+
+
+def test_unknown_gpu_mode():
+    with pytest.raises(DeployError) as caught:
+        containers(gpu_mode="passthrough")
+    assert str(caught.value) == "gpu_mode: got 'passthrough'; expected one of cdi, simulated"
+
+
+def test_the_catalogs_env_wins():
+    services = copy.deepcopy(SERVICES)
+    services["infer"]["env"] = {"GANGPLANK_NODE": "mine", "NVIDIA_VISIBLE_DEVICES": "all", "GANGPLANK_NVME_DIR": "/data", "X": 1}
+    env = by_name(containers(services=services))["h1-infer-0"]["env"]
+    assert env == {
+        "GANGPLANK_INSTANCE": "infer-0", "GANGPLANK_SERVICE": "infer", "GANGPLANK_ORDINAL": "0", "GANGPLANK_NODE": "mine",
+        "GANGPLANK_PORTS": "9000", "NVIDIA_VISIBLE_DEVICES": "all", "GANGPLANK_GPU_MEMORY": "GPU-aaa=1073741824,GPU-bbb=2147483648",
+        "GANGPLANK_NVME_DIR": "/data", "X": "1"}
+
+
+def test_nvme_directory_per_service_at_nvme_path():
+    specs = by_name(containers())
+    infer = specs["h1-infer-0"]
+    assert infer["directories"] == ["/mnt/nvme0n1/gangplank/infer"]
+    assert infer["volumes"] == ["/mnt/nvme0n1/gangplank/infer:/cache"]
+    assert infer["env"]["GANGPLANK_NVME_DIR"] == "/cache"
+    for name in ("h1-db-0", "h1-api-0", "h1-api-0-log"):
+        assert specs[name]["directories"] == [] and "GANGPLANK_NVME_DIR" not in specs[name]["env"]
+
+
+def test_nvme_default_path_and_sidecars_do_not_get_it():
+    instances = {"api-0": binding("api", 0, 0, nvme={"name": "nvme1n1", "size": 0, "mount": "/srv/fast"}, sidecars=["log"])}
+    specs = by_name(containers(instances=instances))
+    api, log = specs["h1-api-0"], specs["h1-api-0-log"]
+    assert api["directories"] == ["/srv/fast/gangplank/api"]
+    assert api["volumes"][-1] == "/srv/fast/gangplank/api:/mnt/nvme"
+    assert api["env"]["GANGPLANK_NVME_DIR"] == "/mnt/nvme"
+    assert log["directories"] == [] and "GANGPLANK_NVME_DIR" not in log["env"]
+    assert not [volume for volume in log["volumes"] if "/srv/fast" in volume]
+
+
+def test_config_files_host_paths_and_read_only_volumes():
+    specs = by_name(containers())
+    api, log = specs["h1-api-0"], specs["h1-api-0-log"]
+    assert api["config"] == [
+        {"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2", "path": DATA + "/h1-api-0/config/0-api.conf"},
+        {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "path": DATA + "/h1-api-0/config/1-extra.conf"}]
+    assert api["volumes"] == [DATA + "/h1-api-0/config/0-api.conf:/etc/api/api.conf:ro",
+                              DATA + "/h1-api-0/config/1-extra.conf:/etc/api/extra.conf:ro"]
+    assert log["config"] == [{"dest": "/etc/log.conf", "content": "level=debug\n", "path": DATA + "/h1-api-0-log/config/0-log.conf"}]
+    assert log["volumes"] == [DATA + "/h1-api-0-log/config/0-log.conf:/etc/log.conf:ro"]
+    assert specs["h1-api-1"]["config"][0]["path"] == DATA + "/h1-api-1/config/0-api.conf"
+
+
+def test_config_files_with_the_same_basename_do_not_collide():
+    services = copy.deepcopy(SERVICES)
+    services["db"]["config"] = [{"dest": "/etc/a/app.conf", "content": "a"}, {"dest": "/etc/b/app.conf", "content": "b"}]
+    paths = [entry["path"] for entry in by_name(containers(services=services))["h1-db-0"]["config"]]
+    assert paths == [DATA + "/h1-db-0/config/0-app.conf", DATA + "/h1-db-0/config/1-app.conf"]
+
+
+def test_probes_for_http_tcp_and_command():
+    specs = by_name(containers(probe_address="10.0.0.5"))
+    assert specs["h1-api-0"]["probe"] == {
+        "name": "h1-api-0", "type": "http", "url": "http://10.0.0.5:8080/health", "expect_status": [200, 204],
+        "timeout": 5.0, "interval": 1.0, "retries": 60, "start_period": 0.0}
+    assert specs["h1-db-0"]["probe"] == {
+        "name": "h1-db-0", "type": "tcp", "host": "10.0.0.5", "port": 5432,
+        "timeout": 2.0, "interval": 0.2, "retries": 50, "start_period": 0.0}
+    assert specs["h1-api-0-log"]["probe"] == {
+        "name": "h1-api-0-log", "type": "command", "argv": ["podman", "exec", "h1-api-0-log", "test", "-f", "/tmp/ready"],
+        "timeout": 2.0, "interval": 1.0, "retries": 60, "start_period": 3.0}
+    assert specs["h1-infer-0"]["probe"] is None
+
+
+def test_probe_defaults_address_status_and_engine():
+    services = copy.deepcopy(SERVICES)
+    services["api"]["health"] = {"http": {"port": 8080}}
+    specs = by_name(containers(services=services, engine="docker"))
+    assert specs["h1-api-0"]["probe"]["url"] == "http://127.0.0.1:8080/"
+    assert "expect_status" not in specs["h1-api-0"]["probe"]
+    assert specs["h1-db-0"]["probe"]["host"] == "127.0.0.1"
+    assert specs["h1-api-1-log"]["probe"]["argv"][:3] == ["docker", "exec", "h1-api-1-log"]
+
+
+def test_a_placed_service_without_an_image():
+    services = copy.deepcopy(SERVICES)
+    del services["db"]["image"]
+    with pytest.raises(DeployError) as caught:
+        containers(services=services)
+    assert str(caught.value) == "services.db.image: is required to deploy it (an image reference such as localhost/app:1)"
+
+
+def test_every_missing_image_is_named_sidecars_and_unknown_services_too():
+    services = copy.deepcopy(SERVICES)
+    del services["log"]["image"]
+    del services["db"]["image"]
+    instances = dict(INSTANCES, **{"gone-0": binding("gone", 0, 0)})
+    with pytest.raises(DeployError) as caught:
+        containers(instances=instances, services=services)
+    assert str(caught.value).split("; ") == [
+        "services.db.image: is required to deploy it (an image reference such as localhost/app:1)",
+        "services.gone.image: is required to deploy it (an image reference such as localhost/app:1)",
+        "services.log.image: is required to deploy it (an image reference such as localhost/app:1)"]
+
+
+def test_an_unplaced_service_needs_no_image():
+    services = copy.deepcopy(SERVICES)
+    del services["job"]["image"]
+    assert len(containers(services=services)) == 6
+
+
+def test_a_bad_catalog_changes_nothing():
+    services = copy.deepcopy(SERVICES)
+    services["api"]["restart_policy"] = "sometimes"
+    services["db"]["health"] = {"tcp": {"port": 1}}
+    with pytest.raises(DeployError) as caught:
+        containers(services=services)
+    assert str(caught.value).splitlines() == [
+        "the catalog is not valid; nothing was changed:",
+        "services.db.health.tcp.port: got 1; expected one of the service's ports (5432)",
+        'services.api.restart_policy: got "sometimes"; expected one of no, on-failure, always, unless-stopped']
+
+
+# -- rollout ----------------------------------------------------------------------------------------------------------
+
+def test_first_rollout_creates_everything():
+    specs = containers()
+    planned = rollout(HOST, specs, rendered_for(specs), [])
+    assert [container["action"] for container in planned["containers"]] == ["create"] * 6
+    assert planned["stale"] == []
+    assert planned["summary"] == {"start": [spec["name"] for spec in specs], "restart": [], "stop": [], "keep": []}
+    for container, spec in zip(planned["containers"], specs):
+        assert re.fullmatch("[0-9a-f]{64}", container["labels"][CONFIG_HASH])
+        assert re.fullmatch("[0-9a-f]{64}", container["labels"][SPEC_HASH])
+        assert {key: value for key, value in container["labels"].items() if key not in (CONFIG_HASH, SPEC_HASH)} == spec["labels"]
+        assert CONFIG_HASH not in spec["labels"]       # the input is not changed
+
+
+def test_a_second_rollout_keeps_everything():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    second = rollout(HOST, containers(), rendered_for(specs), as_deployed(first))
+    assert [container["action"] for container in second["containers"]] == ["keep"] * 6
+    assert second["summary"] == {"start": [], "restart": [], "stop": [], "keep": [spec["name"] for spec in specs]}
+    assert [c["labels"] for c in second["containers"]] == [c["labels"] for c in first["containers"]]
+
+
+def test_a_stopped_container_is_started():
+    specs = containers()
+    existing = as_deployed(rollout(HOST, specs, rendered_for(specs), []))
+    existing[0]["State"]["Running"] = False
+    planned = rollout(HOST, specs, rendered_for(specs), existing)
+    assert planned["containers"][0]["action"] == "start"
+    assert planned["summary"]["start"] == ["h1-db-0"] and len(planned["summary"]["keep"]) == 5
+
+
+def test_a_config_change_recreates_that_container_and_its_sidecars_only():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    changed = rendered_for(specs, {DATA + "/h1-api-0/config/0-api.conf": "log_level = debug\n"})
+    second = rollout(HOST, specs, changed, as_deployed(first))
+    actions = {c["name"]: c["action"] for c in second["containers"]}
+    assert actions == {"h1-db-0": "keep", "h1-api-0": "recreate", "h1-api-0-log": "recreate", "h1-api-1": "keep",
+                       "h1-api-1-log": "keep", "h1-infer-0": "keep"}
+    assert second["summary"]["restart"] == ["h1-api-0", "h1-api-0-log"]
+    before, after = by_name(first["containers"]), by_name(second["containers"])
+    assert after["h1-api-0"]["labels"][CONFIG_HASH] != before["h1-api-0"]["labels"][CONFIG_HASH]
+    assert after["h1-api-0"]["labels"][SPEC_HASH] != before["h1-api-0"]["labels"][SPEC_HASH]
+    assert after["h1-api-0-log"]["labels"][CONFIG_HASH] == before["h1-api-0-log"]["labels"][CONFIG_HASH]
+    assert after["h1-api-0-log"]["labels"][SPEC_HASH] != before["h1-api-0-log"]["labels"][SPEC_HASH]
+    assert after["h1-api-1"]["labels"] == before["h1-api-1"]["labels"]
+
+
+def test_a_sidecar_change_does_not_recreate_its_instance():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    services = copy.deepcopy(SERVICES)
+    services["log"]["image"] = "localhost/log:2"
+    second = rollout(HOST, containers(services=services), rendered_for(specs), as_deployed(first))
+    assert second["summary"]["restart"] == ["h1-api-0-log", "h1-api-1-log"]
+
+
+def test_a_spec_change_recreates_every_instance_of_the_service():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    services = copy.deepcopy(SERVICES)
+    services["api"]["env"]["API_LOG_LEVEL"] = "debug"
+    second = rollout(HOST, containers(services=services), rendered_for(specs), as_deployed(first))
+    assert second["summary"]["restart"] == ["h1-api-0", "h1-api-0-log", "h1-api-1", "h1-api-1-log"]
+    assert second["summary"]["keep"] == ["h1-db-0", "h1-infer-0"]
+
+
+def test_hashes_ignore_the_order_of_mappings():
+    specs = containers()
+    reordered = copy.deepcopy(specs)
+    for spec in reordered:
+        spec["env"] = dict(reversed(list(spec["env"].items())))
+        spec["labels"] = dict(reversed(list(spec["labels"].items())))
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    second = rollout(HOST, reordered, rendered_for(specs), [])
+    assert [c["labels"][SPEC_HASH] for c in first["containers"]] == [c["labels"][SPEC_HASH] for c in second["containers"]]
+
+
+def test_stale_containers_of_this_host_only_sidecars_first():
+    specs = containers()
+    managed = {"gangplank.io/managed": "true", "gangplank.io/node": HOST}
+    existing = as_deployed(rollout(HOST, specs, rendered_for(specs), [])) + [
+        inspect("h1-web-0", labels=dict(managed, **{"gangplank.io/instance": "web-0"})),
+        inspect("h1-web-0-log", running=False, labels=dict(managed, **{"gangplank.io/sidecar-of": "h1-web-0"})),
+        inspect("h1-api-2", labels=dict(managed, **{"gangplank.io/instance": "api-2"})),
+        inspect("h2-web-0", labels={"gangplank.io/managed": "true", "gangplank.io/node": "h2"}),
+        inspect("postgres", labels={"maintainer": "me"}),
+        inspect("h1-old", labels=None),
+        inspect("h1-half", labels={"gangplank.io/managed": "false", "gangplank.io/node": HOST}),
+    ]
+    planned = rollout(HOST, specs, rendered_for(specs), existing)
+    assert planned["stale"] == ["h1-web-0-log", "h1-api-2", "h1-web-0"]
+    assert planned["summary"]["stop"] == planned["stale"]
+    assert len(planned["summary"]["keep"]) == 6
+
+
+def test_a_name_taken_by_an_unmanaged_container():
+    specs = containers()
+    for labels in (None, {"gangplank.io/node": HOST}, {"gangplank.io/managed": "false"}):
+        with pytest.raises(DeployError) as caught:
+            rollout(HOST, specs, rendered_for(specs), [inspect("h1-api-0", labels=labels)])
+        assert str(caught.value) == "container h1-api-0 exists but is not managed by gangplank; rename or remove it, then run again"
+
+
+def test_docker_inspect_names_start_with_a_slash():
+    specs = containers()
+    existing = as_deployed(rollout(HOST, specs, rendered_for(specs), []))
+    for item in existing:
+        item["Name"] = "/" + item["Name"]
+    assert len(rollout(HOST, specs, rendered_for(specs), existing)["summary"]["keep"]) == 6
+
+
+# -- status -----------------------------------------------------------------------------------------------------------
+
+def test_status_rows_states_and_health():
+    specs = containers()
+    existing = [inspect("h1-db-0"), inspect("h1-api-0", running=False), inspect("h1-api-0-log"), inspect("h1-infer-0")]
+    probes = {"h1-db-0": {"healthy": True}, "h1-api-0": {"healthy": False, "last_output": "connection refused " * 10},
+              "h1-api-0-log": {"healthy": None}}
+    rows = {row["container"]: row for row in status_rows(HOST, specs, existing, probes)}
+    assert rows["h1-db-0"] == {"node": "h1", "rank": 0, "instance": "db-0", "container": "h1-db-0", "service": "db",
+                               "state": "running", "health": "healthy", "ports": "5432:5432"}
+    assert rows["h1-api-0"]["state"] == "stopped"
+    assert rows["h1-api-0"]["health"] == "unhealthy: " + ("connection refused " * 10)[:60]
+    assert rows["h1-api-0"]["ports"] == "8080:8080,9100:9100"
+    assert (rows["h1-api-0-log"]["state"], rows["h1-api-0-log"]["health"]) == ("running", "not probed")
+    assert (rows["h1-api-1"]["state"], rows["h1-api-1"]["health"]) == ("missing", "not probed")
+    assert (rows["h1-infer-0"]["state"], rows["h1-infer-0"]["health"]) == ("running", "no probe")
+    assert status_rows(HOST, specs[:1], [], {"h1-db-0": {"healthy": False}})[0]["health"] == "unhealthy: "
+
+
+def test_render_status():
+    rows = [
+        {"node": "h2", "rank": 1, "instance": "api-1", "container": "h2-api-1", "service": "api", "state": "running",
+         "health": "unhealthy: HTTP 503", "ports": "8080:8080"},
+        {"node": "h1", "rank": 1, "instance": "api-0", "container": "h1-api-0", "service": "api", "state": "running",
+         "health": "healthy", "ports": "8080:8080"},
+        {"node": "h1", "rank": 0, "instance": "db-0", "container": "h1-db-0", "service": "db", "state": "missing",
+         "health": "not probed", "ports": ""},
+        {"node": "h1", "rank": 2, "instance": "job-0", "container": "h1-job-0", "service": "job", "state": "running",
+         "health": "no probe", "ports": ""},
+    ]
+    assert render_status(rows) == [
+        "rank  node  instance  service  container  state    health               ports",
+        "0     h1    db-0      db       h1-db-0    missing  not probed",
+        "1     h1    api-0     api      h1-api-0   running  healthy              8080:8080",
+        "1     h2    api-1     api      h2-api-1   running  unhealthy: HTTP 503  8080:8080",
+        "2     h1    job-0     job      h1-job-0   running  no probe",
+        "2 of 4 container(s) running and healthy",
+    ]
+
+
+def test_render_status_of_nothing():
+    assert render_status([]) == ["rank  node  instance  service  container  state  health  ports",
+                                 "0 of 0 container(s) running and healthy"]
+
+
+def test_status_of_a_stopped_container_that_was_healthy_does_not_count():
+    specs = containers(instances={"db-0": INSTANCES["db-0"]})
+    rows = status_rows(HOST, specs, [inspect("h1-db-0", running=False)], {"h1-db-0": {"healthy": True}})
+    assert render_status(rows)[-1] == "0 of 1 container(s) running and healthy"
