@@ -14,7 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
 
 HOST = "h1"
 DATA = "/var/lib/gangplank/instances"
-MiB = 1024 * 1024
+MIB = 1024 * 1024
 
 SERVICES = {
     "db": {"stateful": True, "ports": [5432], "image": "localhost/db:1", "init": True, "stop_timeout": 30,
@@ -32,9 +32,9 @@ SERVICES = {
     "job": {"depends_on": ["api"], "image": "localhost/job:1"},
 }
 
-GPUS = [{"index": 0, "uuid": "GPU-aaa", "model": "NVIDIA A100", "memory": 1024 * MiB},
-        {"index": 1, "uuid": "GPU-bbb", "model": "NVIDIA A100", "memory": 2048 * MiB}]
-NVME = {"name": "nvme0n1", "size": 1024 * MiB, "mount": "/mnt/nvme0n1"}
+GPUS = [{"index": 0, "uuid": "GPU-aaa", "model": "NVIDIA A100", "memory": 1024 * MIB},
+        {"index": 1, "uuid": "GPU-bbb", "model": "NVIDIA A100", "memory": 2048 * MIB}]
+NVME = {"name": "nvme0n1", "size": 1024 * MIB, "mount": "/mnt/nvme0n1"}
 
 
 def binding(service, ordinal, rank, gpus=None, nvme=None, sidecars=None):
@@ -100,7 +100,7 @@ def test_no_instances_no_containers():
 
 def test_spec_keys_copied_from_the_catalog():
     specs = by_name(containers())
-    db, api, log, job = specs["h1-db-0"], specs["h1-api-0"], specs["h1-api-0-log"], None
+    db, api, log = specs["h1-db-0"], specs["h1-api-0"], specs["h1-api-0-log"]
     assert (db["image"], db["command"], db["init"], db["stop_timeout"], db["restart_policy"]) == (
         "localhost/db:1", None, True, 30, "unless-stopped")
     assert (api["image"], api["command"], api["init"], api["stop_timeout"], api["restart_policy"]) == (
