@@ -109,3 +109,15 @@ def test_host_without_facts_is_named():
                           templar=MagicMock(), shared_loader_obj=None)
     result = action.run(task_vars={"hostvars": task_hosts})
     assert result["failed"] is True and "d: ansible_facts lacks processor_vcpus" in result["msg"]
+
+
+def test_deploy_keys_are_planned_around_and_their_mistakes_reported_with_the_schedulers():
+    services = dict(SERVICES, web=dict(SERVICES["web"], image="localhost/web:1", command=["httpd"],
+                                       health={"http": {"port": 80, "path": "/health"}}))
+    result = run(services=services)
+    assert result.get("failed") is not True and sorted(result["record"]["placement"]) == ["db-0", "infer-0", "web-0", "web-1"]
+    services = dict(SERVICES, web=dict(SERVICES["web"], replicas="two", command="httpd -f", imagee="x"))
+    result = run(services=services)
+    assert result["failed"] is True
+    paths = [error["path"] for error in result["errors"]]
+    assert paths == ["gangplank_services.web.imagee", "gangplank_services.web.command", "gangplank_services.web.replicas"]
