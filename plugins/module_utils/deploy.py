@@ -71,7 +71,7 @@ def _probe(spec, name, probe_address, engine):
     return probe
 
 
-def _environment(binding, name, service, ports, host):
+def _environment(binding, name, service, ports, host, gpus=True):
     env = {
         "GANGPLANK_INSTANCE": name,
         "GANGPLANK_SERVICE": service,
@@ -79,7 +79,8 @@ def _environment(binding, name, service, ports, host):
         "GANGPLANK_NODE": host,
         "GANGPLANK_PORTS": ",".join(str(port) for port in ports),
     }
-    gpus = binding.get("gpus") or []
+    # Only the instance gets its GPUs: with NVIDIA's runtime hook the variable alone would hand them to a sidecar.
+    gpus = (binding.get("gpus") or []) if gpus else []
     if gpus:
         env["NVIDIA_VISIBLE_DEVICES"] = ",".join(gpu["uuid"] for gpu in gpus)
         # A shared GPU: the app should keep to the memory it was granted on each device.
@@ -125,7 +126,8 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine)
             side["network"] = "container:" + main["name"]
             side["labels"][SIDECAR_OF] = main["name"]
-            side["env"] = dict(_environment(binding, instance, sidecar, ports, host), **specs[sidecar]["env"])
+            side["env"] = dict(_environment(binding, instance, sidecar, ports, host, gpus=False),
+                               **specs[sidecar]["env"])
             containers.append(side)
     return containers
 

@@ -150,6 +150,13 @@ def test_gpus_as_cdi_devices_and_environment():
     assert api["devices"] == [] and "NVIDIA_VISIBLE_DEVICES" not in api["env"] and "GANGPLANK_GPU_MEMORY" not in api["env"]
 
 
+def test_a_sidecar_of_a_gpu_instance_gets_no_gpu():
+    services = dict(SERVICES, infer=dict(SERVICES["infer"], sidecars=["log"]))
+    instances = {"infer-0": binding("infer", 0, 2, gpus=GPUS, nvme=NVME, sidecars=["log"])}
+    side = by_name(containers(instances=instances, services=services))["h1-infer-0-log"]
+    assert side["devices"] == [] and "NVIDIA_VISIBLE_DEVICES" not in side["env"] and "GANGPLANK_GPU_MEMORY" not in side["env"]
+
+
 def test_simulated_gpus_get_only_the_environment():
     infer = by_name(containers(gpu_mode="simulated"))["h1-infer-0"]
     assert infer["devices"] == []
