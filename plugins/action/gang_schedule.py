@@ -15,6 +15,7 @@ import json
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
@@ -25,6 +26,7 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "record": {"type": "dict", "default": {}},
     "fail_on_infeasible": {"type": "bool", "default": True},
+    "scale": {"type": "dict", "default": None},
 }
 
 # Where each part of the problem comes from, to name it in errors.
@@ -112,6 +114,16 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         record = args["record"]
+        if args["scale"] is not None:
+            try:
+                # playbooks/scale.yml: the new count is recorded and wins over the catalog until reset.
+                record = dict(record, replicas=scale_overrides(args["services"], record.get("replicas"), args["scale"]))
+            except ProblemError as error:
+                errors = [{"path": path, "message": message} for path, message in error.errors]
+                result.update(failed=True, changed=False, errors=errors,
+                              msg="The scale request is not valid; nothing was changed:\n" +
+                              "\n".join("%s: %s" % (e["path"], e["message"]) for e in errors))
+                return result
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
             planned = plan_catalog(problem)
@@ -135,7 +147,8 @@ class ActionModule(ActionBase):
         new_record = {"placement": planned["placements"], "node_labels": planned["node_labels"],
                       "replicas": record.get("replicas") or {}, "ranks": planned["ranks"]}
         delta = changes(record, planned)
-        result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"]
+        result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"] or (
+            (args["record"].get("replicas") or {}) != new_record["replicas"])
         result["changes"] = delta
         result["record"] = new_record
         result["hosts"] = bindings(planned, args["hosts"])

@@ -165,6 +165,13 @@ def _existing_entry(item):
     return name.lstrip("/"), {"running": bool(state.get("Running")), "labels": (item.get("Config") or {}).get("Labels") or {}}
 
 
+def _removal_order(name, labels):
+    # Sidecars first: an instance cannot be removed while a sidecar shares its network. Then, per
+    # service, the highest ordinals first, as a scale-down takes them.
+    service, _dash, ordinal = labels.get(INSTANCE, "").rpartition("-")
+    return (SIDECAR_OF not in labels, service, -int(ordinal) if ordinal.isdigit() else 0, name)
+
+
 def rollout(host, containers, rendered, existing):
     """Hash labels and an action per container, and the stale containers of ``host``.
 
@@ -199,8 +206,7 @@ def rollout(host, containers, rendered, existing):
     wanted = {container["name"] for container in containers}
     stale = sorted((name for name, now in current.items()
                     if now["labels"].get(MANAGED) == "true" and now["labels"].get(NODE) == host and name not in wanted),
-                   # Sidecars first: an instance cannot be removed while a sidecar shares its network.
-                   key=lambda name: (SIDECAR_OF not in current[name]["labels"], name))
+                   key=lambda name: _removal_order(name, current[name]["labels"]))
     return {"containers": planned, "stale": stale,
             "summary": {"start": [c["name"] for c in planned if c["action"] in ("create", "start")],
                         "restart": [c["name"] for c in planned if c["action"] == "recreate"],

@@ -42,6 +42,26 @@ options:
     description: Fail the task when the gang does not fit.
     type: bool
     default: true
+  scale:
+    description:
+      - A scale request (playbooks/scale.yml), applied to the record's C(replicas) overrides before planning.
+      - 'The service must be in O(services) and marked C(scalable: true); O(scale.replicas) must be an integer of 0 or more
+        (a string of digits, as C(-e replicas=3) gives, is accepted). Otherwise the task fails naming C(scale.service) or
+        C(scale.replicas) and nothing changes.'
+      - Whether the new count fits (nodes, quotas) is the plan's answer; an infeasible plan changes nothing.
+    type: dict
+    suboptions:
+      service:
+        description: The service to scale.
+        type: str
+        required: true
+      replicas:
+        description: The new instance count. Recorded in RV(record.replicas), where it wins over the catalog until reset.
+        type: raw
+      reset:
+        description: Remove the service's override instead, so the catalog's C(replicas) counts again.
+        type: bool
+        default: false
 attributes:
   action:
     support: full

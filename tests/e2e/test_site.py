@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
-LOCAL = os.path.join(ROOT, "inventories", "local")
-BUNDLE = os.path.join(ROOT, ".build", "testbed", "images", "gangplank-demo.tar")
+from ansible_collections.gangplank.platform.tests.e2e.bed import LOCAL, Bed, containers as containers_of, failures, get, summaries, task_results
+
 HOSTS = {"node1": ("e2e-n1", "127.0.0.21"), "node2": ("e2e-n2", "127.0.0.22"), "node3": ("e2e-n3", "127.0.0.23")}
 NAMES = tuple(name for name, _address in HOSTS.values())
 # The demo catalog: 1 db, 2 queues, 2 apis, 3 workers, 2 infers with a sidecar each.
@@ -34,95 +28,13 @@ INSTANCES = 10
 CONTAINERS = 12
 
 
-class Bed:
-    def __init__(self, base):
-        self.base = base
-        shutil.copytree(os.path.join(LOCAL, "group_vars"), str(base / "group_vars"))
-        shutil.copytree(os.path.join(LOCAL, "templates"), str(base / "templates"))
-        inventory = yaml.safe_load(open(os.path.join(LOCAL, "hosts.yml")))
-        hosts = {}
-        for old, spec in inventory["all"]["hosts"].items():
-            name, address = HOSTS[old]
-            hosts[name] = dict(spec, gangplank_publish_address=address)
-        inventory["all"]["hosts"] = hosts
-        inventory["all"]["children"]["gangplank_control"]["hosts"] = {HOSTS["node1"][0]: {}}
-        self.inventory = base / "hosts.yml"
-        self.inventory.write_text(yaml.safe_dump(inventory))
-        (base / "group_vars" / "all" / "zz_e2e.yml").write_text(yaml.safe_dump({
-            "gangplank_testbed_dir": str(base / "testbed"),
-            "gangplank_image_bundles": [{"path": BUNDLE, "images": ["localhost/gangplank-demo:1"]}],
-        }))
-
-    def state(self, host="e2e-n1"):
-        return self.base / "testbed" / host
-
-    def playbook(self, name, *extra, timeout=600):
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1")
-        completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
-                                    os.path.join(ROOT, "playbooks", name), *extra],
-                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-        try:
-            report = json.loads(completed.stdout)
-        except ValueError:
-            pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
-        return completed.returncode, report
-
-    def popen(self, name, *extra):
-        env = dict(os.environ, ANSIBLE_NOCOLOR="1")
-        return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
-                                 os.path.join(ROOT, "playbooks", name), *extra],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-
-
 def containers():
-    """This test bed's containers as podman sees them: name -> (state, started_at, labels)."""
-    out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
-                         capture_output=True, text=True, check=True).stdout
-    found = {}
-    for item in json.loads(out or "[]"):
-        labels = item.get("Labels") or {}
-        if labels.get("gangplank.io/node") in NAMES:
-            found[item["Names"][0]] = (item["State"], item["StartedAt"], labels)
-    return found
-
-
-def task_results(report, name):
-    for play in report["plays"]:
-        for task in play["tasks"]:
-            if task["task"]["name"].split(" : ", 1)[-1] == name:
-                yield task["hosts"]
-
-
-def summaries(report):
-    """Per host: the deploy role's 'start ..., restart ..., stop ...' line."""
-    lines = {}
-    for hosts in task_results(report, "Show what changes on this host"):
-        lines.update({host: result["msg"] for host, result in hosts.items()})
-    return lines
-
-
-def failures(report):
-    messages = []
-    for play in report["plays"]:
-        for task in play["tasks"]:
-            for result in task["hosts"].values():
-                if result.get("failed"):
-                    # A loop's failure is in its items.
-                    messages += [result.get("msg", "")] + [item.get("msg", "") for item in result.get("results") or []]
-    return messages
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return response.status, response.read().decode()
+    return containers_of(NAMES)
 
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
-    if shutil.which("podman") is None or not os.path.exists(BUNDLE):
-        pytest.fail("the test bed is not set up: source scripts/lib/testbed.sh first (scripts/test.sh does)")
-    bed = Bed(tmp_path_factory.mktemp("e2e"))
+    bed = Bed.make(tmp_path_factory.mktemp("e2e"), HOSTS)
     yield bed
     bed.playbook("teardown.yml", "-e", "teardown_remove_data=true", "-e", "gangplank_break_lock=true")
 
@@ -140,13 +52,13 @@ def test_site_deploys_every_instance_healthy(bed):
     for name, placement in record["placement"].items():
         node = placement["node"]
         assert (node + "-" + name) in found
-        address = dict(HOSTS.values())[node]
+        address = bed.addresses[node]
         if placement["service"] in ("api", "infer"):
             port = 8080 if placement["service"] == "api" else 9000
             assert get("http://%s:%d/health" % (address, port)) == (200, "%s ok\n" % name)
     api = [name for name in record["placement"] if name.startswith("api-")][0]
     node = record["placement"][api]["node"]
-    status, body = get("http://%s:8080/api.conf" % dict(HOSTS.values())[node])
+    status, body = get("http://%s:8080/api.conf" % bed.addresses[node])
     assert status == 200 and "instance = %s" % api in body and "log_level = info" in body
     # A sidecar shares its instance's network namespace; the GPU instance sees its simulated GPU.
     for name, placement in record["placement"].items():
@@ -197,13 +109,14 @@ def test_config_change_restarts_only_its_instances(bed):
     record = json.loads((bed.state() / "placement.json").read_text())
     for name, placement in record["placement"].items():
         if placement["service"] == "api":
-            _status, body = get("http://%s:8080/api.conf" % dict(HOSTS.values())[placement["node"]])
+            _status, body = get("http://%s:8080/api.conf" % bed.addresses[placement["node"]])
             assert "log_level = debug" in body
 
 
 def test_failing_probe_stops_at_its_rank_with_a_report(bed):
     before = containers()
-    catalog = yaml.safe_load(open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")))
+    with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
+        catalog = yaml.safe_load(handle)
     services = catalog["gangplank_services"]
     services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
     broken = bed.base / "broken.yml"

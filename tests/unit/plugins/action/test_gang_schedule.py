@@ -31,10 +31,12 @@ SERVICES = {
 }
 
 
-def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None):
+def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None, scale=None):
     task = Task()
     task.args = {"services": services or SERVICES, "hosts": list(hosts), "record": record or {},
                  "quotas": quotas or {}}
+    if scale is not None:
+        task.args["scale"] = scale
     action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(),
                           templar=MagicMock(), shared_loader_obj=None)
     return action.run(task_vars={"hostvars": HOSTVARS})
@@ -121,3 +123,20 @@ def test_deploy_keys_are_planned_around_and_their_mistakes_reported_with_the_sch
     assert result["failed"] is True
     paths = [error["path"] for error in result["errors"]]
     assert paths == ["gangplank_services.web.imagee", "gangplank_services.web.command", "gangplank_services.web.replicas"]
+
+
+def test_a_scale_request_is_recorded_and_planned():
+    services = dict(SERVICES, web=dict(SERVICES["web"], scalable=True))
+    result = run(services=services, scale={"service": "web", "replicas": "3"})
+    assert result["changed"] is True and result["record"]["replicas"] == {"web": 3}
+    assert result["changes"]["added"] == ["db-0", "infer-0", "web-0", "web-1", "web-2"]
+    again = run(record=result["record"], services=services, scale={"service": "web", "replicas": 3})
+    assert again["changed"] is False
+    reset = run(record=result["record"], services=services, scale={"service": "web", "reset": True})
+    assert reset["changed"] is True and reset["record"]["replicas"] == {} and reset["changes"]["removed"] == ["web-2"]
+
+
+def test_an_invalid_scale_request_changes_nothing():
+    result = run(scale={"service": "db", "replicas": 2})
+    assert result["failed"] is True and "record" not in result
+    assert result["errors"][0]["path"] == "scale.service" and "nothing was changed" in result["msg"]

@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A scale request (playbooks/scale.yml) checked against the catalog, as new replica overrides.
+
+The placement record keeps ``replicas``: per service, the count the compute platform asked for.
+It wins over the catalog's ``replicas`` until it is reset. Whether the new count fits (nodes,
+quotas) is the scheduler's answer, not this module's.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+
+
+def _replicas(value):
+    """An integer >= 0, also from the string that ``-e replicas=3`` gives; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, int) and value >= 0:
+        return value
+    return None
+
+
+def scale_overrides(services, overrides, request):
+    """The record's replica overrides after ``request`` ({service, replicas, reset}).
+
+    Raises ProblemError naming ``scale.service`` or ``scale.replicas`` when the request is not valid.
+    """
+    service = request.get("service")
+    scalable = sorted(name for name, spec in services.items() if isinstance(spec, dict) and spec.get("scalable") is True)
+    errors = []
+    if not isinstance(service, str) or service not in services:
+        errors.append(("scale.service", "got %s; expected one of the catalog's scalable services (%s)"
+                       % (show(service), ", ".join(scalable) or "none is marked scalable: true")))
+    elif service not in scalable:
+        errors.append(("scale.service", "got %s; it is not scalable: its catalog entry (gangplank_services.%s) lacks "
+                       "scalable: true (scalable services: %s)" % (show(service), service, ", ".join(scalable) or "none")))
+    reset = request.get("reset") is True
+    replicas = request.get("replicas")
+    if reset and replicas is not None:
+        errors.append(("scale.replicas", "got %s with reset; expected either replicas or reset=true, not both" % show(replicas)))
+    elif not reset and _replicas(replicas) is None:
+        errors.append(("scale.replicas", "got %s; expected an integer >= 0" % show(replicas)))
+    if errors:
+        raise ProblemError(errors)
+    result = dict(overrides or {})
+    if reset:
+        result.pop(service, None)
+    else:
+        result[service] = _replicas(replicas)
+    return result

@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+"""A copy of the local test bed (inventories/local) for end-to-end tests, and what they read back.
+
+Each test module gets its own hosts (renamed, on their own loopback addresses) and state
+directory, so the demo deployment and other modules on the same machine are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+LOCAL = os.path.join(ROOT, "inventories", "local")
+BUNDLE = os.path.join(ROOT, ".build", "testbed", "images", "gangplank-demo.tar")
+
+
+class Bed:
+    """``hosts`` maps each test-bed host (node1, ...) to the (name, address) it gets here."""
+
+    @classmethod
+    def make(cls, base, hosts):
+        if shutil.which("podman") is None or not os.path.exists(BUNDLE):
+            pytest.fail("the test bed is not set up: source scripts/lib/testbed.sh first (scripts/test.sh does)")
+        return cls(base, hosts)
+
+    def __init__(self, base, hosts):
+        self.base = base
+        self.hosts = hosts
+        self.names = tuple(name for name, _address in hosts.values())
+        self.addresses = dict(hosts.values())
+        shutil.copytree(os.path.join(LOCAL, "group_vars"), str(base / "group_vars"))
+        shutil.copytree(os.path.join(LOCAL, "templates"), str(base / "templates"))
+        with open(os.path.join(LOCAL, "hosts.yml")) as handle:
+            inventory = yaml.safe_load(handle)
+        renamed = {}
+        for old, spec in inventory["all"]["hosts"].items():
+            name, address = hosts[old]
+            renamed[name] = dict(spec, gangplank_publish_address=address)
+        inventory["all"]["hosts"] = renamed
+        inventory["all"]["children"]["gangplank_control"]["hosts"] = {hosts["node1"][0]: {}}
+        self.inventory = base / "hosts.yml"
+        self.inventory.write_text(yaml.safe_dump(inventory))
+        (base / "group_vars" / "all" / "zz_e2e.yml").write_text(yaml.safe_dump({
+            "gangplank_testbed_dir": str(base / "testbed"),
+            "gangplank_image_bundles": [{"path": BUNDLE, "images": ["localhost/gangplank-demo:1"]}],
+        }))
+
+    def state(self, host=None):
+        return self.base / "testbed" / (host or self.names[0])
+
+    def playbook(self, name, *extra, timeout=600):
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1")
+        completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
+                                    os.path.join(ROOT, "playbooks", name), *extra],
+                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        try:
+            report = json.loads(completed.stdout)
+        except ValueError:
+            pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
+        return completed.returncode, report
+
+    def popen(self, name, *extra):
+        env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+        return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
+                                 os.path.join(ROOT, "playbooks", name), *extra],
+                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    def containers(self):
+        return containers(self.names)
+
+
+def containers(names):
+    """The containers of these hosts as podman sees them: name -> (state, started_at, labels)."""
+    out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    found = {}
+    for item in json.loads(out or "[]"):
+        labels = item.get("Labels") or {}
+        if labels.get("gangplank.io/node") in names:
+            found[item["Names"][0]] = (item["State"], item["StartedAt"], labels)
+    return found
+
+
+def task_results(report, name):
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            if task["task"]["name"].split(" : ", 1)[-1] == name:
+                yield task["hosts"]
+
+
+def summaries(report):
+    """Per host: the deploy role's 'start ..., restart ..., stop ...' line."""
+    lines = {}
+    for hosts in task_results(report, "Show what changes on this host"):
+        lines.update({host: result["msg"] for host, result in hosts.items()})
+    return lines
+
+
+def failures(report):
+    messages = []
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                if result.get("failed"):
+                    # A loop's failure is in its items.
+                    messages += [result.get("msg", "")] + [item.get("msg", "") for item in result.get("results") or []]
+    return messages
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.status, response.read().decode()

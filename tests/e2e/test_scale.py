@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+"""playbooks/scale.yml end to end on a copy of the local test bed, as AWX's "Scale service" runs it:
+scale up and down, refusals that change nothing (beyond the quota, a service not marked
+scalable, a bad count), the recorded count surviving site.yml, and a no-op scale.
+The demo's workers are scalable with a quota of 600m CPU (six workers of 100m)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, task_results
+
+HOSTS = {"node1": ("scale-n1", "127.0.0.51"), "node2": ("scale-n2", "127.0.0.52"), "node3": ("scale-n3", "127.0.0.53")}
+NAMES = tuple(name for name, _address in HOSTS.values())
+
+
+def containers():
+    return containers_of(NAMES)
+
+
+def workers(found):
+    return sorted(labels["gangplank.io/instance"] for _state, _at, labels in found.values()
+                  if labels["gangplank.io/service"] == "worker")
+
+
+def artifacts(report):
+    """What set_stats hands to the AWX job's artifacts."""
+    return report["global_custom_stats"]["gangplank_scale"]
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    bed = Bed.make(tmp_path_factory.mktemp("scale"), HOSTS)
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, failures(report)
+    yield bed
+    bed.playbook("teardown.yml", "-e", "teardown_remove_data=true", "-e", "gangplank_break_lock=true")
+
+
+def record(bed):
+    return json.loads((bed.state() / "placement.json").read_text())
+
+
+def test_scale_up_starts_only_the_new_instances(bed):
+    before = containers()
+    returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "replicas=5")
+    assert returncode == 0, failures(report)
+    after = containers()
+    assert workers(after) == ["worker-0", "worker-1", "worker-2", "worker-3", "worker-4"]
+    assert all(state == "running" for state, _at, _labels in after.values())
+    # Unaffected containers keep their start times.
+    assert all(after[name][1] == before[name][1] for name in before)
+    assert record(bed)["replicas"] == {"worker": 5}
+    result = artifacts(report)
+    assert result["service"] == "worker" and int(result["replicas"]) == 5
+    assert [item["instance"] for item in result["instances"]] == ["worker-%d" % n for n in range(5)]
+    assert all(item["address"] in dict(HOSTS.values()).values() for item in result["instances"])
+
+
+def test_the_recorded_count_survives_site_yml_and_a_no_op_scale_changes_nothing(bed):
+    before = containers()
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, failures(report)
+    assert all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
+    returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "replicas=5")
+    assert returncode == 0, failures(report)
+    assert all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
+    assert containers() == before
+
+
+def test_check_mode_shows_the_plan_and_changes_nothing(bed):
+    before, kept = containers(), record(bed)
+    returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "replicas=6", "--check")
+    assert returncode == 0, failures(report)
+    planned = next(task_results(report, "Plan every service instance at once"))
+    assert next(iter(planned.values()))["changes"]["added"] == ["worker-5"]
+    assert containers() == before and record(bed) == kept
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (("-e", "service=worker", "-e", "replicas=7"), "quota workers: cpu would be"),
+    (("-e", "service=db", "-e", "replicas=2"), 'scale.service: got "db"; it is not scalable'),
+    (("-e", "service=worker", "-e", "replicas=-1"), 'scale.replicas: got "-1"; expected an integer >= 0'),
+    (("-e", "service=nope", "-e", "replicas=1"), "expected one of the catalog's scalable services (infer, worker)"),
+    (("-e", "service=worker",), "scale.yml needs -e service=NAME and either -e replicas=N or -e reset=true"),
+])
+def test_a_refused_scale_names_the_reason_and_changes_nothing(bed, extra, expected):
+    before, kept = containers(), record(bed)
+    returncode, report = bed.playbook("scale.yml", *extra)
+    assert returncode != 0
+    assert any(expected in message for message in failures(report)), failures(report)
+    assert containers() == before and record(bed) == kept
+    assert not (bed.state() / "lock.json").exists()
+
+
+def test_scale_down_removes_the_highest_ordinals_and_reset_restores_the_catalog(bed):
+    before = containers()
+    returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "replicas=2")
+    assert returncode == 0, failures(report)
+    after = containers()
+    assert workers(after) == ["worker-0", "worker-1"]
+    assert all(after[name][1] == before[name][1] for name in after)
+    returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "reset=true")
+    assert returncode == 0, failures(report)
+    assert workers(containers()) == ["worker-0", "worker-1", "worker-2"] and record(bed)["replicas"] == {}
