@@ -369,7 +369,8 @@ def test_plan_catalog_leaves_a_malformed_problem_to_the_scheduler():
 
 def test_the_demo_catalog_is_valid_and_plans():
     with open(DEMO_CATALOG, encoding="utf-8") as stream:
-        services = yaml.safe_load(stream)["gangplank_services"]
+        demo = yaml.safe_load(stream)
+    services = demo["gangplank_services"]
     scheduling, deploy = split_catalog(services)
     assert set(scheduling) == set(deploy) == set(services)
     assert deploy["infer"]["nvme_path"] == "/cache"
@@ -379,6 +380,6 @@ def test_the_demo_catalog_is_valid_and_plans():
                     "gpus": [{"index": 0, "uuid": "GPU-%s" % name, "model": "NVIDIA A100", "memory": "40Gi"}],
                     "nvme": [{"name": "nvme0n1", "size": "100Gi", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]}
              for name in ("node-a", "node-b")}
-    result = plan_catalog({"nodes": nodes, "services": services})
+    result = plan_catalog({"nodes": nodes, "services": services, "quotas": demo["gangplank_quotas"]})
     assert result["feasible"] is True, result.get("unschedulable")
     assert result["ranks"] == [["db", "queue"], ["api"], ["infer", "worker"]]
