@@ -14,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.repor
 ARGUMENT_SPEC = {
     "problem": {"type": "dict", "required": True},
     "fail_on_infeasible": {"type": "bool", "default": True},
+    "exact_timeout": {"type": "float", "default": 5.0},
 }
 
 
@@ -26,7 +27,7 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         try:
-            plan_result = plan_catalog(args["problem"])
+            plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"])
         except ProblemError as error:
             result.update(
                 failed=True,

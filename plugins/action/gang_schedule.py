@@ -26,6 +26,7 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "record": {"type": "dict", "default": {}},
     "fail_on_infeasible": {"type": "bool", "default": True},
+    "exact_timeout": {"type": "float", "default": 5.0},
     "scale": {"type": "dict", "default": None},
 }
 
@@ -126,7 +127,7 @@ class ActionModule(ActionBase):
                 return result
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
-            planned = plan_catalog(problem)
+            planned = plan_catalog(problem, exact_seconds=args["exact_timeout"])
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result

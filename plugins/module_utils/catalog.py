@@ -16,7 +16,7 @@ import posixpath
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
     ProblemError, Reader, SERVICE_KEYS, join_path,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
@@ -185,7 +185,7 @@ def split_catalog(services):
     return scheduling, deploy
 
 
-def plan_catalog(problem):
+def plan_catalog(problem, exact_seconds=EXACT_SECONDS):
     """The scheduler's plan() for a problem whose services may carry deploy keys.
 
     Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
@@ -195,7 +195,7 @@ def plan_catalog(problem):
         scheduling, _deploy, errors = read_catalog(problem["services"])
         problem = dict(problem, services=scheduling)
     try:
-        result = plan(problem)
+        result = plan(problem, exact_seconds=exact_seconds)
     except ProblemError as error:
         raise ProblemError(errors + error.errors)
     if errors:

@@ -24,6 +24,13 @@ options:
       - Fail the task when the gang does not fit. The result still carries the report.
     type: bool
     default: true
+  exact_timeout:
+    description:
+      - Seconds the exact solver (OR-Tools CP-SAT) may search when the greedy pass cannot place the gang; 0 turns it off.
+      - It either finds a plan (with the fewest stateless moves), proves that none exists, or reports
+        C(no plan found within N s); the result's C(exact.status) says which.
+    type: float
+    default: 5.0
 attributes:
   action:
     support: full
@@ -72,10 +79,22 @@ feasible:
   type: bool
   sample: true
 path:
-  description: Which attempt produced the result, C(greedy) or C(greedy_with_moves).
+  description: Which attempt produced the result, C(greedy), C(greedy_with_moves) or C(exact).
   returned: always
   type: str
   sample: greedy
+exact:
+  description:
+    - The exact solver's verdict when it ran, C(status) (C(optimal), C(feasible), C(infeasible), C(timeout) or C(unavailable)),
+      C(seconds) and C(time_limit).
+  returned: when the greedy pass could not place the gang and O(exact_timeout) is above 0
+  type: dict
+  sample: {"status": "optimal", "seconds": 0.03, "time_limit": 5.0}
+seconds:
+  description: How long planning took, in seconds.
+  returned: always
+  type: float
+  sample: 0.052
 placements:
   description: Per instance its service, ordinal, node, GPUs (index, uuid, model, memory taken), NVMe device and sidecars. Empty when infeasible.
   returned: always

@@ -42,6 +42,13 @@ options:
     description: Fail the task when the gang does not fit.
     type: bool
     default: true
+  exact_timeout:
+    description:
+      - Seconds the exact solver (OR-Tools CP-SAT) may search when the greedy pass cannot place the gang; 0 turns it off.
+      - It either finds a plan (with the fewest stateless moves), proves that none exists, or reports
+        C(no plan found within N s); the result's C(exact.status) says which.
+    type: float
+    default: 5.0
   scale:
     description:
       - A scale request (playbooks/scale.yml), applied to the record's C(replicas) overrides before planning.

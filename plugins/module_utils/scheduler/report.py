@@ -14,11 +14,19 @@ def _used_of(used, total, formatter=format_size):
     return "%s/%s" % (formatter(used), formatter(total))
 
 
+def _path(result):
+    """The path that gave the answer, with the exact solver's verdict and time when it ran."""
+    path = result.get("path", "greedy")
+    found = result.get("exact")
+    if found:
+        path += ", %s in %.2f s of %g s" % (found["status"], found["seconds"], found["time_limit"])
+    return path
+
+
 def render_table(result):
     """Render a plan result (feasible or not) as text lines joined by newlines."""
     if not result.get("feasible"):
-        path = result.get("path", "greedy")
-        lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (path, result.get("summary", ""))]
+        lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (_path(result), result.get("summary", ""))]
         for instance, message in result.get("unschedulable", {}).items():
             lines.append("  %s: %s" % (instance, message))
         return "\n".join(lines)
@@ -38,7 +46,7 @@ def render_table(result):
     used_nodes = sum(1 for usage in result["usage"].values() if usage["instances"])
     lines.append("")
     lines.append("plan: feasible (%s): %d instance(s) on %d of %d node(s), %d move(s)" % (
-        result["path"], len(result["placements"]), used_nodes, len(result["usage"]), len(result["moves"])))
+        _path(result), len(result["placements"]), used_nodes, len(result["usage"]), len(result["moves"])))
     for move in result["moves"]:
         lines.append("  move %s: %s -> %s" % (move["instance"], move["from"], move["to"]))
     lines.append("ranks: " + "  ".join("%d: %s" % (rank, ", ".join(services))

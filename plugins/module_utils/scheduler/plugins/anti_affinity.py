@@ -14,21 +14,23 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
+def service_conflicts(services):
+    """Per service, the services its instances may not share a node with (the exact solver reads it too)."""
+    avoid = {name: set(service.anti_affinity) for name, service in services.items()}
+    for name, service in services.items():
+        for other in service.anti_affinity:
+            avoid[other].add(name)
+    # An instance brings its sidecars: it avoids what any of them avoids.
+    return {name: frozenset().union(*(avoid[member] for member in pod_requests(services, service).services))
+            for name, service in services.items()}
+
+
 class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = "AntiAffinity"
 
     def __init__(self, problem):
         super().__init__(problem)
-        services = problem.services
-        avoid = {name: set(service.anti_affinity) for name, service in services.items()}
-        for name, service in services.items():
-            for other in service.anti_affinity:
-                avoid[other].add(name)
-        # An instance brings its sidecars: it avoids what any of them avoids.
-        self._conflicts = {}
-        for name, service in services.items():
-            members = pod_requests(services, service).services
-            self._conflicts[name] = frozenset().union(*(avoid[member] for member in members))
+        self._conflicts = service_conflicts(problem.services)
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if self._conflicts[instance.service.name] else SKIPPED

@@ -250,9 +250,8 @@ def check_plan(problem, result):
     if not isinstance(result, dict):
         return ["result: not a mapping: %r" % (result,)]
     _check_ranks(model, result, violations)
-    if result.get("path") not in ("greedy", "greedy_with_moves"):
-        violations.append("path: expected greedy or greedy_with_moves, got %r" % (result.get("path"),))
     feasible = result.get("feasible")
+    _check_path(result, feasible, violations)
     if feasible is False:
         _check_infeasible(model, result, violations)
     elif feasible is True:
@@ -260,6 +259,27 @@ def check_plan(problem, result):
     else:
         violations.append("feasible: expected true or false, got %r" % (feasible,))
     return violations
+
+
+def _check_path(result, feasible, violations):
+    """Which path answered, and for the exact solver a verdict that agrees with the answer."""
+    path = result.get("path")
+    if path not in ("greedy", "greedy_with_moves", "exact"):
+        violations.append("path: expected greedy, greedy_with_moves or exact, got %r" % (path,))
+    verdict = result.get("exact")
+    if path != "exact":
+        if verdict is not None:
+            violations.append("exact: present although path is %r" % (path,))
+        return
+    status = (verdict or {}).get("status")
+    expected = ("optimal", "feasible") if feasible is True else ("infeasible", "timeout", "unavailable")
+    if status not in expected:
+        violations.append("exact.status: expected one of %s for feasible=%r, got %r" % (expected, feasible, status))
+    summary = result.get("summary", "")
+    if status == "infeasible" and "no placement exists" not in summary:
+        violations.append("summary: a proof of infeasibility must say 'no placement exists': %r" % (summary,))
+    if status == "timeout" and ("no plan found within" not in summary or "no placement exists" in summary):
+        violations.append("summary: a timeout must say 'no plan found within' and claim no proof: %r" % (summary,))
 
 
 def _check_infeasible(model, result, violations):

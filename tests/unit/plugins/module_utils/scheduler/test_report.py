@@ -1,6 +1,8 @@
 # -*- coding: utf-8 -*-
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service, solve
 
@@ -22,10 +24,10 @@ def test_feasible_table_shows_usage_per_device_and_instances():
 
 def test_infeasible_report_lists_each_unplaced_instance():
     text = render_table(solve({"a": node(cpu=1)}, {"db": service(cpu=2)}))
-    assert text.splitlines() == [
-        "plan: INFEASIBLE (greedy): 1 of 1 instance(s) could not be placed; nothing is placed",
-        "  db-0: 0/1 nodes are available: 1 Insufficient cpu.",
-    ]
+    lines = text.splitlines()
+    assert re.match(r"plan: INFEASIBLE \(exact, infeasible in [0-9.]+ s of 5 s\): 1 of 1 instance\(s\) could not be placed; "
+                    r"no placement exists: the exact solver proved it \(db-0: no node passes its filters\); nothing is placed$", lines[0])
+    assert lines[1:] == ["  db-0: 0/1 nodes are available: 1 Insufficient cpu."]
 
 
 def test_moves_are_listed():

@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Exact: OR-Tools CP-SAT over the greedy pipeline's constraints, for gangs greedy cannot place.
+
+Heavy-first greedy is a bin-packing heuristic: it can miss a packing that exists. When both
+greedy attempts fail, ``solve`` states the whole problem as one constraint model and lets
+CP-SAT either find a placement, prove that none exists, or run out of its time budget, and
+says which, so that "infeasible" and "not found in time" are never confused.
+
+What each instance may use is not re-implemented here: the framework's PreFilter and static
+Filter plugins (selectors, taints, unschedulable, stateful pins, GPU models, capacities) give
+each instance's allowed nodes, exactly as in a greedy attempt. The model adds what depends on
+the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
+device (a whole-GPU request takes a device alone), NVMe space per device, and quotas (max per
+group; min reservations against the cluster's totals).
+
+Objective, lexicographic: fewest stateless moves; then fewest instances that stay but would get
+other GPUs or another NVMe device (a restart); then fewest nodes used; then fewest GPUs touched
+(whole GPUs kept free), as the greedy scores prefer.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
+
+try:
+    from ortools.sat.python import cp_model
+except ImportError:     # the controller may lack it; plan() then says so instead of failing
+    cp_model = None
+
+OPTIMAL = "optimal"             # a plan, and no better one exists
+FEASIBLE = "feasible"           # a plan, the best found within the time budget
+INFEASIBLE = "infeasible"       # proved: no plan exists
+TIMEOUT = "timeout"             # neither a plan nor a proof within the time budget
+UNAVAILABLE = "unavailable"     # ortools is not installed
+
+
+class ExactResult:
+    def __init__(self, status, seconds, placements=None, cluster=None, reason=None):
+        self.status = status
+        self.seconds = seconds
+        self.placements = placements
+        self.cluster = cluster
+        self.reason = reason
+
+
+def available():
+    return cp_model is not None
+
+
+def solve(problem, framework, time_limit, workers=1):
+    """An ExactResult for ``problem``; ``time_limit`` in seconds of wall time."""
+    started = time.monotonic()
+    if cp_model is None:
+        return ExactResult(UNAVAILABLE, 0.0, reason="the exact solver needs OR-Tools (pip install ortools)")
+    builder = _Model(problem, framework)
+    if builder.reason is not None:
+        return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    # One worker with a fixed seed searches the same way every time: the same input gives the same plan.
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = 0
+    status = solver.Solve(builder.model)
+    seconds = time.monotonic() - started
+    if status == cp_model.INFEASIBLE:
+        return ExactResult(INFEASIBLE, seconds, reason="CP-SAT proved that no placement satisfies every constraint")
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(TIMEOUT, seconds, reason="no plan found within %g s" % time_limit)
+    placements, cluster = builder.extract(solver)
+    return ExactResult(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, seconds, placements, cluster)
+
+
+class _Model:
+    """The CP-SAT model of one problem; ``reason`` is set when some instance can go nowhere at all."""
+
+    def __init__(self, problem, framework):
+        self.problem = problem
+        self.model = cp_model.CpModel()
+        self.reason = None
+        self.instances = problem.instances()
+        self.requests = {name: pod_requests(problem.services, service) for name, service in problem.services.items()}
+        self.place = {}         # (instance index, node name) -> BoolVar
+        self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
+        self.nvme = {}          # (instance index, node name, device position) -> BoolVar
+        self._by_node = None
+        self._domains(framework)
+        if self.reason is None:
+            self._constraints()
+            self._objective()
+
+    def _domains(self, framework):
+        cluster = ClusterState(self.problem)
+        cluster.moves_allowed = True
+        cluster.released = set()
+        for index, instance in enumerate(self.instances):
+            status, cycle, filters = framework.run_pre_filter(cluster, instance)
+            if not status.ok:
+                self.reason = "%s: %s" % (instance.name, "; ".join(status.reasons))
+                return
+            names = sorted(cycle.node_names) if cycle.node_names is not None else list(self.problem.nodes)
+            allowed = [name for name in names if name in self.problem.nodes and framework.run_static_filters(
+                filters, instance, self.problem.nodes[name], instance.previous_node() == name).ok]
+            if not allowed:
+                self.reason = "%s: no node passes its filters" % instance.name
+                return
+            for name in allowed:
+                self.place[index, name] = self.model.NewBoolVar("x_%d_%s" % (index, name))
+            self.model.AddExactlyOne(self.place[index, name] for name in allowed)
+            self._devices(index, instance, allowed)
+
+    def _devices(self, index, instance, allowed):
+        resources = instance.service.resources
+        for name in allowed:
+            node = self.problem.nodes[name]
+            chosen = self.place[index, name]
+            if resources.gpu is not None:
+                request = resources.gpu
+                options = []
+                for position, device in enumerate(node.gpus):
+                    if request.matches(device) and (request.memory is None or device.memory >= request.memory):
+                        take = device.memory if request.memory is None else request.memory
+                        var = self.model.NewBoolVar("g_%d_%s_%d" % (index, name, position))
+                        self.gpu[index, name, position] = (var, take)
+                        options.append(var)
+                self.model.Add(sum(options) == request.count * chosen)
+            if resources.nvme is not None:
+                request = resources.nvme
+                options = []
+                for position, device in enumerate(node.nvme):
+                    if request.label in device.labels and device.size >= request.size:
+                        var = self.model.NewBoolVar("n_%d_%s_%d" % (index, name, position))
+                        self.nvme[index, name, position] = var
+                        options.append(var)
+                self.model.Add(sum(options) == chosen)
+
+    def _on(self, name):
+        if self._by_node is None:
+            self._by_node = {}
+            for (index, node), var in self.place.items():
+                self._by_node.setdefault(node, []).append((index, var))
+        return self._by_node.get(name, [])
+
+    def _constraints(self):
+        model, problem = self.model, self.problem
+        conflicts = _conflicting_services(problem)
+        gpu_takes, nvme_takes = {}, {}
+        for (_index, node_name, position), (var, take) in self.gpu.items():
+            gpu_takes.setdefault((node_name, position), []).append((var, take))
+        for (index, node_name, position), var in self.nvme.items():
+            nvme_takes.setdefault((node_name, position), []).append((var, self.instances[index].service.resources.nvme.size))
+        for name, node in problem.nodes.items():
+            here = self._on(name)
+            requests = [(self.requests[self.instances[index].service.name], var) for index, var in here]
+            model.Add(sum(request.cpu * var for request, var in requests) <= node.cpu)
+            model.Add(sum(request.memory * var for request, var in requests) <= node.memory)
+            for port in sorted({port for request, _var in requests for port in request.ports}):
+                model.Add(sum(var for request, var in requests if port in request.ports) <= 1)
+            by_service = {}
+            for index, var in here:
+                by_service.setdefault(self.instances[index].service.name, []).append(var)
+            present = {}
+            for service, members in by_service.items():
+                present[service] = model.NewBoolVar("p_%s_%s" % (service, name))
+                for var in members:
+                    model.AddImplication(var, present[service])
+            for first, second in conflicts:
+                if first == second and first in by_service:
+                    model.Add(sum(by_service[first]) <= 1)
+                elif first in present and second in present:
+                    model.Add(present[first] + present[second] <= 1)
+            for position, device in enumerate(node.gpus):
+                takes = gpu_takes.get((name, position))
+                if takes:
+                    model.Add(sum(take * var for var, take in takes) <= device.memory)
+            for position, device in enumerate(node.nvme):
+                takes = nvme_takes.get((name, position))
+                if takes:
+                    model.Add(sum(size * var for var, size in takes) <= device.size)
+        self._quotas()
+
+    def _quota_usage(self, group):
+        """Per dimension, the usage of a quota group (None: the services outside any group) as a linear expression."""
+        members = [index for index, instance in enumerate(self.instances) if instance.service.quota == group]
+        usage = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+        occupied = {}
+        for index in members:
+            service = self.instances[index].service
+            usage["cpu"] += self.requests[service.name].cpu
+            usage["memory"] += self.requests[service.name].memory
+            if service.resources.nvme is not None:
+                usage["nvme"] += service.resources.nvme.size
+        for (index, node_name, position), (var, take) in self.gpu.items():
+            if self.instances[index].service.quota == group:
+                usage["gpu_memory"] += take * var
+                key = (node_name, position)
+                if key not in occupied:
+                    occupied[key] = self.model.NewBoolVar("q_%s_%s_%d" % (group, node_name, position))
+                self.model.AddImplication(var, occupied[key])
+        usage["gpu"] = sum(occupied.values())
+        return usage
+
+    def _quotas(self):
+        model, problem = self.model, self.problem
+        usage = {group: self._quota_usage(group) for group in problem.quotas}
+        for group, quota in problem.quotas.items():
+            for dimension, limit in quota.max.items():
+                model.Add(usage[group][dimension] <= limit)
+        reserved = sorted({dimension for quota in problem.quotas.values() for dimension in quota.min})
+        if not reserved:
+            return
+        capacity = ClusterState(problem).capacity
+        outside = self._quota_usage(None)
+        for dimension in reserved:
+            total = [outside[dimension]]
+            for group, quota in problem.quotas.items():
+                held = model.NewIntVar(0, max(capacity[dimension], quota.min.get(dimension, 0)) + 1,
+                                       "m_%s_%s" % (group, dimension))
+                model.Add(held >= quota.min.get(dimension, 0))
+                model.Add(held >= usage[group][dimension])
+                total.append(held)
+            model.Add(sum(total) <= capacity[dimension])
+
+    def _objective(self):
+        model, problem = self.model, self.problem
+        moves = []
+        for index, instance in enumerate(self.instances):
+            previous = instance.previous_node()
+            if previous is None or instance.service.stateful:
+                continue
+            stay = self.place.get((index, previous))
+            moves.append(1 if stay is None else 1 - stay)
+        used_nodes = []
+        for name in problem.nodes:
+            here = self._on(name)
+            if here:
+                used = model.NewBoolVar("u_%s" % name)
+                for _index, var in here:
+                    model.AddImplication(var, used)
+                used_nodes.append(used)
+        touched = []
+        devices = {}
+        for (_index, node_name, position), (var, _take) in self.gpu.items():
+            devices.setdefault((node_name, position), []).append(var)
+        for (node_name, position), members in sorted(devices.items()):
+            busy = model.NewBoolVar("t_%s_%d" % (node_name, position))
+            for var in members:
+                model.AddImplication(var, busy)
+            touched.append(busy)
+        rebound = self._rebound()
+        gpus_weight = 1
+        nodes_weight = len(touched) + 1
+        rebound_weight = nodes_weight * (len(used_nodes) + 1)
+        moves_weight = rebound_weight * (len(rebound) + 1)
+        model.Minimize(moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
+                       + gpus_weight * sum(touched))
+
+    def _rebound(self):
+        """Device choices that would restart an instance that stays on its node: GPUs or an NVMe device it did not use."""
+        penalties = []
+        for (index, node_name, position), (var, _take) in self.gpu.items():
+            previous = self.instances[index].previous
+            if previous is not None and previous.node == node_name and \
+                    self.problem.nodes[node_name].gpus[position].uuid not in previous.gpu_uuids:
+                penalties.append(var)
+        for (index, node_name, position), var in self.nvme.items():
+            previous = self.instances[index].previous
+            if previous is not None and previous.node == node_name and previous.nvme is not None and \
+                    self.problem.nodes[node_name].nvme[position].name != previous.nvme:
+                penalties.append(var)
+        return penalties
+
+    def extract(self, solver):
+        """The placements of the solution, and a cluster state holding their usage for the binder."""
+        cluster = ClusterState(self.problem)
+        placements = []
+        chosen = {index: node for (index, node), var in self.place.items() if solver.Value(var)}
+        for index, instance in enumerate(self.instances):
+            name = chosen[index]
+            node_state = cluster.nodes[name]
+            node = node_state.node
+            request = self.requests[instance.service.name]
+            node_state.cpu_used += request.cpu
+            node_state.memory_used += request.memory
+            node_state.ports.update(request.ports)
+            node_state.services.update(request.services)
+            claims = []
+            for position in range(len(node.gpus)):
+                entry = self.gpu.get((index, name, position))
+                if entry is not None and solver.Value(entry[0]):
+                    node_state.gpu_used[position] += entry[1]
+                    claims.append(GPUClaim(node.gpus[position], entry[1]))
+            device, size = None, 0
+            for position in range(len(node.nvme)):
+                var = self.nvme.get((index, name, position))
+                if var is not None and solver.Value(var):
+                    device, size = node.nvme[position], instance.service.resources.nvme.size
+                    node_state.nvme_used[position] += size
+            placements.append(Placement(instance, name, tuple(sorted(claims, key=lambda claim: claim.device.index)),
+                                        device, size))
+        return placements, cluster
+
+
+def _conflicting_services(problem):
+    """Pairs of services whose instances may not share a node (the AntiAffinity plugin's rule, which is symmetric)."""
+    services = problem.services
+    conflicts = service_conflicts(services)
+    members = {name: pod_requests(services, service).services for name, service in services.items()}
+    return sorted((first, second) for first in services for second in services
+                  if first <= second and not conflicts[first].isdisjoint(members[second]))
