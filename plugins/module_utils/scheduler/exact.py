@@ -54,20 +54,27 @@ def available():
     return cp_model is not None
 
 
-def solve(problem, framework, time_limit, workers=1):
-    """An ExactResult for ``problem``; ``time_limit`` in seconds of wall time."""
+def solve(problem, framework, time_limit, hint=None, workers=8):
+    """An ExactResult for ``problem``; ``time_limit`` in seconds of wall time.
+
+    ``hint`` (greedy's placements) gives CP-SAT a plan to start from and improve on.
+    """
     started = time.monotonic()
     if cp_model is None:
         return ExactResult(UNAVAILABLE, 0.0, reason="the exact solver needs OR-Tools (pip install ortools)")
     builder = _Model(problem, framework)
     if builder.reason is not None:
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    # One worker with a fixed seed searches the same way every time: the same input gives the same plan.
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = 0
-    status = solver.Solve(builder.model)
+    if hint:
+        builder.hint(hint)
+    # First one worker with a fixed seed, which searches the same way every time, so a problem it settles
+    # gives the same plan on every run; then, for what remains of the budget, CP-SAT's portfolio of workers.
+    status, solver = _search(builder.model, min(time_limit, max(1.0, time_limit / 4.0)), 1)
+    if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and workers > 1 and time.monotonic() - started < time_limit:
+        remaining = time_limit - (time.monotonic() - started)
+        if status == cp_model.FEASIBLE:
+            builder.keep(solver)
+        status, solver = _search(builder.model, remaining, workers)
     seconds = time.monotonic() - started
     if status == cp_model.INFEASIBLE:
         return ExactResult(INFEASIBLE, seconds, reason="CP-SAT proved that no placement satisfies every constraint")
@@ -75,6 +82,16 @@ def solve(problem, framework, time_limit, workers=1):
         return ExactResult(TIMEOUT, seconds, reason="no plan found within %g s" % time_limit)
     placements, cluster = builder.extract(solver)
     return ExactResult(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, seconds, placements, cluster)
+
+
+def _search(model, seconds, workers):
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(max(seconds, 0.001))
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = 0
+    # Stronger linear relaxations: they prove quota pigeonholes (count x memory) that the default misses.
+    solver.parameters.linearization_level = 2
+    return solver.Solve(model), solver
 
 
 class _Model:
@@ -85,6 +102,7 @@ class _Model:
         self.model = cp_model.CpModel()
         self.reason = None
         self.instances = problem.instances()
+        self._index = {instance.name: index for index, instance in enumerate(self.instances)}
         self.requests = {name: pod_requests(problem.services, service) for name, service in problem.services.items()}
         self.place = {}         # (instance index, node name) -> BoolVar
         self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
@@ -196,6 +214,7 @@ class _Model:
             usage["memory"] += self.requests[service.name].memory
             if service.resources.nvme is not None:
                 usage["nvme"] += service.resources.nvme.size
+        takes = {}
         for (index, node_name, position), (var, take) in self.gpu.items():
             if self.instances[index].service.quota == group:
                 usage["gpu_memory"] += take * var
@@ -203,6 +222,11 @@ class _Model:
                 if key not in occupied:
                     occupied[key] = self.model.NewBoolVar("q_%s_%s_%d" % (group, node_name, position))
                 self.model.AddImplication(var, occupied[key])
+                takes.setdefault(key, []).append((var, take))
+        for (node_name, position), members in takes.items():
+            # Redundant with the device's own capacity, but it ties memory to occupied devices for the solver's bounds.
+            memory = self.problem.nodes[node_name].gpus[position].memory
+            self.model.Add(sum(take * var for var, take in members) <= memory * occupied[node_name, position])
         usage["gpu"] = sum(occupied.values())
         return usage
 
@@ -275,6 +299,25 @@ class _Model:
                     self.problem.nodes[node_name].nvme[position].name != previous.nvme:
                 penalties.append(var)
         return penalties
+
+    def hint(self, placements):
+        """Start the search from a known plan (greedy's)."""
+        self.model.ClearHints()
+        for placement in placements:
+            index = self._index[placement.instance.name]
+            for (i, node), var in self.place.items():
+                if i == index:
+                    self.model.AddHint(var, node == placement.node)
+            claimed = {claim.device.uuid for claim in placement.gpus}
+            for (i, node, position), (var, _take) in self.gpu.items():
+                if i == index:
+                    self.model.AddHint(var, node == placement.node and self.problem.nodes[node].gpus[position].uuid in claimed)
+
+    def keep(self, solver):
+        """Carry the solution found so far into the next search as its hint."""
+        self.model.ClearHints()
+        for var in list(self.place.values()) + [entry[0] for entry in self.gpu.values()] + list(self.nvme.values()):
+            self.model.AddHint(var, bool(solver.Value(var)))
 
     def extract(self, solver):
         """The placements of the solution, and a cluster state holding their usage for the binder."""

@@ -65,6 +65,17 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         result = {"feasible": True, "path": path}
         result.update(framework.run_bind(attempt.placements, attempt.cluster))
         result["ranks"] = ranks(problem.services)
+        if result["moves"] and exact_seconds > 0:
+            # Greedy releases or re-packs more instances than needed; the exact solver, started from
+            # greedy's plan, finds the fewest moves. Its plan is taken only when it moves fewer.
+            found = exact.solve(problem, framework, exact_seconds, hint=attempt.placements)
+            if found.placements is not None:
+                better = framework.run_bind(found.placements, found.cluster)
+                if len(better["moves"]) < len(result["moves"]):
+                    result = {"feasible": True, "path": EXACT,
+                              "exact": {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}}
+                    result.update(better)
+                    result["ranks"] = ranks(problem.services)
         return result
     order = {instance.name: (instance.service.name, instance.ordinal) for instance in attempt.instances}
     infeasible = {

@@ -40,8 +40,6 @@ HELD_OUT_COUNT = 30
 FEASIBLE_SECONDS = 5.0          # a plan is found in well under a second; proving it optimal may take the whole limit
 INFEASIBLE_SECONDS = 20.0       # proofs take milliseconds; the margin is for slow machines, never spent when they pass
 HELD_OUT = hard_problems.suite(HELD_OUT_SEED, HELD_OUT_COUNT)
-GREEDY_EXTRA_MOVES = ("the greedy path moved more stateless instances than needed (known limitation, see "
-                      "test_greedy_release_moves_more_than_needed and test_greedy_repack_moves_more_than_needed)")
 
 
 def _verdict(result):
@@ -84,8 +82,6 @@ def test_held_out_problem(name, problem, answer):
     moves = len(result["moves"])
     if answer["min_moves"] is not None:
         assert moves >= answer["min_moves"], "fewer moves than the proven minimum: %r" % result["moves"]
-        if result["path"] != "exact" and moves > answer["min_moves"]:
-            pytest.xfail("%s: %d moves, minimum %d (%s)" % (GREEDY_EXTRA_MOVES, moves, answer["min_moves"], result["path"]))
         assert moves == answer["min_moves"], (answer["reason"], result["path"], result["moves"])
     if answer["max_moves"] is not None and result["path"] == "exact" and result["exact"]["status"] == "optimal":
         # The exact solver minimises moves first: never more than the planted solution makes.
@@ -197,26 +193,25 @@ def test_one_stateless_move_is_enough():
     assert check_plan(problem, result) == []
 
 
-# --- known limitations, kept as reproducers -------------------------------------------------------
+# --- greedy moves more than needed; the exact solver, started from greedy's plan, cuts them -------
 
-@pytest.mark.xfail(strict=False, reason="greedy releases every instance that no longer fits on its node instead of the fewest")
+
 def test_greedy_release_moves_more_than_needed():
     # All three ran on node-a (8 + 5 + 4 Gi of a 10Gi GPU). Moving the 8Gi one alone fits (node-a {5, 4},
-    # node-b {8}); the first greedy attempt keeps 8 on node-a and moves both 5 and 4.
+    # node-b {8}); the first greedy attempt keeps 8 on node-a and moves both 5 and 4, so the exact solver runs.
     problem = {"nodes": {"node-a": _gpu_node("a"), "node-b": _gpu_node("b")},
                "services": {"eight": _gpu_service(8), "five": _gpu_service(5), "four": _gpu_service(4)},
                "previous": {"eight-0": {"node": "node-a"}, "five-0": {"node": "node-a"}, "four-0": {"node": "node-a"}}}
     result = plan(copy.deepcopy(problem))
     assert result["feasible"] is True
     assert check_plan(problem, result) == []
-    assert len(result["moves"]) == 1, result["moves"]
+    assert len(result["moves"]) == 1 and result["path"] == "exact", result["moves"]
 
 
-@pytest.mark.xfail(strict=False, reason="the second greedy attempt re-packs heavy-first: lighter instances lose their node")
 def test_greedy_repack_moves_more_than_needed():
     # node-b ran 7 + 5 + 4 Gi, node-a 2 Gi. Moving the 7Gi one alone fits (node-a {7, 2}, node-b {5, 4}).
     # Attempt 1 keeps 7 on node-b and cannot place both 5 and 4 elsewhere; attempt 2 re-packs 7 on node-b,
-    # 5 and 4 on node-a and pushes 2 to node-b: three moves, and the exact solver never runs.
+    # 5 and 4 on node-a and pushes 2 to node-b: three moves, which the exact solver cuts to one.
     problem = {"nodes": {"node-a": _gpu_node("a"), "node-b": _gpu_node("b")},
                "services": {"seven": _gpu_service(7), "five": _gpu_service(5), "four": _gpu_service(4), "two": _gpu_service(2)},
                "previous": {"seven-0": {"node": "node-b"}, "five-0": {"node": "node-b"}, "four-0": {"node": "node-b"},
@@ -224,10 +219,9 @@ def test_greedy_repack_moves_more_than_needed():
     result = plan(copy.deepcopy(problem))
     assert result["feasible"] is True
     assert check_plan(problem, result) == []
-    assert len(result["moves"]) == 1, (result["path"], result["moves"])
+    assert len(result["moves"]) == 1 and result["path"] == "exact", (result["path"], result["moves"])
 
 
-@pytest.mark.xfail(strict=False, reason="CP-SAT (1 worker, default linearization) cannot prove a quota gpu-count pigeonhole")
 def test_quota_gpu_count_pigeonhole_is_proved():
     # 16 x 20Gi = 320Gi in one quota group capped at 3 GPUs of 80Gi (240Gi): infeasible.
     problem = {"nodes": {"n%d" % position: {"cpu": 64, "memory": "256Gi", "gpus": [
