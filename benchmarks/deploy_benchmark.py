@@ -89,7 +89,7 @@ def deploy_seconds(base, ranks, scale):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--ranks", type=int, default=3, help="how many ranks of RANKS to use (1-%d)" % len(RANKS))
     args = parser.parse_args()
     ranks = RANKS[:args.ranks]

@@ -17,29 +17,16 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import platform
 import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+# Puts the collection (through its shim) and this folder on sys.path.
+import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
-
-def _collection_path():
-    """<repo>/.build/collections, with the collection shim symlink created if it is missing."""
-    root = os.path.join(REPO, ".build", "collections")
-    link = os.path.join(root, "ansible_collections", "gangplank", "platform")
-    if not os.path.lexists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.join("..", "..", "..", ".."), link)
-    return root
-
-
-sys.path.insert(0, _collection_path())
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+HERE = collection_path.HERE
+REPO = collection_path.REPO
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan  # noqa: E402
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan  # noqa: E402

@@ -63,7 +63,7 @@ options:
         type: str
         required: true
       replicas:
-        description: The new instance count. Recorded in RV(record.replicas), where it wins over the catalog until reset.
+        description: The new instance count. Recorded in the replicas of RV(record), where it wins over the catalog until reset.
         type: raw
       reset:
         description: Remove the service's override instead, so the catalog's C(replicas) counts again.

@@ -31,7 +31,7 @@ _GPU_KEYS = ("index", "uuid", "model", "memory")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
 SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
-                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota")
+                "anti_affinity", "node_selector", "tolerations", "depends_on", "quota")
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models")
 _NVME_REQUEST_KEYS = ("label", "size")

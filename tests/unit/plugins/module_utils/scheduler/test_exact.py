@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+"""The exact solver's verdicts when it cannot run: OR-Tools missing, or a problem too large to model."""
+
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+# Two 10Gi GPUs and requests of 5, 4, 4, 3, 2, 2 Gi: heavy-first best fit fails, {5, 3, 2} + {4, 4, 2} fits.
+PACKING = {
+    "nodes": {name: {"cpu": 8, "memory": "8Gi", "gpus": [{"index": 0, "uuid": "GPU-" + name, "model": "NVIDIA L4", "memory": "10Gi"}]}
+              for name in ("a", "b")},
+    "services": {"s5": {"resources": {"gpu": {"memory": "5Gi"}}}, "s4": {"replicas": 2, "resources": {"gpu": {"memory": "4Gi"}}},
+                 "s3": {"resources": {"gpu": {"memory": "3Gi"}}}, "s2": {"replicas": 2, "resources": {"gpu": {"memory": "2Gi"}}}},
+}
+
+
+def test_the_packing_is_found():
+    result = plan(PACKING)
+    assert result["feasible"] is True and result["path"] == "exact" and result["exact"]["status"] == "optimal"
+
+
+def test_without_ortools_the_greedy_answer_stands_and_says_why(monkeypatch):
+    monkeypatch.setattr(exact, "cp_model", None)
+    result = plan(PACKING)
+    assert result["feasible"] is False and result["exact"]["status"] == "unavailable"
+    assert result["summary"] == ("1 of 6 instance(s) could not be placed (the exact solver needs OR-Tools (pip install ortools), "
+                                 "so the exact solver did not run)")
+
+
+def test_a_problem_too_large_to_model_is_skipped(monkeypatch):
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 11)
+    result = plan(PACKING)
+    assert result["feasible"] is False and result["exact"]["status"] == "skipped"
+    assert "12 instance-node pairs exceed the exact solver's limit of 11" in result["summary"]
+
+
+def test_zero_seconds_turns_it_off():
+    result = plan(PACKING, exact_seconds=0)
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
