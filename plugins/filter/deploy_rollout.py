@@ -15,7 +15,9 @@ description:
     P(gangplank.platform.deploy_containers#filter), and compares them with the containers that exist.
   - 'Each container gets an action: C(create) (missing), C(recreate) (its spec hash changed, or its instance was recreated,
     for a sidecar), C(start) (same spec, not running) or C(keep).'
-  - Stale containers are those labelled as managed on this host that are no longer wanted, sidecars first.
+  - Stale containers are those labelled as managed on this host that are no longer wanted, sidecars first, then the highest ordinals.
+  - C(evict) lists the stale containers that publish a host port a created, recreated or started container needs,
+    each with the earliest such rank (its sidecars with it, first), to be removed before that rank.
   - Fails when a wanted name is taken by a container that gangplank does not manage.
 options:
   _input:
@@ -50,7 +52,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: >-
-    C(containers) (each with C(action) and its hash labels), C(stale) (names, sidecars first) and C(summary)
+    C(containers) (each with C(action) and its hash labels), C(stale) (names, sidecars first), C(evict) (C(rank) and C(name)) and C(summary)
     (lists of names to C(start), C(restart), C(stop) and C(keep)).
   type: dict
 """

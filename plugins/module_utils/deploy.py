@@ -159,10 +159,38 @@ def _container(host, instance, binding, service, spec, data_dir, probe_address, 
 
 
 def _existing_entry(item):
-    """Name, running and labels from a container's inspect data (podman or docker)."""
+    """Name, running, labels and published host ports from a container's inspect data (podman or docker)."""
     name = item.get("Name") or ""
     state = item.get("State") or {}
-    return name.lstrip("/"), {"running": bool(state.get("Running")), "labels": (item.get("Config") or {}).get("Labels") or {}}
+    bindings = (item.get("HostConfig") or {}).get("PortBindings") or {}
+    ports = {int(binding["HostPort"]) for entries in bindings.values() for binding in entries or []
+             if str(binding.get("HostPort") or "").isdigit()}
+    return name.lstrip("/"), {"running": bool(state.get("Running")), "labels": (item.get("Config") or {}).get("Labels") or {},
+                              "ports": ports}
+
+
+def _host_ports(container):
+    """The host ports a container spec publishes ("addr:host:container" or "host:container")."""
+    return {int(port.split(":")[-2]) for port in container["ports"]}
+
+
+def _evictions(planned, stale, current):
+    """Stale containers holding a host port that a container started in some rank needs: they go before that rank.
+
+    Otherwise the new container could not start, its rank would fail, and the stale one, removed
+    only after every rank is healthy, would block every later run too.
+    """
+    evict = []
+    for name in stale:
+        needed = [container["rank"] for container in planned
+                  if container["action"] != "keep" and _host_ports(container) & current[name]["ports"]]
+        if needed:
+            evict.append({"rank": min(needed), "name": name})
+    evicted = {entry["name"] for entry in evict}
+    # A sidecar shares its instance's network: it goes first, in the same rank.
+    sidecars = [{"rank": entry["rank"], "name": name} for entry in evict for name in stale
+                if current[name]["labels"].get(SIDECAR_OF) == entry["name"] and name not in evicted]
+    return sidecars + evict
 
 
 def _removal_order(name, labels):
@@ -207,7 +235,7 @@ def rollout(host, containers, rendered, existing):
     stale = sorted((name for name, now in current.items()
                     if now["labels"].get(MANAGED) == "true" and now["labels"].get(NODE) == host and name not in wanted),
                    key=lambda name: _removal_order(name, current[name]["labels"]))
-    return {"containers": planned, "stale": stale,
+    return {"containers": planned, "stale": stale, "evict": _evictions(planned, stale, current),
             "summary": {"start": [c["name"] for c in planned if c["action"] in ("create", "start")],
                         "restart": [c["name"] for c in planned if c["action"] == "recreate"],
                         "stop": stale,

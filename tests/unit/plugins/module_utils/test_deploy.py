@@ -446,3 +446,28 @@ def test_status_of_a_stopped_container_that_was_healthy_does_not_count():
     specs = containers(instances={"db-0": INSTANCES["db-0"]})
     rows = status_rows(HOST, specs, [inspect("h1-db-0", running=False)], {"h1-db-0": {"healthy": True}})
     assert render_status(rows)[-1] == "0 of 1 container(s) running and healthy"
+
+
+def test_a_stale_container_holding_a_port_a_new_one_needs_goes_before_that_rank():
+    planned = containers()
+    api = by_name(planned)["h1-api-0"]
+    # An old "web" instance of this host published 8080, which api-0 (rank 1) now needs; its sidecar goes first.
+    old_web = inspect("h1-web-3", labels={"gangplank.io/managed": "true", "gangplank.io/node": "h1", "gangplank.io/instance": "web-3"})
+    old_web["HostConfig"] = {"PortBindings": {"8080/tcp": [{"HostIp": "127.0.0.11", "HostPort": "8080"}]}}
+    old_side = inspect("h1-web-3-log", labels={"gangplank.io/managed": "true", "gangplank.io/node": "h1",
+                                               "gangplank.io/instance": "web-3", "gangplank.io/sidecar-of": "h1-web-3"})
+    other = inspect("h1-old-0", labels={"gangplank.io/managed": "true", "gangplank.io/node": "h1", "gangplank.io/instance": "old-0"})
+    other["HostConfig"] = {"PortBindings": {"7000/tcp": [{"HostIp": "", "HostPort": "7000"}]}}
+    result = rollout("h1", planned, rendered_for(planned), [old_web, old_side, other])
+    assert api["rank"] == 1
+    assert result["evict"] == [{"rank": 1, "name": "h1-web-3-log"}, {"rank": 1, "name": "h1-web-3"}]
+    assert sorted(result["stale"]) == ["h1-old-0", "h1-web-3", "h1-web-3-log"]
+
+
+def test_nothing_is_evicted_for_a_container_that_is_kept():
+    planned = containers()
+    deployed = as_deployed(rollout("h1", planned, rendered_for(planned), []))
+    old_web = inspect("h1-web-3", labels={"gangplank.io/managed": "true", "gangplank.io/node": "h1", "gangplank.io/instance": "web-3"})
+    old_web["HostConfig"] = {"PortBindings": {"8080/tcp": [{"HostIp": "", "HostPort": "8080"}]}}
+    result = rollout("h1", planned, rendered_for(planned), deployed + [old_web])
+    assert result["evict"] == [] and result["stale"] == ["h1-web-3"]
