@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The fresh-host bed: hosts that have never seen this project, reached over real SSH as a sudo user.
+#   scripts/lib/freshbed.sh up   [NAME=ADDRESS ...]   start these hosts (default: inventories/fresh/hosts.yml's)
+#   scripts/lib/freshbed.sh down [NAME=ADDRESS ...]   remove them (their engines' containers and images with them)
+#   scripts/lib/freshbed.sh image                     only build the host image
+# Each host is a privileged container of its own (own root file system, /etc, engine storage) made
+# from a minimal Debian 12 (debootstrap --variant=minbase with openssh-server, sudo and python3: no
+# podman, no docker). It runs sshd on ADDRESS:22 (a loopback address) and publishes the demo's app
+# ports (FRESHBED_PORTS) on the same address, so the controller talks to 127.0.0.0/8 only. User
+# `gangplank` logs in with the key .build/fresh/id_ed25519 and has passwordless sudo.
+# The root file system is built once into .build/fresh/host-<recipe hash>.tar (about a minute and
+# 280 MB, from Debian's packages) and rebuilt only when the recipe below changes. Up and down are
+# idempotent. This machine's own /etc is left alone: the outer podman reads .build/fresh/containers.conf.
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+FRESHBED_DIR=${FRESHBED_DIR:-$PWD/.build/fresh}
+FRESHBED_SUITE=bookworm
+FRESHBED_MIRROR=${FRESHBED_MIRROR:-http://deb.debian.org/debian}
+FRESHBED_PACKAGES=openssh-server,sudo,python3
+FRESHBED_PORTS=${FRESHBED_PORTS:-5432 5672 8080 9000}
+FRESHBED_USER=gangplank
+export CONTAINERS_CONF=$FRESHBED_DIR/containers.conf
+
+log() { printf 'freshbed: %s\n' "$*" >&2; }
+
+# What goes into the image, as text: its hash names the image, so a change here rebuilds it.
+recipe() {
+    printf 'suite=%s packages=%s user=%s\n' "$FRESHBED_SUITE" "$FRESHBED_PACKAGES" "$FRESHBED_USER"
+    declare -f customize
+}
+
+# Turns the debootstrapped tree $1 into a host: the sudo user, sshd reading keys from
+# /etc/ssh/authorized_keys/%u (mounted at run time), and an entry point that makes host keys.
+customize() {
+    local root=$1
+    chroot "$root" useradd --create-home --shell /bin/bash "$FRESHBED_USER"
+    printf '%s ALL=(ALL) NOPASSWD: ALL\n' "$FRESHBED_USER" >"$root/etc/sudoers.d/$FRESHBED_USER"
+    chmod 0440 "$root/etc/sudoers.d/$FRESHBED_USER"
+    printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nPasswordAuthentication no\nUseDNS no\n' \
+        >"$root/etc/ssh/sshd_config.d/freshbed.conf"
+    rm -f "$root"/etc/ssh/ssh_host_*
+    cat >"$root/usr/local/sbin/freshbed-init" <<'INIT'
+#!/bin/sh
+# Each host gets host keys of its own, then sshd in the foreground.
+set -e
+ssh-keygen -A >/dev/null
+mkdir -p /run/sshd
+exec /usr/sbin/sshd -D -e
+INIT
+    chmod 0755 "$root/usr/local/sbin/freshbed-init"
+    # An image has no machine id; a fresh host is expected to have one.
+    : >"$root/etc/machine-id"
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+}
+
+outer_podman_conf() {
+    mkdir -p "$FRESHBED_DIR"
+    # The same detected-or-not settings as the local bed's image build (scripts/lib/testbed.sh).
+    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n' >"$CONTAINERS_CONF"
+}
+
+image_name() {
+    local hash
+    hash=$(recipe | sha256sum)
+    printf 'localhost/gangplank-fresh-host:%s' "${hash:0:12}"
+}
+
+build_image() {
+    local image tar root
+    image=$(image_name)
+    tar=$FRESHBED_DIR/host-${image##*:}.tar
+    if podman image exists "$image"; then
+        return
+    fi
+    if [[ ! -s $tar ]]; then
+        command -v debootstrap >/dev/null || {
+            log "installing debootstrap"
+            env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+            env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+        }
+        log "building the host image (debootstrap $FRESHBED_SUITE, about a minute)"
+        root=$(mktemp -d "$FRESHBED_DIR/root.XXXXXX")
+        debootstrap --variant=minbase --include="$FRESHBED_PACKAGES" "$FRESHBED_SUITE" "$root" "$FRESHBED_MIRROR" >"$FRESHBED_DIR/debootstrap.log"
+        customize "$root"
+        tar -C "$root" -cf "$tar.tmp" .
+        rm -rf "$root"
+        mv "$tar.tmp" "$tar"
+        # Older recipes' archives are of no further use.
+        find "$FRESHBED_DIR" -maxdepth 1 -name 'host-*.tar' ! -name "${tar##*/}" -delete
+    fi
+    log "importing $tar as $image"
+    podman import -q "$tar" "$image" >/dev/null
+}
+
+ssh_key() {
+    [[ -s $FRESHBED_DIR/id_ed25519 ]] && return
+    ssh-keygen -q -t ed25519 -N '' -C freshbed -f "$FRESHBED_DIR/id_ed25519"
+}
+
+# NAME=ADDRESS pairs: the arguments, else the hosts of inventories/fresh/hosts.yml (kept in step with it).
+FRESHBED_HOSTS=${FRESHBED_HOSTS:-fresh1=127.0.0.61 fresh2=127.0.0.62 fresh3=127.0.0.63}
+hosts() {
+    if (($#)); then
+        printf '%s\n' "$@"
+    else
+        printf '%s\n' $FRESHBED_HOSTS
+    fi
+}
+
+container() { printf 'gangplank-fresh-%s' "$1"; }
+
+up() {
+    local entry name address ports=() port
+    for port in $FRESHBED_PORTS; do ports+=("$port"); done
+    build_image
+    ssh_key
+    for entry in $(hosts "$@"); do
+        name=${entry%%=*} address=${entry#*=}
+        if [[ "$(podman container inspect -f '{{.State.Running}}' "$(container "$name")" 2>/dev/null)" == true ]]; then
+            continue
+        fi
+        podman rm -f -v "$(container "$name")" >/dev/null 2>&1 || true
+        local publish=(-p "$address:22:22")
+        for port in "${ports[@]}"; do publish+=(-p "$address:$port:$port"); done
+        log "starting $name on $address"
+        # Engine storage on volumes, not on the container's overlay root (no overlay on overlay).
+        podman run -d -q --name "$(container "$name")" --hostname "$name" --privileged --init \
+            --label gangplank.io/freshbed=true "${publish[@]}" \
+            -v /var/lib/containers -v /var/lib/docker \
+            -v "$FRESHBED_DIR/id_ed25519.pub:/etc/ssh/authorized_keys/$FRESHBED_USER:ro" \
+            "$(image_name)" /usr/local/sbin/freshbed-init >/dev/null
+    done
+    for entry in $(hosts "$@"); do
+        name=${entry%%=*} address=${entry#*=}
+        wait_ssh "$name" "$address"
+    done
+}
+
+wait_ssh() {
+    local tries
+    for ((tries = 0; tries < 100; tries++)); do
+        if ssh -q -i "$FRESHBED_DIR/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no \
+            -o UserKnownHostsFile=/dev/null -o ConnectTimeout=2 "$FRESHBED_USER@$2" true 2>/dev/null; then
+            return
+        fi
+        sleep 0.2
+    done
+    log "$1 does not answer on $2:22"
+    podman logs --tail 20 "$(container "$1")" >&2 || true
+    return 1
+}
+
+down() {
+    local entry
+    for entry in $(hosts "$@"); do
+        podman rm -f -v -t 0 "$(container "${entry%%=*}")" >/dev/null 2>&1 || true
+    done
+}
+
+main() {
+    outer_podman_conf
+    case "${1:-}" in
+        image) build_image ;;
+        up) shift; up "$@" ;;
+        down) shift; down "$@" ;;
+        *) echo "usage: scripts/lib/freshbed.sh up|down [NAME=ADDRESS ...] | image" >&2; return 2 ;;
+    esac
+}
+
+main "$@"
