@@ -50,9 +50,16 @@ options:
     default: cdi
     choices: [cdi, simulated]
   engine:
-    description: The container engine's command, used in command probes (C(<engine> exec <container> ...)).
+    description: The host's container engine (C(podman) or C(docker)), whose command runs command probes (C(<engine> exec <container> ...)).
     type: str
     default: podman
+    choices: [podman, docker]
+  limits:
+    description:
+      - Give each container the CPU and memory the scheduler reserved for it as limits (C(cpus) in cores, C(memory) in bytes).
+      - False where the engine cannot enforce them; both are then null.
+    type: bool
+    default: true
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -68,7 +75,7 @@ RETURN = r"""
 _value:
   description: >-
     One entry per container with name, instance, service, rank, sidecar, image, command, env, ports, devices, volumes,
-    directories, network, init, stop_timeout, restart_policy, labels, config (dest, src or content, path) and probe.
+    directories, network, init, stop_timeout, restart_policy, cpus, memory, labels, config (dest, src or content, path) and probe.
   type: list
   elements: dict
 """
@@ -79,10 +86,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import D
 
 
 def deploy_containers(instances, host, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                      gpu_mode="cdi", engine="podman"):
+                      gpu_mode="cdi", engine="podman", limits=True):
     try:
         return desired_containers(host, instances, services, data_dir, publish_address=publish_address,
-                                  probe_address=probe_address, gpu_mode=gpu_mode, engine=engine)
+                                  probe_address=probe_address, gpu_mode=gpu_mode, engine=engine, limits=limits)
     except DeployError as error:
         raise AnsibleFilterError(str(error)) from None
 

@@ -24,12 +24,14 @@ import json
 import posixpath
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 
 LABEL = "gangplank.io/"
 MANAGED, NODE, INSTANCE, SERVICE, RANK, SIDECAR_OF = (LABEL + key for key in (
     "managed", "node", "instance", "service", "rank", "sidecar-of"))
 CONFIG_HASH, SPEC_HASH = LABEL + "config-hash", LABEL + "spec-hash"
 GPU_MODES = ("cdi", "simulated")
+ENGINES = ("podman", "docker")
 
 
 class DeployError(ValueError):
@@ -89,12 +91,18 @@ def _environment(binding, name, service, ports, host, gpus=True):
 
 
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                       gpu_mode="cdi", engine="podman"):
-    """The containers ``host`` should run, in rank order, each instance before its sidecars."""
+                       gpu_mode="cdi", engine="podman", limits=True):
+    """The containers ``host`` should run, in rank order, each instance before its sidecars.
+
+    With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
+    (its ``cpus`` and ``memory``); without, both are None.
+    """
     if gpu_mode not in GPU_MODES:
         raise DeployError("gpu_mode: got %r; expected one of %s" % (gpu_mode, ", ".join(GPU_MODES)))
+    if engine not in ENGINES:
+        raise DeployError("engine: got %r; expected one of %s" % (engine, ", ".join(ENGINES)))
     try:
-        _scheduling, specs = split_catalog(services)
+        scheduling, specs = split_catalog(services)
     except ValueError as error:
         raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
     missing = sorted({binding["service"] for binding in instances.values() if not (specs.get(binding["service"]) or {}).get("image")}
@@ -110,6 +118,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         sidecars = list(binding.get("sidecars") or [])
         ports = list(spec["ports"]) + [port for sidecar in sidecars for port in specs[sidecar]["ports"]]
         main = _container(host, instance, binding, binding["service"], spec, data_dir, probe_address, engine)
+        main.update(_limits(binding["service"], scheduling, limits))
         main["ports"] = ["%s:%d:%d" % (publish_address, port, port) if publish_address else "%d:%d" % (port, port)
                          for port in ports]
         main["env"] = dict(_environment(binding, instance, binding["service"], ports, host), **spec["env"])
@@ -124,12 +133,27 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         containers.append(main)
         for sidecar in sidecars:
             side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine)
+            side.update(_limits(sidecar, scheduling, limits))
             side["network"] = "container:" + main["name"]
             side["labels"][SIDECAR_OF] = main["name"]
             side["env"] = dict(_environment(binding, instance, sidecar, ports, host, gpus=False),
                                **specs[sidecar]["env"])
             containers.append(side)
     return containers
+
+
+def _limits(service, scheduling, enforce):
+    """The CPU (cores, as the engines' --cpus takes them) and memory (bytes) the scheduler reserved; None for none."""
+    resources = (scheduling.get(service) or {}).get("resources") or {}
+    cpus = memory = None
+    if enforce:
+        try:
+            millicores = parse_cpu(resources.get("cpu", 0))
+            memory = parse_size(resources.get("memory", 0)) or None
+        except ValueError as error:
+            raise DeployError("services.%s.resources: %s" % (service, error)) from None
+        cpus = "%d.%03d" % divmod(millicores, 1000) if millicores else None
+    return {"cpus": cpus, "memory": memory}
 
 
 def _container(host, instance, binding, service, spec, data_dir, probe_address, engine):
@@ -159,7 +183,12 @@ def _container(host, instance, binding, service, spec, data_dir, probe_address, 
 
 
 def _existing_entry(item):
-    """Name, running, labels and published host ports from a container's inspect data (podman or docker)."""
+    """Name, running, labels and published host ports from a container's inspect data (podman or docker)
+    or from an entry of Docker's container list (docker_host_info), which is shaped otherwise."""
+    if "Names" in item:
+        ports = {int(port["PublicPort"]) for port in item.get("Ports") or [] if isinstance(port.get("PublicPort"), int)}
+        return ((item.get("Names") or [""])[0].lstrip("/"),
+                {"running": item.get("State") == "running", "labels": item.get("Labels") or {}, "ports": ports})
     name = item.get("Name") or ""
     state = item.get("State") or {}
     bindings = (item.get("HostConfig") or {}).get("PortBindings") or {}
@@ -214,6 +243,8 @@ def rollout(host, containers, rendered, existing):
         labels[CONFIG_HASH] = _digest(config)
         shape = {key: container[key] for key in ("image", "command", "env", "ports", "devices", "volumes", "network",
                                                  "init", "stop_timeout", "restart_policy")}
+        # Limits count only when set, so hosts whose engine cannot enforce them keep their hashes.
+        shape.update({key: container[key] for key in ("cpus", "memory") if container.get(key) is not None})
         # A sidecar lives in its instance's network namespace, so it is recreated with it.
         shape.update(labels=labels, instance=spec_hash_of.get(labels.get(SIDECAR_OF)))
         labels[SPEC_HASH] = _digest(shape)

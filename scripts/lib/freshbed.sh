@@ -20,6 +20,10 @@ FRESHBED_MIRROR=${FRESHBED_MIRROR:-http://deb.debian.org/debian}
 FRESHBED_PACKAGES=openssh-server,sudo,python3
 FRESHBED_PORTS=${FRESHBED_PORTS:-5432 5672 8080 9000}
 FRESHBED_USER=gangplank
+# The hosts' own network. Not podman's default 10.88.0.0/16, which a host's own Podman takes for its
+# bridge: the host's route back to the controller would then lead into that bridge.
+FRESHBED_NETWORK=gangplank-freshbed
+FRESHBED_SUBNET=${FRESHBED_SUBNET:-10.213.61.0/24}
 export CONTAINERS_CONF=$FRESHBED_DIR/containers.conf
 
 log() { printf 'freshbed: %s\n' "$*" >&2; }
@@ -115,18 +119,20 @@ up() {
     for port in $FRESHBED_PORTS; do ports+=("$port"); done
     build_image
     ssh_key
+    podman network exists "$FRESHBED_NETWORK" || podman network create --subnet "$FRESHBED_SUBNET" "$FRESHBED_NETWORK" >/dev/null
     for entry in $(hosts "$@"); do
         name=${entry%%=*} address=${entry#*=}
         if [[ "$(podman container inspect -f '{{.State.Running}}' "$(container "$name")" 2>/dev/null)" == true ]]; then
             continue
         fi
         podman rm -f -v "$(container "$name")" >/dev/null 2>&1 || true
+        close_connections
         local publish=(-p "$address:22:22")
         for port in "${ports[@]}"; do publish+=(-p "$address:$port:$port"); done
         log "starting $name on $address"
         # Engine storage on volumes, not on the container's overlay root (no overlay on overlay).
         podman run -d -q --name "$(container "$name")" --hostname "$name" --privileged --init \
-            --label gangplank.io/freshbed=true "${publish[@]}" \
+            --label gangplank.io/freshbed=true --network "$FRESHBED_NETWORK" "${publish[@]}" \
             -v /var/lib/containers -v /var/lib/docker \
             -v "$FRESHBED_DIR/id_ed25519.pub:/etc/ssh/authorized_keys/$FRESHBED_USER:ro" \
             "$(image_name)" /usr/local/sbin/freshbed-init >/dev/null
@@ -155,6 +161,16 @@ down() {
     local entry
     for entry in $(hosts "$@"); do
         podman rm -f -v -t 0 "$(container "${entry%%=*}")" >/dev/null 2>&1 || true
+    done
+    close_connections
+}
+
+# Ansible's persistent SSH connections (inventories/fresh puts them here): a new host on an address
+# must not be reached through a connection to the one before it.
+close_connections() {
+    local socket
+    for socket in "$FRESHBED_DIR"/cp/*; do
+        [[ -S $socket ]] && ssh -O exit -o ControlPath="$socket" freshbed >/dev/null 2>&1 || true
     done
 }
 
