@@ -30,7 +30,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/archives/partial" "$work/state" "$work/bundle"
 : >"$work/state/status"
-# Recommends are left out on both sides: the role installs the bundle with --no-install-recommends.
+# Recommends are left out: the role installs exactly what is in the bundle (dpkg --install).
 apt-get --quiet --yes --download-only --no-install-recommends \
     -o Dir::State::status="$work/state/status" -o Dir::Cache::archives="$work/archives" -o Debug::NoLocking=1 \
     install "${packages[@]}" >"$work/apt.log" || {

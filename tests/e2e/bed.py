@@ -58,15 +58,7 @@ class Bed:
         return self.base / "testbed" / (host or self.names[0])
 
     def playbook(self, name, *extra, timeout=600):
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1")
-        completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
-                                    os.path.join(ROOT, "playbooks", name), *extra],
-                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-        try:
-            report = json.loads(completed.stdout)
-        except ValueError:
-            pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
-        return completed.returncode, report
+        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
 
     def popen(self, name, *extra):
         env = dict(os.environ, ANSIBLE_NOCOLOR="1")
@@ -77,6 +69,18 @@ class Bed:
 
     def containers(self):
         return containers(self.names)
+
+
+def run_playbook(inventory, playbook, *extra, timeout=600):
+    """ansible-playbook with the JSON callback: (exit code, report)."""
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1")
+    completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *extra],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        report = json.loads(completed.stdout)
+    except ValueError:
+        pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
+    return completed.returncode, report
 
 
 def containers(names):
@@ -113,8 +117,17 @@ def failures(report):
             for result in task["hosts"].values():
                 if result.get("failed"):
                     # A loop's failure is in its items.
-                    messages += [result.get("msg", "")] + [item.get("msg", "") for item in result.get("results") or []]
+                    messages += [_failure_text(result)] + [_failure_text(item) for item in result.get("results") or []
+                                                            if isinstance(item, dict) and item.get("failed")]
     return messages
+
+
+def _failure_text(result):
+    """A failed result's message, with the end of a command's stderr where there is one."""
+    text = result.get("msg", "")
+    if result.get("stderr"):
+        text += "\nstderr: " + result["stderr"][-1500:]
+    return text
 
 
 def get(url):

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+"""Hosts of the fresh-host bed (scripts/lib/freshbed.sh) for end-to-end tests, and what they read back.
+
+Each test module starts hosts of its own (own names and loopback addresses) from the bed's image:
+minimal Debian 12 with sshd, sudo and python3 and no container engine. Ansible reaches them over
+real SSH as the sudo user ``gangplank`` with become, as inventories/fresh does. What runs inside a
+host is read with ``podman exec`` on the bed's container, from outside, never through Ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, BUNDLE, ROOT, run_playbook
+
+FRESH = os.path.join(ROOT, "inventories", "fresh")
+FRESHBED = os.path.join(ROOT, "scripts", "lib", "freshbed.sh")
+ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, ".build", "fresh", "containers.conf"))
+
+
+def freshbed(*args):
+    subprocess.run([FRESHBED, *args], check=True, env=ENV, timeout=900)
+
+
+class FreshBed:
+    """``hosts`` maps each inventories/fresh host (fresh1, ...) to the (name, address) it gets here;
+    ``extra`` adds hosts of this module's own: name -> (address, host variables)."""
+
+    def __init__(self, base, hosts, extra=None):
+        if shutil.which("podman") is None or not os.path.exists(BUNDLE):
+            pytest.fail("the test bed is not set up: source scripts/lib/testbed.sh first (scripts/test.sh does)")
+        self.base = base
+        with open(os.path.join(FRESH, "hosts.yml")) as handle:
+            inventory = yaml.safe_load(handle)
+        renamed = {}
+        for old, spec in inventory["all"]["hosts"].items():
+            if old in hosts:
+                name, address = hosts[old]
+                renamed[name] = dict(spec, ansible_host=address)
+        for name, (address, variables) in (extra or {}).items():
+            renamed[name] = dict(variables, ansible_host=address)
+        inventory["all"]["hosts"] = renamed
+        inventory["all"]["children"]["gangplank_control"]["hosts"] = {next(iter(renamed)): {}}
+        self.engines = {name: spec.get("gangplank_container_engine", "podman") for name, spec in renamed.items()}
+        self.addresses = {name: spec["ansible_host"] for name, spec in renamed.items()}
+        self.names = tuple(renamed)
+        # group_vars holds links to the local bed's catalog: copy what they point to.
+        shutil.copytree(os.path.join(FRESH, "group_vars"), str(base / "group_vars"))
+        shutil.copytree(os.path.join(FRESH, "templates"), str(base / "templates"))
+        (base / "group_vars" / "all" / "zz_e2e.yml").write_text(yaml.safe_dump({
+            "ansible_ssh_private_key_file": os.path.join(ROOT, ".build", "fresh", "id_ed25519"),
+            "ansible_control_path_dir": os.path.join(ROOT, ".build", "fresh", "cp"),
+            "gangplank_image_bundles": [{"path": BUNDLE, "images": ["localhost/gangplank-demo:1"]}],
+        }))
+        self.inventory = base / "hosts.yml"
+        self.inventory.write_text(yaml.safe_dump(inventory))
+
+    def up(self):
+        freshbed("up", *("%s=%s" % item for item in self.addresses.items()))
+
+    def down(self):
+        freshbed("down", *("%s=%s" % item for item in self.addresses.items()))
+
+    def playbook(self, name, *extra, timeout=900):
+        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
+
+    def popen(self, name, *extra):
+        return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
+                                 os.path.join(ROOT, "playbooks", name), *extra],
+                                cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1"), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def sh(self, host, script, check=True):
+        """Runs a shell script as root inside the host (not through Ansible); its stdout."""
+        completed = subprocess.run(["podman", "exec", "gangplank-fresh-" + host, "sh", "-c", script], env=ENV,
+                                   capture_output=True, text=True, timeout=120, check=False)
+        if check and completed.returncode != 0:
+            raise AssertionError("%s: %s failed: %s" % (host, script, completed.stderr))
+        return completed.stdout
+
+    def containers(self):
+        """Every managed container on every host, from its own engine: name -> (state, started_at, labels, engine)."""
+        found = {}
+        for host in self.names:
+            engine = self.engines[host]
+            out = self.sh(host, "command -v %s >/dev/null || exit 0; ids=$(%s ps -aq --filter label=gangplank.io/managed=true); "
+                                '[ -z "$ids" ] || %s inspect $ids' % (engine, engine, engine))
+            for item in json.loads(out or "[]"):
+                state = "running" if item["State"]["Running"] else "stopped"
+                found[item["Name"].lstrip("/")] = (state, item["State"]["StartedAt"], item["Config"]["Labels"], engine)
+        return found

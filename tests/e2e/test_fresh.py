@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+"""site.yml end to end on the fresh-host bed (scripts/lib/freshbed.sh): three hosts that have never
+seen this project, reached over real SSH as a sudo user with become. Two run Podman and one Docker,
+each installed by the runtime role from Debian's repositories; the demo image comes from the offline
+bundle. The tests run in order on one deployment: a cold deploy, a re-run that changes nothing, a run
+killed mid-rank and repaired, teardown. Figures (times, tasks run with become) go to
+.build/fresh/e2e-figures.json for the notes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get
+from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
+
+HOSTS = {"fresh1": ("fe2e-1", "127.0.0.71"), "fresh2": ("fe2e-2", "127.0.0.72"), "fresh3": ("fe2e-3", "127.0.0.73")}
+NAMES = tuple(name for name, _address in HOSTS.values())
+CONTAINERS = 12
+INSTANCES = 10
+STATE = "/var/lib/gangplank"
+FIGURES = os.path.join(ROOT, ".build", "fresh", "e2e-figures.json")
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    bed = FreshBed(tmp_path_factory.mktemp("fresh"), HOSTS)
+    bed.down()
+    bed.up()
+    bed.figures = {}
+    yield bed
+    with open(FIGURES, "w") as handle:
+        json.dump(bed.figures, handle, indent=2, sort_keys=True)
+    bed.down()
+
+
+def modules_run(report):
+    """Module runs on the hosts (each loop item counts): with this inventory every one is made with become."""
+    runs = 0
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                items = result.get("results") if isinstance(result.get("results"), list) else [result]
+                runs += sum(1 for item in items if isinstance(item, dict) and "invocation" in item and not item.get("skipped"))
+    return runs
+
+
+def timed_site(bed, key, *extra):
+    started = time.monotonic()
+    returncode, report = bed.playbook("site.yml", *extra)
+    bed.figures[key] = {"seconds": round(time.monotonic() - started, 1), "module_runs_with_become": modules_run(report)}
+    return returncode, report
+
+
+def test_site_deploys_every_instance_healthy_on_fresh_hosts(bed):
+    assert all(bed.sh(host, "command -v podman docker dockerd || true").strip() == "" for host in NAMES), \
+        "a fresh host starts without any container engine"
+    returncode, report = timed_site(bed, "site_cold")
+    assert returncode == 0, failures(report)
+    found = bed.containers()
+    assert len(found) == CONTAINERS and all(state == "running" for state, _at, _labels, _engine in found.values()), found
+    assert len({labels["gangplank.io/instance"] for _state, _at, labels, _engine in found.values()}) == INSTANCES
+    # The Docker host's containers run in Docker, the others' in Podman.
+    assert {engine for _state, _at, labels, engine in found.values() if labels["gangplank.io/node"] == "fe2e-3"} == {"docker"}
+    assert {engine for _state, _at, labels, engine in found.values() if labels["gangplank.io/node"] != "fe2e-3"} == {"podman"}
+    record = json.loads(bed.sh(NAMES[0], "cat %s/placement.json" % STATE))
+    for name, placement in record["placement"].items():
+        if placement["service"] in ("api", "infer"):
+            port = 8080 if placement["service"] == "api" else 9000
+            assert get("http://%s:%d/health" % (bed.addresses[placement["node"]], port)) == (200, "%s ok\n" % name)
+    # Limits: what the scheduler reserved (worker 100m CPU, 32Mi) on both engines.
+    for name, (_state, _at, labels, engine) in found.items():
+        if labels["gangplank.io/service"] == "worker":
+            limits = bed.sh(labels["gangplank.io/node"], "%s inspect -f '{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}}' %s"
+                            % (engine, name)).split()
+            assert limits == ["100000000", str(32 * 2 ** 20)], (name, engine, limits)
+    # The product's default paths, made by the roles on a host that had none of them.
+    assert bed.sh(NAMES[0], "test -f /etc/ansible/facts.d/gangplank.fact && stat -c %a /etc/containers/containers.conf.d").strip()
+
+
+def test_second_run_changes_nothing(bed):
+    before = bed.containers()
+    returncode, report = timed_site(bed, "site_no_change")
+    assert returncode == 0, failures(report)
+    assert all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
+    assert bed.containers() == before
+
+
+def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
+    returncode, report = bed.playbook("teardown.yml")
+    assert returncode == 0, failures(report)
+    assert bed.containers() == {}
+    process = bed.popen("site.yml")
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and not any("-api-" in name for name in bed.containers()):
+            time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    partial = bed.containers()
+    assert any("-api-" in name for name in partial) and not any("-worker-" in name for name in partial), partial
+    assert bed.sh(NAMES[0], "test -e %s/lock.json && echo locked" % STATE).strip() == "locked"
+    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=0",
+                                      "-e", "deploy_lock_timeout=0")
+    assert returncode == 0, failures(report)
+    found = bed.containers()
+    assert len(found) == CONTAINERS and all(state == "running" for state, _at, _labels, _engine in found.values())
+    assert any(name in found and partial[name][1] == found[name][1] for name in partial), \
+        "the containers started before the kill are kept, not started twice"
+
+
+def test_teardown_leaves_nothing_behind(bed):
+    returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
+    assert returncode == 0, failures(report)
+    assert bed.containers() == {}
+    for host in NAMES:
+        left = bed.sh(host, "find %s /etc/ansible/facts.d /srv/nvme0n1 -type f 2>/dev/null || true" % STATE).split()
+        assert left == [], (host, left)
+    returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
+    assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
