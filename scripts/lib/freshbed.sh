@@ -13,6 +13,8 @@
 # idempotent. This machine's own /etc is left alone: the outer podman reads .build/fresh/containers.conf.
 set -euo pipefail
 
+# debootstrap and privileged containers need root.
+((EUID == 0)) || exec sudo --preserve-env=FRESHBED_DIR,FRESHBED_MIRROR,FRESHBED_PORTS,FRESHBED_HOSTS,FRESHBED_SUBNET "$0" "$@"
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 FRESHBED_DIR=${FRESHBED_DIR:-$PWD/.build/fresh}
 FRESHBED_SUITE=bookworm

@@ -244,6 +244,42 @@ def test_probe_defaults_address_status_and_engine():
     assert specs["h1-api-1-log"]["probe"]["argv"][:3] == ["docker", "exec", "h1-api-1-log"]
 
 
+def test_limits_are_what_the_scheduler_reserved():
+    services = copy.deepcopy(SERVICES)
+    services["api"]["resources"] = {"cpu": "1500m", "memory": "64Mi"}
+    services["log"]["resources"] = {"cpu": 0.05}
+    specs = by_name(containers(services=services))
+    assert (specs["h1-api-0"]["cpus"], specs["h1-api-0"]["memory"]) == ("1.500", 64 * MIB)
+    # A sidecar gets its own reservation; what is not reserved is not limited.
+    assert (specs["h1-api-0-log"]["cpus"], specs["h1-api-0-log"]["memory"]) == ("0.050", None)
+    assert (specs["h1-db-0"]["cpus"], specs["h1-db-0"]["memory"]) == (None, None)
+
+
+def test_no_limits_where_the_engine_cannot_enforce_them():
+    services = copy.deepcopy(SERVICES)
+    services["api"]["resources"] = {"cpu": 2, "memory": "1Gi"}
+    specs = containers(services=services, limits=False)
+    assert all(spec["cpus"] is None and spec["memory"] is None for spec in specs)
+
+
+def test_limits_change_the_spec_hash_only_when_set():
+    services = copy.deepcopy(SERVICES)
+    services["api"]["resources"] = {"cpu": "500m"}
+    without = containers(services=services, limits=False)
+    limited = containers(services=services)
+    before = {c["name"]: c["labels"][SPEC_HASH] for c in rollout(HOST, without, rendered_for(without), [])["containers"]}
+    after = {c["name"]: c["labels"][SPEC_HASH] for c in rollout(HOST, limited, rendered_for(limited), [])["containers"]}
+    changed = sorted(name for name in before if before[name] != after[name])
+    # The apis get a limit (their sidecars are recreated with them); the rest keep their hashes.
+    assert changed == ["h1-api-0", "h1-api-0-log", "h1-api-1", "h1-api-1-log"]
+
+
+def test_unknown_engine():
+    with pytest.raises(DeployError) as caught:
+        containers(engine="lxc")
+    assert str(caught.value) == "engine: got 'lxc'; expected one of podman, docker"
+
+
 def test_a_placed_service_without_an_image():
     services = copy.deepcopy(SERVICES)
     del services["db"]["image"]
@@ -395,6 +431,29 @@ def test_docker_inspect_names_start_with_a_slash():
     for item in existing:
         item["Name"] = "/" + item["Name"]
     assert len(rollout(HOST, specs, rendered_for(specs), existing)["summary"]["keep"]) == 6
+
+
+def docker_listed(item):
+    """A container as Docker's container list (community.docker.docker_host_info, verbose) shows it."""
+    return {"Id": "0123", "Names": ["/" + item["Name"]], "State": "running" if item["State"]["Running"] else "exited",
+            "Labels": item["Config"]["Labels"] or {}, "Ports": [{"IP": "0.0.0.0", "PrivatePort": 8080, "PublicPort": 8080, "Type": "tcp"}]}
+
+
+def test_dockers_container_list_reads_like_inspect_data():
+    specs = containers()
+    deployed = as_deployed(rollout(HOST, specs, rendered_for(specs), []))
+    listed = [docker_listed(item) for item in deployed]
+    assert len(rollout(HOST, specs, rendered_for(specs), listed)["summary"]["keep"]) == 6
+    listed[0]["State"] = "exited"
+    assert rollout(HOST, specs, rendered_for(specs), listed)["containers"][0]["action"] == "start"
+
+
+def test_a_stale_container_in_dockers_list_holding_a_port_is_evicted():
+    specs = containers()
+    stale = docker_listed(inspect("h1-api-7", labels={"gangplank.io/managed": "true", "gangplank.io/node": HOST,
+                                                      "gangplank.io/instance": "api-7"}))
+    planned = rollout(HOST, specs, rendered_for(specs), [stale])
+    assert planned["stale"] == ["h1-api-7"] and planned["evict"] == [{"rank": 1, "name": "h1-api-7"}]
 
 
 # -- status -----------------------------------------------------------------------------------------------------------
