@@ -16,7 +16,6 @@ Uses hosts bench-f1..3 on 127.0.0.91-93 and removes them at the end. Prints figu
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import subprocess
 import sys
@@ -34,12 +33,8 @@ HOSTS = {"fresh1": ("bench-f1", "127.0.0.91"), "fresh2": ("bench-f2", "127.0.0.9
 
 
 def build_image_cold():
-    for tar in glob.glob(os.path.join(ROOT, ".build", "fresh", "host-*.tar")):
-        os.remove(tar)
-    subprocess.run(["podman", "rmi", "-f", "--filter", "reference=localhost/gangplank-fresh-host"], env=ENV,
-                   capture_output=True, check=False)
     started = time.monotonic()
-    subprocess.run([FRESHBED, "image"], env=ENV, check=True)
+    subprocess.run([FRESHBED, "image", "--rebuild"], env=ENV, check=True)
     return time.monotonic() - started
 
 
@@ -58,25 +53,21 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.cold_image:
         print("host image, cold build (debootstrap + customize + import): %.1f s" % build_image_cold())
-    rows = []
-    for engine in args.engines.split(","):
+    print("%-7s %-9s %8s %8s %12s" % ("engine", "site.yml", "seconds", "changed", "module runs"), flush=True)
+    for engine in filter(None, args.engines.split(",")):
         with tempfile.TemporaryDirectory() as base:
             bed = FreshBed(Path(base), HOSTS)
             bed.down()
             bed.up()
             try:
-                cold = site(bed, engine)
-                again = site(bed, engine)
+                runs = [("cold", site(bed, engine)), ("no-change", site(bed, engine))]
             finally:
                 bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
                 bed.down()
-        rows.append((engine, cold, again))
-    print("%-7s %-9s %8s %8s %12s" % ("engine", "site.yml", "seconds", "changed", "module runs"))
-    for engine, cold, again in rows:
-        for label, run in (("cold", cold), ("no-change", again)):
-            print("%-7s %-9s %8.1f %8d %12d%s" % (engine, label, run["seconds"], run["changed"], run["module_runs"],
-                                                 "" if run["ok"] else "  FAILED"))
-        print("%-7s no-change / cold: %.2f" % (engine, again["seconds"] / cold["seconds"]))
+        for label, run in runs:
+            flag = "" if run["ok"] else "  FAILED"
+            print("%-7s %-9s %8.1f %8d %12d%s" % (engine, label, run["seconds"], run["changed"], run["module_runs"], flag))
+        print("%-7s no-change / cold: %.2f" % (engine, runs[1][1]["seconds"] / runs[0][1]["seconds"]), flush=True)
     return 0
 
 

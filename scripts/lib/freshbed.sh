@@ -2,7 +2,7 @@
 # The fresh-host bed: hosts that have never seen this project, reached over real SSH as a sudo user.
 #   scripts/lib/freshbed.sh up   [NAME=ADDRESS ...]   start these hosts (default: inventories/fresh/hosts.yml's)
 #   scripts/lib/freshbed.sh down [NAME=ADDRESS ...]   remove them (their engines' containers and images with them)
-#   scripts/lib/freshbed.sh image                     only build the host image
+#   scripts/lib/freshbed.sh image [--rebuild]         only build the host image (--rebuild: from scratch)
 # Each host is a privileged container of its own (own root file system, /etc, engine storage) made
 # from a minimal Debian 12 (debootstrap --variant=minbase with openssh-server, sudo and python3: no
 # podman, no docker). It runs sshd on ADDRESS:22 (a loopback address) and publishes the demo's app
@@ -63,7 +63,9 @@ INIT
 outer_podman_conf() {
     mkdir -p "$FRESHBED_DIR"
     # The same detected-or-not settings as the local bed's image build (scripts/lib/testbed.sh).
-    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n' >"$CONTAINERS_CONF"
+    # The bed's network definition stays here too, not in /etc/containers/networks.
+    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n[network]\nnetwork_config_dir = "%s"\n' \
+        "$FRESHBED_DIR/networks" >"$CONTAINERS_CONF"
 }
 
 image_name() {
@@ -110,6 +112,8 @@ hosts() {
     if (($#)); then
         printf '%s\n' "$@"
     else
+        # Word splitting wanted: a space-separated list.
+        # shellcheck disable=SC2086
         printf '%s\n' $FRESHBED_HOSTS
     fi
 }
@@ -172,14 +176,22 @@ down() {
 close_connections() {
     local socket
     for socket in "$FRESHBED_DIR"/cp/*; do
-        [[ -S $socket ]] && ssh -O exit -o ControlPath="$socket" freshbed >/dev/null 2>&1 || true
+        if [[ -S $socket ]]; then
+            ssh -O exit -o ControlPath="$socket" freshbed >/dev/null 2>&1 || true
+        fi
     done
 }
 
 main() {
     outer_podman_conf
     case "${1:-}" in
-        image) build_image ;;
+        image)
+            if [[ ${2:-} == --rebuild ]]; then
+                rm -f "$FRESHBED_DIR/host-$(image_name | sed 's/.*://').tar"
+                podman untag "$(image_name)" >/dev/null 2>&1 || true
+            fi
+            build_image
+            ;;
         up) shift; up "$@" ;;
         down) shift; down "$@" ;;
         *) echo "usage: scripts/lib/freshbed.sh up|down [NAME=ADDRESS ...] | image" >&2; return 2 ;;

@@ -117,8 +117,8 @@ def failures(report):
             for result in task["hosts"].values():
                 if result.get("failed"):
                     # A loop's failure is in its items.
-                    messages += [_failure_text(result)] + [_failure_text(item) for item in result.get("results") or []
-                                                            if isinstance(item, dict) and item.get("failed")]
+                    items = [item for item in result.get("results") or [] if isinstance(item, dict) and item.get("failed")]
+                    messages += [_failure_text(result)] + [_failure_text(item) for item in items]
     return messages
 
 

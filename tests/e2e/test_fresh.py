@@ -15,6 +15,7 @@ import signal
 import time
 
 import pytest
+import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
@@ -89,6 +90,30 @@ def test_second_run_changes_nothing(bed):
     assert returncode == 0, failures(report)
     assert all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
     assert bed.containers() == before
+
+
+def test_a_failing_probe_stops_at_its_rank_with_a_report_from_each_engine(bed):
+    before = bed.containers()
+    with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "catalog.yml")) as handle:
+        services = yaml.safe_load(handle)["gangplank_services"]
+    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
+    broken = bed.base / "broken.yml"
+    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=debug")
+    assert returncode != 0
+    reports = {message.split(" failed on ", 1)[1].split(";", 1)[0]: message for message in failures(report)
+               if message.startswith("Rank 1 (api) failed on")}
+    api_hosts = {labels["gangplank.io/node"] for _state, _at, labels, _engine in before.values()
+                 if labels["gangplank.io/service"] == "api"}
+    assert set(reports) == api_hosts and {bed.engines[host] for host in api_hosts} == {"podman", "docker"}, reports
+    for text in reports.values():
+        assert "probe: http http://127.0.0.1:8080/missing, 3 attempt(s)" in text and "last probe output: HTTP 404" in text
+        assert "log lines:" in text and "(none)" not in text.split("log lines:", 1)[1][:200]
+    after = bed.containers()
+    assert all(after[name][1] == before[name][1] for name in after if after[name][2]["gangplank.io/rank"] == "2")
+    assert bed.sh(NAMES[0], "test -e %s/lock.json && echo locked || echo free" % STATE).strip() == "free"
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, failures(report)
 
 
 def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
