@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 
+from ansible_collections.gangplank.platform.tests.e2e.bed import failures  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FRESHBED, FreshBed  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gangplank.platform.tests.e2e.test_fresh import modules_run  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -43,6 +44,8 @@ def site(bed, engine):
     returncode, report = bed.playbook("site.yml", "-e", "gangplank_container_engine=%s" % engine, timeout=1800)
     seconds = time.monotonic() - started
     changed = sum(stats["changed"] for stats in report["stats"].values())
+    if returncode != 0:
+        print("%s: site.yml failed:\n%s" % (engine, "\n".join(failures(report))), flush=True)
     return {"ok": returncode == 0, "seconds": seconds, "changed": changed, "module_runs": modules_run(report)}
 
 
