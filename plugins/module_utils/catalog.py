@@ -15,7 +15,8 @@ import math
 import posixpath
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ITEMS, MAX_SERVICES
+from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
     ProblemError, Reader, SERVICE_KEYS, join_path,
 )
@@ -32,8 +33,6 @@ _CONFIG_KEYS = ("dest", "src", "content")
 GPU_VISIBILITY_VARIABLES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES",
                             "NVIDIA_MIG_MONITOR_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                             "GPU_DEVICE_ORDINAL")
-MAX_SECONDS = 86400             # health timeouts and periods, stop_timeout
-MAX_RETRIES = 100000
 # An image reference as the engines parse it (distribution/reference): [registry[:port]/]path[:tag][@digest].
 _DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -227,6 +226,32 @@ def _deploy_spec(reader, spec, path):
         "nvme_path": nvme_path,
         "ports": ports,
     }
+
+
+_MAX_DEPTH = 64
+
+
+def plain_data(value, path):
+    """A copy of ``value`` as plain dicts, lists and scalars, or ProblemError naming ``path``.
+
+    Bounded like the parser: at most MAX_ENTRIES entries and _MAX_DEPTH levels, so that YAML aliases that
+    expand a small document into a huge one, or a deep one, are refused instead of copied.
+    """
+    budget = [MAX_ENTRIES]
+
+    def copy(item, depth):
+        if depth > _MAX_DEPTH:
+            raise ProblemError([(path, "is nested more than %d levels deep" % _MAX_DEPTH)])
+        if isinstance(item, (dict, list, tuple)):
+            budget[0] -= len(item)
+            if budget[0] < 0:
+                raise ProblemError([(path, "has more than %d list items and mapping entries in all" % MAX_ENTRIES)])
+            if isinstance(item, dict):
+                return {key if isinstance(key, (str, int, float, bool)) or key is None else str(key): copy(entry, depth + 1)
+                        for key, entry in item.items()}
+            return [copy(entry, depth + 1) for entry in item]
+        return item
+    return copy(value, 0)
 
 
 def read_catalog(services):

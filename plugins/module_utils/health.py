@@ -17,6 +17,7 @@ Every probe runs in its own thread, so waiting on many instances takes as long a
 from __future__ import annotations
 
 import http.client
+import math
 import os
 import shlex
 import signal
@@ -27,8 +28,12 @@ import time
 import urllib.error
 import urllib.request
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+
 TYPES = ("http", "tcp", "command")
 OUTPUT_LIMIT = 500
+MAX_SECONDS = 86400         # timeouts, intervals, start periods (and the catalog's stop_timeout)
+MAX_RETRIES = 100000
 DEFAULTS = {"host": "127.0.0.1", "timeout": 2.0, "interval": 1.0, "retries": 60, "start_period": 0.0}
 
 
@@ -42,6 +47,11 @@ def _is_number(value):
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_seconds(value):
+    # NaN would never count a failure (a wait without end) and infinity would kill the probe's thread in sleep().
+    return _is_number(value) and (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= MAX_SECONDS
 
 
 def normalize_probes(probes):
@@ -79,13 +89,16 @@ def normalize_probes(probes):
 
 
 def _check_timing(where, probe):
-    if not _is_number(probe["timeout"]) or probe["timeout"] <= 0:
-        raise ProbeConfigError("%s.timeout: got %r; expected a number of seconds above 0" % (where, probe["timeout"]))
+    if not _is_seconds(probe["timeout"]) or probe["timeout"] <= 0:
+        raise ProbeConfigError("%s.timeout: got %s; expected a number of seconds above 0, at most %d"
+                               % (where, show(probe["timeout"]), MAX_SECONDS))
     for key in ("interval", "start_period"):
-        if not _is_number(probe[key]) or probe[key] < 0:
-            raise ProbeConfigError("%s.%s: got %r; expected a number of seconds of 0 or more" % (where, key, probe[key]))
-    if not _is_int(probe["retries"]) or probe["retries"] < 1:
-        raise ProbeConfigError("%s.retries: got %r; expected an integer of 1 or more" % (where, probe["retries"]))
+        if not _is_seconds(probe[key]):
+            raise ProbeConfigError("%s.%s: got %s; expected a number of seconds of 0 or more, at most %d"
+                                   % (where, key, show(probe[key]), MAX_SECONDS))
+    if not _is_int(probe["retries"]) or not 1 <= probe["retries"] <= MAX_RETRIES:
+        raise ProbeConfigError("%s.retries: got %s; expected an integer of 1 or more, at most %d"
+                               % (where, show(probe["retries"]), MAX_RETRIES))
 
 
 def _check_http(where, probe):
@@ -117,7 +130,7 @@ def _check_command(where, probe):
     if isinstance(argv, str):
         raise ProbeConfigError("%s.argv: expected a list of strings, got the string %r (it is run without a shell, give one item per argument)"
                                % (where, argv))
-    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) for arg in argv) or not argv[0]:
+    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) and "\x00" not in arg for arg in argv) or not argv[0]:
         raise ProbeConfigError("%s.argv: expected a list of strings, got %r" % (where, argv))
 
 
@@ -241,7 +254,11 @@ def wait_all(probes):
     results = {}
 
     def worker(probe):
-        results[probe["name"]] = wait_for(probe)
+        try:
+            results[probe["name"]] = wait_for(probe)
+        except Exception as error:  # noqa: BLE001 (every probe gets a result, whatever went wrong)
+            results[probe["name"]] = {"healthy": False, "attempts": 0, "seconds": 0.0,
+                                      "last_output": "probe error: %s: %s" % (type(error).__name__, error)}
 
     threads = [threading.Thread(target=worker, args=(probe,), name="health-%s" % probe["name"], daemon=True) for probe in probes]
     for thread in threads:

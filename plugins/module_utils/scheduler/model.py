@@ -32,6 +32,8 @@ MAX_DEVICES = 64                # GPUs, NVMe devices per node; GPUs per request
 MAX_PORTS = 1024                # host ports per service
 MAX_ITEMS = 1024                # any other list or mapping: labels, taints, tolerations, sidecars, quotas, ...
 MAX_TOTAL = 2 ** 62             # a sum over the cluster or over all requests, in millicores or bytes
+MAX_ENTRIES = 1000000           # list items and mapping entries read in all: YAML aliases cannot multiply the work
+MAX_ERRORS = 100                # mistakes listed; reading stops after them
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
-    GPUDevice, GPURequest, MAX_DEVICES, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
+    GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
     MAX_TOTAL, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
@@ -67,9 +67,19 @@ class Reader:
 
     def __init__(self):
         self.errors = []
+        self.entries = 0
 
     def error(self, path, message):
         self.errors.append((path, message))
+        if len(self.errors) >= MAX_ERRORS:
+            raise ProblemError(self.errors + [("problem", "reading stopped after %d mistakes" % MAX_ERRORS)])
+
+    def _count(self, value, path):
+        """Count what is read: a document of YAML aliases may expand to far more than its text."""
+        self.entries += len(value)
+        if self.entries > MAX_ENTRIES:
+            raise ProblemError(self.errors + [(path, "the problem has more than %d list items and mapping entries in "
+                                                     "all; reading stopped here" % MAX_ENTRIES)])
 
     def bad(self, path, value, expected):
         self.error(path, "got %s; expected %s" % (show(value), expected))
@@ -83,6 +93,7 @@ class Reader:
         if len(value) > maximum:
             self.error(path, "has %d entries; expected at most %d" % (len(value), maximum))
             return {}
+        self._count(value, path)
         for key in value:
             if not isinstance(key, str):
                 self.bad(join_path(path, str(key)), key, "a string key")
@@ -102,6 +113,7 @@ class Reader:
         if len(value) > maximum:
             self.error(path, "has %d items; expected at most %d" % (len(value), maximum))
             return []
+        self._count(value, path)
         return value
 
     def string(self, value, path, expected="a non-empty string"):
