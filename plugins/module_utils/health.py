@@ -72,11 +72,11 @@ def normalize_probes(probes):
         if not isinstance(name, str) or not name:
             raise ProbeConfigError("%s.name: expected a non-empty string" % where)
         if name in seen:
-            raise ProbeConfigError("%s.name: duplicate probe name %r" % (where, name))
+            raise ProbeConfigError("%s.name: duplicate probe name %s" % (where, show(name)))
         seen.add(name)
         kind = result.get("type")
         if kind not in TYPES:
-            raise ProbeConfigError("%s.type: got %r; expected one of %s" % (where, kind, ", ".join(TYPES)))
+            raise ProbeConfigError("%s.type: got %s; expected one of %s" % (where, show(kind), ", ".join(TYPES)))
         _check_timing(where, result)
         if kind == "http":
             _check_http(where, result)
@@ -106,11 +106,11 @@ def _check_http(where, probe):
     if url is None or url == "":
         raise ProbeConfigError("%s.url: required with type http" % where)
     if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-        raise ProbeConfigError("%s.url: got %r; expected an http:// or https:// URL" % (where, url))
+        raise ProbeConfigError("%s.url: got %s; expected an http:// or https:// URL" % (where, show(url)))
     expect = probe.get("expect_status")
     if expect is not None:
         if not isinstance(expect, list) or not expect or not all(_is_int(code) and 100 <= code <= 599 for code in expect):
-            raise ProbeConfigError("%s.expect_status: got %r; expected a non-empty list of HTTP status codes" % (where, expect))
+            raise ProbeConfigError("%s.expect_status: got %s; expected a non-empty list of HTTP status codes" % (where, show(expect)))
 
 
 def _check_tcp(where, probe):
@@ -118,7 +118,7 @@ def _check_tcp(where, probe):
     if port is None:
         raise ProbeConfigError("%s.port: required with type tcp" % where)
     if not _is_int(port) or not 1 <= port <= 65535:
-        raise ProbeConfigError("%s.port: got %r; expected an integer from 1 to 65535" % (where, port))
+        raise ProbeConfigError("%s.port: got %s; expected an integer from 1 to 65535" % (where, show(port)))
     if not isinstance(probe["host"], str) or not probe["host"]:
         raise ProbeConfigError("%s.host: expected a host name or address" % where)
 
@@ -128,10 +128,10 @@ def _check_command(where, probe):
     if argv is None:
         raise ProbeConfigError("%s.argv: required with type command" % where)
     if isinstance(argv, str):
-        raise ProbeConfigError("%s.argv: expected a list of strings, got the string %r (it is run without a shell, give one item per argument)"
-                               % (where, argv))
+        raise ProbeConfigError("%s.argv: expected a list of strings, got the string %s (it is run without a shell, give one item per argument)"
+                               % (where, show(argv)))
     if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) and "\x00" not in arg for arg in argv) or not argv[0]:
-        raise ProbeConfigError("%s.argv: expected a list of strings, got %r" % (where, argv))
+        raise ProbeConfigError("%s.argv: expected a list of strings, got %s" % (where, show(argv)))
 
 
 def target_of(probe):

@@ -66,15 +66,14 @@ def _render_items(items, parts, budget, depth, opening, closing, split):
             _emit(parts, budget, ", ")
         key, item = split(item)
         if opening == "{":
-            _render(key if isinstance(key, str) else str(key)[:SHOW_LIMIT], parts, budget, depth + 1)
+            _render(key, parts, budget, depth + 1)
             _emit(parts, budget, ": ")
         _render(item, parts, budget, depth + 1)
     _emit(parts, budget, closing)
 
 
 def printable(text):
-    """``text`` as is when it is short and printable, else quoted with escapes: one error stays one line."""
-    text = str(text)
-    if text.isprintable() and len(text) <= SHOW_LIMIT:
+    """``text`` as is when it is a short, printable string, else shown briefly: one error stays one short line."""
+    if isinstance(text, str) and text.isprintable() and len(text) <= SHOW_LIMIT:
         return text
     return show(text)

@@ -17,7 +17,7 @@ import math
 import re
 from collections import Counter
 
-from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
     format_size, parse_cpu, parse_size,
 )
@@ -109,8 +109,13 @@ def gpu_family(compute_capability):
     return _FAMILIES.get(major)
 
 
+def _brief(value):
+    """A fact as text: itself when it is a string, else its brief rendering (never a whole huge value)."""
+    return value if isinstance(value, str) else show(value)
+
+
 def _host(hostvars):
-    return str(hostvars.get("inventory_hostname", "host"))
+    return printable(hostvars.get("inventory_hostname", "host"))
 
 
 def _facts(hostvars):
@@ -176,11 +181,13 @@ def usable_nvme(hostvars):
 def hardware_labels(hostvars):
     """Labels implied by the facts, named as GPU Feature Discovery names them where it has a name."""
     facts = _facts(hostvars)
-    labels = {"gangplank.io/hostname": str(hostvars.get("inventory_hostname", facts.get("hostname", "")))}
+    hostname = hostvars["inventory_hostname"] if "inventory_hostname" in hostvars else facts.get("hostname", "")
+    labels = {"gangplank.io/hostname": _brief(hostname)}
     if facts.get("architecture"):
-        labels["gangplank.io/arch"] = _ARCHITECTURES.get(facts["architecture"], str(facts["architecture"]).lower())
+        architecture = _brief(facts["architecture"])
+        labels["gangplank.io/arch"] = _ARCHITECTURES.get(architecture, architecture.lower())
     if facts.get("system"):
-        labels["gangplank.io/os"] = str(facts["system"]).lower()
+        labels["gangplank.io/os"] = _brief(facts["system"]).lower()
     gpus = usable_gpus(hostvars)
     all_gpus = _entries(hostvars, "gangplank_gpus")
     if all_gpus:
@@ -195,11 +202,12 @@ def hardware_labels(hostvars):
         labels["nvidia.com/gpu.count"] = str(len(gpus))
         labels["nvidia.com/gpu.product"] = "-".join(product.split())
         labels["nvidia.com/gpu.memory"] = str(int(first["memory_total"]) // MIB)
-        family = gpu_family(first.get("compute_capability"))
+        capability = _brief(first.get("compute_capability") or "")
+        family = gpu_family(capability)
         if family:
             labels["nvidia.com/gpu.family"] = family
-        if first.get("compute_capability"):
-            major, _dot, minor = str(first["compute_capability"]).partition(".")
+        if capability:
+            major, _dot, minor = capability.partition(".")
             labels["nvidia.com/gpu.compute.major"] = major
             labels["nvidia.com/gpu.compute.minor"] = minor or "0"
         if any(gpu.get("source") == "simulated" for gpu in gpus):
@@ -216,9 +224,9 @@ def node_labels(hostvars):
     operator = hostvars.get("gangplank_labels") or {}
     if not isinstance(operator, dict):
         raise NodeFactsError("%s: gangplank_labels must be a mapping of label to value, got %s"
-                             % (hostvars.get("inventory_hostname"), show(operator)))
+                             % (_host(hostvars), show(operator)))
     for key, value in operator.items():
-        labels[str(key)] = _label_text(_host(hostvars), "gangplank_labels.%s" % key, value)
+        labels[_brief(key)] = _label_text(_host(hostvars), "gangplank_labels.%s" % printable(key), value)
     return dict(sorted(labels.items()))
 
 
@@ -241,7 +249,7 @@ def _reserved(hostvars, host):
 
 def scheduler_node(hostvars):
     """The scheduler's ``nodes.<host>`` entry (docs/problem-format.md) for one host."""
-    host = hostvars.get("inventory_hostname", "host")
+    host = _host(hostvars)
     facts = _facts(hostvars)
     missing = [key for key in ("processor_vcpus", "memtotal_mb") if key not in facts]
     if missing:
@@ -273,17 +281,18 @@ def _size_text(value):
 
 
 def _table(headers, rows):
-    widths = [max(len(str(row[column])) for row in [headers] + rows) for column in range(len(headers))]
-    return ["  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
-            for row in [headers] + rows]
+    rows = [[_brief(cell) for cell in row] for row in [headers] + rows]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(headers))]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
 def facts_table(hostvars):
     """One host's GPUs, NVMe devices and labels as lines of text."""
-    host = hostvars.get("inventory_hostname", "host")
+    host = _host(hostvars)
     facts = _facts(hostvars)
     gpus = _entries(hostvars, "gangplank_gpus")
     driver = facts.get("gangplank_gpu_driver") or {}
+    driver = driver if isinstance(driver, dict) else {}
     nvme = _entries(hostvars, "gangplank_nvme")
     simulated = [kind for kind, items in (("GPUs", gpus), ("NVMe", nvme))
                  if any(item.get("source") == "simulated" for item in items)]
@@ -292,12 +301,12 @@ def facts_table(hostvars):
         title += " -- SIMULATED %s (host variables, not hardware)" % " and ".join(simulated)
     lines = [title]
     if gpus:
-        versions = (driver.get("driver_version") or "-", driver.get("cuda_version") or "-", driver.get("source") or "-")
+        versions = tuple(_brief(driver.get(key) or "-") for key in ("driver_version", "cuda_version", "source"))
         lines.append("  driver %s, CUDA %s, via %s" % versions)
         rows = []
         for gpu in gpus:
             if gpu.get("error"):
-                rows.append((gpu.get("index"), "ERROR: %s" % gpu["error"], "-", "-", "-", gpu.get("source") or "-"))
+                rows.append((gpu.get("index"), "ERROR: %s" % _brief(gpu["error"]), "-", "-", "-", gpu.get("source") or "-"))
                 continue
             mig = "on (%d)" % len(gpu.get("mig_devices") or []) if _mig_on(gpu) else "-"
             rows.append((gpu.get("index"), gpu.get("model") or "-",
@@ -305,11 +314,11 @@ def facts_table(hostvars):
                          gpu.get("uuid") or "-", mig, gpu.get("source") or "-"))
         lines += _table(("GPU", "MODEL", "MEMORY USED", "UUID", "MIG", "SOURCE"), rows)
     else:
-        lines.append("  no GPUs: %s" % (driver.get("reason") or "none found"))
+        lines.append("  no GPUs: %s" % _brief(driver.get("reason") or "none found"))
     if nvme:
         rows = [(device.get("name") or "-", _size_text(device.get("size")), device.get("mount") or "-",
                  _size_text(device.get("free")),
-                 ",".join(device.get("labels") or []) or "-", device.get("model") or "-", device.get("source") or "-")
+                 ",".join(str(label) for label in device.get("labels") or []) if isinstance(device.get("labels"), list) else "-", device.get("model") or "-", device.get("source") or "-")
                 for device in nvme]
         lines += _table(("NVME", "SIZE", "MOUNT", "FREE", "LABELS", "MODEL", "SOURCE"), rows)
     else:

@@ -96,7 +96,7 @@ class Reader:
         self._count(value, path)
         for key in value:
             if not isinstance(key, str):
-                self.bad(join_path(path, str(key)), key, "a string key")
+                self.bad(join_path(path, printable(key)), key, "a string key")
             elif keys is not None and key not in keys:
                 self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
         for key in required:
@@ -233,25 +233,25 @@ def _check_totals(reader, nodes, services):
                      % (instances, MAX_INSTANCES))
         return
     totals = {
-        "nodes": {"cpu": sum(node.cpu for node in nodes.values()),
-                  "memory": sum(node.memory for node in nodes.values()),
-                  "GPU memory": sum(gpu.memory for node in nodes.values() for gpu in node.gpus),
-                  "NVMe size": sum(device.size for node in nodes.values() for device in node.nvme)},
-        "services": {"cpu": 0, "memory": 0, "GPU memory": 0, "NVMe size": 0},
+        "nodes": {"CPU (millicores)": sum(node.cpu for node in nodes.values()),
+                  "memory (bytes)": sum(node.memory for node in nodes.values()),
+                  "GPU memory (bytes)": sum(gpu.memory for node in nodes.values() for gpu in node.gpus),
+                  "NVMe size (bytes)": sum(device.size for node in nodes.values() for device in node.nvme)},
+        "services": {},
     }
-    requests = totals["services"]
+    requests = totals["services"] = dict.fromkeys(totals["nodes"], 0)
     for service in services.values():
         pod = [service] + [services[name] for name in service.sidecars if name in services]
         gpu = service.resources.gpu
-        requests["cpu"] += service.replicas * sum(member.resources.cpu for member in pod)
-        requests["memory"] += service.replicas * sum(member.resources.memory for member in pod)
-        requests["GPU memory"] += service.replicas * (gpu.count * (gpu.memory or 0) if gpu else 0)
-        requests["NVMe size"] += service.replicas * (service.resources.nvme.size if service.resources.nvme else 0)
+        requests["CPU (millicores)"] += service.replicas * sum(member.resources.cpu for member in pod)
+        requests["memory (bytes)"] += service.replicas * sum(member.resources.memory for member in pod)
+        requests["GPU memory (bytes)"] += service.replicas * (gpu.count * (gpu.memory or 0) if gpu else 0)
+        requests["NVMe size (bytes)"] += service.replicas * (service.resources.nvme.size if service.resources.nvme else 0)
     for path, sums in totals.items():
         for what, total in sums.items():
             if total > MAX_TOTAL:
-                reader.error(path, "%s %s in total (millicores or bytes); expected at most %d (2^62)"
-                             % ("have" if path == "nodes" else "request", what, MAX_TOTAL))
+                reader.error(path, "the %s %s add up to %d; expected at most 2^62 (%d)" % (
+                    "nodes'" if path == "nodes" else "instances' requested", what, total, MAX_TOTAL))
 
 
 def _parse_nodes(reader, value):
@@ -260,7 +260,7 @@ def _parse_nodes(reader, value):
     uuids = {}
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("nodes", name)
-        spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"))
+        spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"), optional_none=False)
         cpu = reader.cpu(spec.get("cpu"), join_path(path, "cpu")) if "cpu" in spec else 0
         memory = reader.size(spec.get("memory"), join_path(path, "memory")) if "memory" in spec else 0
         taints = []
