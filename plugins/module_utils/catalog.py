@@ -203,7 +203,7 @@ def _deploy_spec(reader, spec, path):
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
-        if image is not None and (len(image) > _MAX_IMAGE or not _IMAGE.match(image)):
+        if image is not None and (len(image) > _MAX_IMAGE or not _IMAGE.fullmatch(image)):
             reader.bad(join_path(path, "image"), image, _IMAGE_EXPECTED)
             image = None
     restart = spec.get("restart_policy", DEFAULT_RESTART_POLICY)

@@ -48,7 +48,7 @@ class NodeFactsError(ValueError):
 
 
 def valid_host_name(host):
-    return isinstance(host, str) and bool(_HOST_NAME.match(host))
+    return isinstance(host, str) and bool(_HOST_NAME.fullmatch(host))
 
 
 def boolean(value, host, key):

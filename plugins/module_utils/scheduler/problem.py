@@ -392,7 +392,7 @@ def _parse_services(reader, value, quotas):
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
-        if not _SERVICE_NAME.match(name):
+        if not _SERVICE_NAME.fullmatch(name):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
         spec = reader.mapping(raw[name], path, SERVICE_KEYS)
         sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))

@@ -205,7 +205,7 @@ def run_catalog(services):
 
 def _dangerous(spec):
     image = spec["image"]
-    if image is not None and (image.startswith("-") or not re.match(r"^[a-z0-9][a-zA-Z0-9._:/@-]*$", image)):
+    if image is not None and (image.startswith("-") or not re.fullmatch(r"[a-z0-9][a-zA-Z0-9._:/@-]*", image)):
         return "image %r" % image
     for arg in spec["command"] or []:
         if re.search(r"[\x00\n\r]", arg):
@@ -214,9 +214,9 @@ def _dangerous(spec):
         if key in GPU_VISIBILITY_VARIABLES or re.search(r"[\x00\n\r=]", key) or re.search(r"[\x00\n\r]", value):
             return "env %r=%r" % (key, value)
     for entry in spec["config"]:
-        if not _SAFE_PATH.match(entry["dest"] or "/"):
+        if not _SAFE_PATH.fullmatch(entry["dest"] or "/"):
             return "config dest %r" % entry["dest"]
-    if not _SAFE_PATH.match(spec["nvme_path"] or "/"):
+    if not _SAFE_PATH.fullmatch(spec["nvme_path"] or "/"):
         return "nvme_path %r" % spec["nvme_path"]
     health = spec["health"]
     if health is not None:
@@ -236,7 +236,7 @@ def run_deploy(host):
     except DeployError:
         return "rejected"
     for container in containers:
-        if not re.match(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$", container["name"]):
+        if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*", container["name"]):
             return "violation: container name %r" % container["name"]
         for entry in container["config"]:
             if os.path.normpath(entry["path"]) != entry["path"] or not entry["path"].startswith("/var/lib/gangplank/"):
