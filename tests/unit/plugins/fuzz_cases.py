@@ -392,3 +392,17 @@ def run_probes(probes):
         if not 1 <= probe["retries"] <= 100000:
             return "violation: %s retries=%r" % (probe["name"], probe["retries"])
     return "ok"
+
+
+# --- every in-process entry point: name -> (make a case from choose, run it) --------------------------
+
+ENTRY_POINTS = {
+    "planner": (lambda choose: mutate(PROBLEM, choose, mutations=1), run_planner),
+    "catalog": (lambda choose: mutate(PROBLEM["services"], choose), run_catalog),
+    "scale": (lambda choose: mutate(SCALE_REQUEST, choose, mutations=1), run_scale),
+    "facts": (lambda choose: mutate(HOSTVARS, choose), run_facts),
+    "lock_file": (lock_contents, run_lock_file),
+    "record_file": (record_contents, run_record_file),
+    "health_probes": (lambda choose: mutate(PROBES, choose), run_probes),
+    "deploy_host": (hostile_value, run_deploy),
+}

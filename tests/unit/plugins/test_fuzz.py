@@ -43,52 +43,12 @@ def _timed(run, case):
     return outcome
 
 
-@FUZZ
-@given(st.data())
-def test_planner_in_process(data):
-    _timed(fuzz_cases.run_planner, fuzz_cases.mutate(fuzz_cases.PROBLEM, _chooser(data), mutations=1))
-
-
-@FUZZ
-@given(st.data())
-def test_catalog_deploy_keys(data):
-    _timed(fuzz_cases.run_catalog, fuzz_cases.mutate(fuzz_cases.PROBLEM["services"], _chooser(data)))
-
-
-@FUZZ
-@given(st.data())
-def test_scale_request(data):
-    _timed(fuzz_cases.run_scale, fuzz_cases.mutate(fuzz_cases.SCALE_REQUEST, _chooser(data), mutations=1))
-
-
-@FUZZ
-@given(st.data())
-def test_host_facts(data):
-    _timed(fuzz_cases.run_facts, fuzz_cases.mutate(fuzz_cases.HOSTVARS, _chooser(data)))
-
-
-@settings(FUZZ, max_examples=20)
-@given(st.data())
-def test_lock_file(data):
-    _timed(fuzz_cases.run_lock_file, fuzz_cases.lock_contents(_chooser(data)))
-
-
-@settings(FUZZ, max_examples=20)
-@given(st.data())
-def test_record_file(data):
-    _timed(fuzz_cases.run_record_file, fuzz_cases.record_contents(_chooser(data)))
-
-
-@FUZZ
-@given(st.data())
-def test_health_probes(data):
-    _timed(fuzz_cases.run_probes, fuzz_cases.mutate(fuzz_cases.PROBES, _chooser(data)))
-
-
-@FUZZ
-@given(st.data())
-def test_deploy_host_names(data):
-    _timed(fuzz_cases.run_deploy, fuzz_cases.hostile_value(_chooser(data)))
+@pytest.mark.parametrize("entry_point", sorted(fuzz_cases.ENTRY_POINTS))
+@settings(FUZZ, max_examples=30)
+@given(data=st.data())
+def test_entry_point(entry_point, data):
+    make, run = fuzz_cases.ENTRY_POINTS[entry_point]
+    _timed(run, make(_chooser(data)))
 
 
 @settings(FUZZ, max_examples=20)
