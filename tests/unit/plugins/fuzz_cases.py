@@ -21,7 +21,10 @@ import json
 import math
 import os
 import re
+import resource
+import subprocess
 import tempfile
+import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     GPU_VISIBILITY_VARIABLES, plan_catalog, split_catalog,
@@ -37,6 +40,11 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PLANNER = os.path.join(ROOT, "bin", "gangplank-plan")
+CLI_SECONDS = 60
+CLI_MEMORY = 2 * 2 ** 30    # address space of one planner run (Python with OR-Tools takes about 0.5 GiB)
+EXIT_CODES = (0, 1, 2)      # feasible, bad input, infeasible (bin/gangplank-plan)
 GI = 2 ** 30
 # Seconds the exact solver may search per fuzz case: enough for these small problems, bounded for the suite.
 EXACT_SECONDS = 1.0
@@ -57,18 +65,21 @@ def _deep(levels=5000):
     return value
 
 
+LAUGHS = _laughs()
 # Values that broke some entry point once (issue 13), and their neighbours. Built once: shared, not copied.
 HOSTILE = (
     float("nan"), float("inf"), float("-inf"), -1, 0, 1.5, 1e20, 10 ** 30, 10 ** 400, -(10 ** 400), 2 ** 63, 65536,
     1000000000, True, False, None, "", " ", "²", "٣", "1" * 5000, "8e9", "1e400", "16Gi", "500m", "-1Gi", "NaN", ".inf",
     "a\nb", "x\x00y", "--privileged", "-node", "../../tmp/evil", "fe80::1", "/", "/cache:U,suid,dev", "/etc/a:z",
     "[N/A]", "false", "no", "NVIDIA_VISIBLE_DEVICES", "é" * 300, [], {}, [1] * 2000, list(range(1, 65536)),
-    {"a": 1, "b": [1, 2]}, _laughs(), _deep(), {str(i): i for i in range(2000)},
+    {"a": 1, "b": [1, 2]}, LAUGHS, _deep(), {str(i): i for i in range(2000)},
 )
+# What a JSON file can hold: no aliases, so no billion laughs (json.dumps would expand it).
+JSON_HOSTILE = tuple(value for value in HOSTILE if value is not LAUGHS)
 
 
-def hostile_value(choose):
-    return HOSTILE[choose(range(len(HOSTILE)))]
+def hostile_value(choose, pool=HOSTILE):
+    return pool[choose(range(len(pool)))]
 
 
 _HOSTILE_IDS = {id(value) for value in HOSTILE}
@@ -99,7 +110,7 @@ def _delete(value, path):
     del value[path[-1]]
 
 
-def mutate(base, choose, mutations=2):
+def mutate(base, choose, mutations=2, pool=HOSTILE):
     """A deep copy of ``base`` with ``mutations`` changes: a hostile value, a dropped key or a hostile new key."""
     case = copy.deepcopy(base)
     for _step in range(mutations):
@@ -109,12 +120,12 @@ def mutate(base, choose, mutations=2):
         path = paths[choose(range(len(paths)))]
         action = choose(("replace", "replace", "replace", "drop", "add"))
         if action == "replace":
-            _set(case, path, hostile_value(choose))
+            _set(case, path, hostile_value(choose, pool))
         elif action == "drop" and isinstance(_parent(case, path), dict):
             _delete(case, path)
         elif action == "add" and isinstance(_parent(case, path), dict):
             key = choose(("x", "a\nb", "../x", "", "replicas", "NVIDIA_VISIBLE_DEVICES", "é" * 2000))
-            _parent(case, path)[key] = hostile_value(choose)
+            _parent(case, path)[key] = hostile_value(choose, pool)
     return case
 
 
@@ -332,7 +343,7 @@ def lock_contents(choose):
         return choose((b"", b"\xff\xfe", b"NaN", b"[" * 100000, b'{"started_epoch": 1e400}', b'{"started_epoch": NaN}',
                        b'{"started_epoch": -Infinity, "job_id": null}', b'{"started_epoch": 1e20}',
                        b'{"started_epoch": ' + b"9" * 5000 + b"}", b'{"job_id": "new-job", "started_epoch": "x"}'))
-    lock = mutate(LOCK, choose, mutations=1)
+    lock = mutate(LOCK, choose, mutations=1, pool=JSON_HOSTILE)
     try:
         return json.dumps(lock).encode("utf-8")
     except (TypeError, ValueError, RecursionError):
@@ -364,7 +375,7 @@ RECORD = {"revision": 3, "written_at": "2025-01-31T11:59:00Z", "job_id": "j", "o
 
 
 def record_contents(choose):
-    record = mutate(RECORD, choose, mutations=1)
+    record = mutate(RECORD, choose, mutations=1, pool=JSON_HOSTILE)
     try:
         return json.dumps(record).encode("utf-8")
     except (TypeError, ValueError, RecursionError):
@@ -392,6 +403,62 @@ def run_probes(probes):
         if not 1 <= probe["retries"] <= 100000:
             return "violation: %s retries=%r" % (probe["name"], probe["retries"])
     return "ok"
+
+
+# --- the planner command (bin/gangplank-plan), in a subprocess with limits ---------------------------
+
+def _limits():
+    resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, CLI_MEMORY))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_command(text, *args):
+    """bin/gangplank-plan on standard input ``text``, with limits: (exit code or None on a hang, stdout, stderr, seconds)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    start = time.monotonic()
+    try:
+        process = subprocess.run([PLANNER, "-", "--exact-timeout", "1", *args], input=text.encode("utf-8", "surrogatepass"),
+                                 capture_output=True, env=env, timeout=CLI_SECONDS, preexec_fn=_limits, check=False)
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.monotonic() - start
+    return (process.returncode, process.stdout.decode("utf-8", "replace"), process.stderr.decode("utf-8", "replace"),
+            time.monotonic() - start)
+
+
+def judge_command(problem, code, stdout, stderr):
+    """What fuzz tests and the benchmark assert of one run; None when all is well."""
+    if "Traceback" in stderr or "MemoryError" in stderr:
+        return "traceback: " + stderr[-500:]
+    if code not in EXIT_CODES:
+        return "exit code %d: %s" % (code, stderr[-300:])
+    if code in (0, 2) and problem is not None:
+        violations = check_plan(split_problem(problem), json.loads(stdout))
+        if violations:
+            return "violation: " + "; ".join(violations[:3])
+    return None
+
+
+def as_text(problem, choose):
+    """The problem as JSON, or as YAML text with a hostile twist: duplicate keys, aliases, deep nesting, a cut."""
+    try:
+        text = json.dumps(problem, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return "nodes: {a: {cpu: 1, memory: 1Gi}}\nservices: {web: {replicas: 1e9}}\n", False    # JSON cannot hold it
+    twist = choose(("json",) * 6 + ("duplicate", "laughs", "deep", "cut", "yaml-nan"))
+    if twist == "duplicate":
+        return text.replace('"services": {', '"services": {"web": {"replicas": 0}, ', 1), False
+    if twist == "laughs":
+        lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        lines += ["%s: &%s [%s]" % (chr(98 + level), chr(98 + level), ",".join(["*" + chr(97 + level)] * 9))
+                  for level in range(8)]
+        return "\n".join(lines) + "\nnodes: {a: {cpu: 1, memory: 1Gi, labels: {x: *i}}}\nservices: {web: {ports: *i}}\n", False
+    if twist == "deep":
+        return "nodes: " + "[" * 20000 + "\n", False
+    if twist == "cut":
+        return text[:choose(range(len(text)))], False
+    if twist == "yaml-nan":
+        return "nodes: {a: {cpu: .nan, memory: .inf}}\nservices: {web: {replicas: 1e9}}\n", False
+    return text, True
 
 
 # --- every in-process entry point: name -> (make a case from choose, run it) --------------------------

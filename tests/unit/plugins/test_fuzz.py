@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import time
 
@@ -19,14 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_cases
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLANNER = os.path.join(ROOT, "bin", "gangplank-plan")
 CASE_SECONDS = 10           # one in-process case; the bounds keep every case far below this
-CLI_SECONDS = 60
-CLI_MEMORY = 2 * 2 ** 30    # address space of one planner run (Python with OR-Tools takes about 0.5 GiB)
-EXIT_CODES = (0, 1, 2)      # feasible, bad input, infeasible (bin/gangplank-plan)
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
@@ -59,55 +52,11 @@ def test_deploy_any_host_name(host):
 
 # --- the planner command, bounded --------------------------------------------------------------------
 
-def _limits():
-    resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, CLI_MEMORY))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
 def run_planner_command(text, *args):
-    """bin/gangplank-plan on standard input ``text``, with limits: (exit code, stdout, stderr, seconds)."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    start = time.monotonic()
-    try:
-        process = subprocess.run([PLANNER, "-", "--exact-timeout", "1", *args], input=text.encode("utf-8", "surrogatepass"),
-                                 capture_output=True, env=env, timeout=CLI_SECONDS, preexec_fn=_limits, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.fail("hang: no answer within %ds" % CLI_SECONDS)
-    return (process.returncode, process.stdout.decode("utf-8", "replace"), process.stderr.decode("utf-8", "replace"),
-            time.monotonic() - start)
-
-
-def judge_planner_command(problem, code, stdout, stderr):
-    """What fuzz tests and the benchmark assert of one run; None when all is well."""
-    if "Traceback" in stderr or "MemoryError" in stderr:
-        return "traceback: " + stderr[-500:]
-    if code not in EXIT_CODES:
-        return "exit code %d: %s" % (code, stderr[-300:])
-    if code in (0, 2) and problem is not None:
-        violations = check_plan(fuzz_cases.split_problem(problem), json.loads(stdout))
-        if violations:
-            return "violation: " + "; ".join(violations[:3])
-    return None
-
-
-def _as_text(problem, choose):
-    """The problem as JSON, or as YAML text with a hostile twist: duplicate keys, aliases, deep nesting, a cut."""
-    text = json.dumps(problem, allow_nan=True)
-    twist = choose(("json", "json", "duplicate", "laughs", "deep", "cut", "yaml-nan"))
-    if twist == "duplicate":
-        return text.replace('"services": {', '"services": {"web": {"replicas": 0}, ', 1), False
-    if twist == "laughs":
-        lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-        lines += ["%s: &%s [%s]" % (chr(98 + level), chr(98 + level), ",".join(["*" + chr(97 + level)] * 9))
-                  for level in range(8)]
-        return "\n".join(lines) + "\nnodes: {a: {cpu: 1, memory: 1Gi, labels: {x: *i}}}\nservices: {web: {ports: *i}}\n", False
-    if twist == "deep":
-        return "nodes: " + "[" * 20000 + "\n", False
-    if twist == "cut":
-        return text[:choose(range(len(text)))], False
-    if twist == "yaml-nan":
-        return "nodes: {a: {cpu: .nan, memory: .inf}}\nservices: {web: {replicas: 1e9}}\n", False
-    return text, True
+    code, stdout, stderr, seconds = fuzz_cases.run_command(text, *args)
+    if code is None:
+        pytest.fail("hang: no answer within %ds" % fuzz_cases.CLI_SECONDS)
+    return code, stdout, stderr, seconds
 
 
 @settings(FUZZ, max_examples=8)
@@ -115,20 +64,17 @@ def _as_text(problem, choose):
 def test_planner_command_bounded(data):
     choose = _chooser(data)
     problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1)
-    try:
-        text, checkable = _as_text(problem, choose)
-    except (TypeError, ValueError, RecursionError):
-        return      # not representable as text: nothing a user could feed the command
+    text, checkable = fuzz_cases.as_text(problem, choose)
     code, stdout, stderr, _seconds = run_planner_command(text, "--json")
-    failure = judge_planner_command(problem if checkable else None, code, stdout, stderr)
+    failure = fuzz_cases.judge_command(problem if checkable else None, code, stdout, stderr)
     assert failure is None, failure
 
 
 def test_planner_command_head_closes_the_pipe():
     """`bin/gangplank-plan --json | head -1`: no traceback about the broken pipe."""
     text = json.dumps({"nodes": {"a": {"cpu": 64, "memory": "256Gi"}}, "services": {"web": {"replicas": 50}}})
-    command = "%s - --json | head -1" % PLANNER
-    process = subprocess.run(["sh", "-c", command], input=text, capture_output=True, text=True, timeout=CLI_SECONDS,
+    command = "%s - --json | head -1" % fuzz_cases.PLANNER
+    process = subprocess.run(["sh", "-c", command], input=text, capture_output=True, text=True, timeout=fuzz_cases.CLI_SECONDS,
                              env={key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, check=False)
     assert process.stdout == "{\n" and process.stderr == ""
 
@@ -143,12 +89,12 @@ def test_planner_command_head_closes_the_pipe():
     ("nodes: {a: {cpu: 1, memory: 1Gi}}\nservices:\n  web: {}\n  web: {replicas: 0}\n", 'found duplicate key "web"'),
     ("nodes: {a: {cpu: .nan, memory: .inf}}\nservices: {}\n", "nodes.a.cpu: got NaN; expected a CPU amount"),
     ("nodes: " + "[" * 20000, "is nested too deeply"),
-    (_as_text({}, lambda options: "laughs")[0], 'services.web.ports[0]: got [[[[[[[["lol", "lol"'),
+    (fuzz_cases.as_text({}, lambda options: "laughs")[0], 'services.web.ports[0]: got [[[[[[[["lol", "lol"'),
 ])
 def test_planner_command_refuses_what_issue_13_found(text, expected):
     code, _stdout, stderr, seconds = run_planner_command(text)
     assert code == 1 and expected in stderr and "Traceback" not in stderr, stderr
-    assert seconds < CLI_SECONDS
+    assert seconds < fuzz_cases.CLI_SECONDS
 
 
 def test_json_is_read_as_json():
