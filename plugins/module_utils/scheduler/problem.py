@@ -240,12 +240,14 @@ def _check_totals(reader, nodes, services):
         "services": {},
     }
     requests = totals["services"] = dict.fromkeys(totals["nodes"], 0)
+    # A whole-GPU request takes a device's whole memory: count it at the largest device's.
+    largest_gpu = max((gpu.memory for node in nodes.values() for gpu in node.gpus), default=0)
     for service in services.values():
         pod = [service] + [services[name] for name in service.sidecars if name in services]
         gpu = service.resources.gpu
         requests["CPU (millicores)"] += service.replicas * sum(member.resources.cpu for member in pod)
         requests["memory (bytes)"] += service.replicas * sum(member.resources.memory for member in pod)
-        requests["GPU memory (bytes)"] += service.replicas * (gpu.count * (gpu.memory or 0) if gpu else 0)
+        requests["GPU memory (bytes)"] += service.replicas * (gpu.count * (gpu.memory or largest_gpu) if gpu else 0)
         requests["NVMe size (bytes)"] += service.replicas * (service.resources.nvme.size if service.resources.nvme else 0)
     for path, sums in totals.items():
         for what, total in sums.items():
