@@ -276,6 +276,10 @@ def scheduler_node(hostvars):
     return node
 
 
+def _labels_text(labels):
+    return ",".join(_brief(label) for label in labels) or "-" if isinstance(labels, list) else _brief(labels or "-")
+
+
 def _size_text(value):
     return format_size(value) if _whole(value) else "-"
 
@@ -318,7 +322,7 @@ def facts_table(hostvars):
     if nvme:
         rows = [(device.get("name") or "-", _size_text(device.get("size")), device.get("mount") or "-",
                  _size_text(device.get("free")),
-                 ",".join(str(label) for label in device.get("labels") or []) if isinstance(device.get("labels"), list) else "-", device.get("model") or "-", device.get("source") or "-")
+                 _labels_text(device.get("labels")), device.get("model") or "-", device.get("source") or "-")
                 for device in nvme]
         lines += _table(("NVME", "SIZE", "MOUNT", "FREE", "LABELS", "MODEL", "SOURCE"), rows)
     else:
