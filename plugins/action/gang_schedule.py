@@ -18,7 +18,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.node_facts impo
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plain_data, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plain_data, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
@@ -31,8 +31,6 @@ ARGUMENT_SPEC = {
     "exact_timeout": {"type": "float", "default": 5.0},
     "scale": {"type": "dict", "default": None},
 }
-
-MAX_EXACT_TIMEOUT = 3600
 
 # Where each part of the problem comes from, to name it in errors.
 _SOURCES = (("services.", "gangplank_services."), ("quotas.", "gangplank_quotas."))
@@ -129,9 +127,8 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         record = args["record"]
-        if not 0 <= args["exact_timeout"] <= MAX_EXACT_TIMEOUT:    # NaN fails both comparisons
-            result.update(failed=True, changed=False, msg="exact_timeout: got %s; expected seconds from 0 to %d"
-                          % (show(args["exact_timeout"]), MAX_EXACT_TIMEOUT))
+        if exact_seconds_error(args["exact_timeout"]):
+            result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
             return result
         if args["scale"] is not None:
             try:

@@ -16,6 +16,7 @@ import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
     ProblemError, Reader, SERVICE_KEYS, join_path,
@@ -281,6 +282,16 @@ def split_catalog(services):
     if errors:
         raise ProblemError(errors)
     return scheduling, deploy
+
+
+MAX_EXACT_SECONDS = 3600
+
+
+def exact_seconds_error(seconds):
+    """Why ``seconds`` cannot be the exact solver's time limit, or None."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_EXACT_SECONDS:
+        return "got %s; expected seconds from 0 to %d" % (show(seconds), MAX_EXACT_SECONDS)     # NaN fails 0 <= NaN
+    return None
 
 
 def plan_catalog(problem, exact_seconds=EXACT_SECONDS):

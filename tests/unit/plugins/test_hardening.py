@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.gangplank.platform.plugins.action.gang_schedule import build_problem
 from ansible_collections.gangplank.platform.plugins.module_utils import state_files
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
@@ -309,3 +309,9 @@ def test_a_write_killed_midway_is_cleaned_up_by_the_next(tmp_path):
         assert sorted(os.listdir(tmp_path)) == [".placement.json.live.tmp", "placement.json"]
     state_files.atomic_write(target, "{}", 0o600)
     assert os.listdir(tmp_path) == ["placement.json"]
+
+
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), -1, 3601, True, "5"])
+def test_the_exact_time_limit_is_bounded(seconds):
+    assert exact_seconds_error(seconds).endswith("expected seconds from 0 to 3600")
+    assert exact_seconds_error(0) is None and exact_seconds_error(2.5) is None
