@@ -53,7 +53,7 @@ def _count(row, outcome, seconds, examples, name):
     key = {"ok": "accepted", "rejected": "rejected"}.get(outcome.split(":")[0], None)
     if key is None:
         key = "violations" if outcome.startswith("violation") else "hangs" if outcome == "hang" else "tracebacks"
-        examples.append("%s: %s" % (name, outcome[:400]))
+        examples.append("%s: %s" % (name, outcome if len(outcome) < 800 else outcome[:200] + " ... " + outcome[-600:]))
     row[key] += 1
 
 
@@ -80,7 +80,8 @@ def fuzz_command(cases, rng, examples):
     row = _new_row()
     for _case in range(cases):
         choose = lambda options: rng.choice(list(options))      # noqa: E731
-        problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1)
+        # JSON text cannot hold a billion laughs (json.dumps would expand it): as_text sends that as YAML aliases.
+        problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1, pool=fuzz_cases.JSON_HOSTILE)
         text, checkable = fuzz_cases.as_text(problem, choose)
         code, stdout, stderr, seconds = fuzz_cases.run_command(text, "--json")
         if code is None:

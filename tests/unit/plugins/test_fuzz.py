@@ -63,7 +63,7 @@ def run_planner_command(text, *args):
 @given(st.data())
 def test_planner_command_bounded(data):
     choose = _chooser(data)
-    problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1)
+    problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1, pool=fuzz_cases.JSON_HOSTILE)
     text, checkable = fuzz_cases.as_text(problem, choose)
     code, stdout, stderr, _seconds = run_planner_command(text, "--json")
     failure = fuzz_cases.judge_command(problem if checkable else None, code, stdout, stderr)
@@ -104,3 +104,8 @@ def test_json_is_read_as_json():
     code, stdout, stderr, _seconds = run_planner_command(text, "--json")
     assert code == 0, stderr
     assert json.loads(stdout)["usage"]["a"]["memory"]["total"] == 8000000000
+
+
+def test_a_huge_problem_file_is_refused_before_it_is_read_whole():
+    code, _stdout, stderr, _seconds = run_planner_command(" " * (64 * 2 ** 20 + 1))
+    assert code == 1 and stderr == "gangplank-plan: - is not valid YAML or JSON: it is longer than 67108864 characters\n"
