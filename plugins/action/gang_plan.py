@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
@@ -26,6 +26,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if exact_seconds_error(args["exact_timeout"]):
+            result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
+            return result
         try:
             plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"])
         except ProblemError as error:

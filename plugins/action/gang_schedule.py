@@ -10,13 +10,15 @@ writes the new record and each node's bindings after it.
 
 from __future__ import annotations
 
-import json
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+    HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plain_data, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
@@ -45,9 +47,19 @@ def _source_path(path):
 
 def build_problem(services, quotas, hosts, hostvars, record):
     """The scheduler's problem: nodes from each host's facts, the catalog, the last placement."""
+    bad = [host for host in hosts if not valid_host_name(host)]
+    if bad:
+        raise NodeFactsError("; ".join("host %s: the inventory name is not %s" % (show(host), HOST_NAME_EXPECTED)
+                                       for host in bad[:10]))
+    missing = [host for host in hosts if host not in hostvars]
+    if missing:
+        raise NodeFactsError("; ".join("host %s: no host variables (not in the inventory)" % show(host) for host in missing[:10]))
     nodes = {host: scheduler_node(hostvars[host]) for host in hosts}
-    services = json.loads(json.dumps(services))          # plain data, and a copy we may change
-    for name, replicas in (record.get("replicas") or {}).items():
+    services = plain_data(services, "services")          # plain data, and a copy we may change
+    replicas_of = record.get("replicas") or {}
+    if not isinstance(replicas_of, dict):
+        raise ProblemError([("record.replicas", "got %s; expected a mapping of service to replicas" % show(replicas_of))])
+    for name, replicas in replicas_of.items():
         # Scaling (playbooks/scale.yml) records replica counts that win over the catalog.
         if isinstance(services.get(name), dict) and not services[name].get("sidecar"):
             services[name]["replicas"] = replicas
@@ -115,6 +127,9 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         record = args["record"]
+        if exact_seconds_error(args["exact_timeout"]):
+            result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
+            return result
         if args["scale"] is not None:
             try:
                 # playbooks/scale.yml: the new count is recorded and wins over the catalog until reset.

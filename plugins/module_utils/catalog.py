@@ -11,8 +11,13 @@ the scheduler only its own keys, so each side stays strict about what it owns.
 
 from __future__ import annotations
 
+import math
 import posixpath
+import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
     ProblemError, Reader, SERVICE_KEYS, join_path,
 )
@@ -25,9 +30,34 @@ _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
 _HTTP_KEYS = ("port", "path", "expect_status")
 _CONFIG_KEYS = ("dest", "src", "content")
 
+# GPU visibility is the scheduler's: the instance gets the devices it was granted, a sidecar none.
+GPU_VISIBILITY_VARIABLES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES",
+                            "NVIDIA_MIG_MONITOR_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                            "GPU_DEVICE_ORDINAL")
+# An image reference as the engines parse it (distribution/reference): [registry[:port]/]path[:tag][@digest].
+_DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?"
+                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?$"
+                    % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
+_IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
+_MAX_IMAGE = 512
+# Characters that would end an argument, a line or a volume specification ("src:dest:options").
+_CONTROL = re.compile(r"[\x00\n\r]")
+_VOLUME_SEPARATORS = re.compile(r"[:,\x00\n\r]")
+
 DEFAULT_NVME_PATH = "/mnt/nvme"
 DEFAULT_STOP_TIMEOUT = 10
 DEFAULT_RESTART_POLICY = "always"
+
+
+def _text(reader, value, path):
+    """A string, number or boolean as text without NUL or line breaks (they would cut an argument or a line)."""
+    text = reader.label_value(value, path)
+    if text is not None and _CONTROL.search(text):
+        reader.bad(path, value, "text without NUL or line breaks")
+        return None
+    return text
 
 
 def _argv(reader, value, path):
@@ -35,17 +65,45 @@ def _argv(reader, value, path):
     if not isinstance(value, list) or not value:
         reader.bad(path, value, "a non-empty list of strings (the command and its arguments, run without a shell)")
         return None
-    argv = [reader.label_value(item, join_path(path, position)) for position, item in enumerate(value)]
+    if len(value) > MAX_ITEMS:
+        reader.error(path, "has %d items; expected at most %d" % (len(value), MAX_ITEMS))
+        return None
+    argv = [_text(reader, item, join_path(path, position)) for position, item in enumerate(value)]
     return None if None in argv else argv
 
 
 def _number(reader, value, path, default, minimum):
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value) or value < minimum:
         reader.bad(path, value, "a number of seconds >= %s" % minimum)
         return default
+    if value > MAX_SECONDS:
+        reader.bad(path, value, "a number of seconds >= %s, at most %d" % (minimum, MAX_SECONDS))
+        return default
     return float(value)
+
+
+def _finite(number):
+    # float() of a huge integer overflows; compare integers as they are.
+    return isinstance(number, int) or math.isfinite(number)
+
+
+def _container_path(reader, value, path, expected):
+    """An absolute, normalised path in the container other than /, that cannot add volume options."""
+    text = reader.string(value, path, "an absolute path in the container")
+    if text is None or not text.startswith("/"):
+        if text is not None:
+            reader.bad(path, value, expected)
+        return None
+    if posixpath.normpath(text) != text:
+        reader.bad(path, value, "an absolute, normalised path in the container")
+        return None
+    if text == "/" or _VOLUME_SEPARATORS.search(text):
+        # "/cache:U,suid" would add volume options, and a file mounted on / would replace the container's root.
+        reader.bad(path, value, "a path in the container other than /, without ':', ',', NUL or line breaks")
+        return None
+    return text
 
 
 def _health(reader, value, path, ports):
@@ -61,7 +119,8 @@ def _health(reader, value, path, ports):
         "type": kind,
         "timeout": _number(reader, spec.get("timeout"), join_path(path, "timeout"), 2.0, 0.1),
         "interval": _number(reader, spec.get("interval"), join_path(path, "interval"), 1.0, 0),
-        "retries": reader.integer(spec.get("retries"), join_path(path, "retries"), minimum=1, default=60),
+        "retries": reader.integer(spec.get("retries"), join_path(path, "retries"), minimum=1, limit=MAX_RETRIES,
+                                  default=60),
         "start_period": _number(reader, spec.get("start_period"), join_path(path, "start_period"), 0.0, 0),
     }
     kind_path = join_path(path, kind)
@@ -77,13 +136,18 @@ def _health(reader, value, path, ports):
     probe["port"] = port
     if kind == "http":
         probe["path"] = reader.string(target.get("path", "/"), join_path(kind_path, "path"), "a URL path beginning with /")
-        if probe["path"] is not None and not probe["path"].startswith("/"):
+        if probe["path"] is not None and (not probe["path"].startswith("/") or not probe["path"].isprintable()
+                                          or " " in probe["path"]):
             reader.bad(join_path(kind_path, "path"), probe["path"], "a URL path beginning with /")
         statuses = reader.sequence(target.get("expect_status"), join_path(kind_path, "expect_status"))
         probe["expect_status"] = [reader.integer(item, join_path(join_path(kind_path, "expect_status"), position),
                                                  minimum=100, maximum=599)
                                   for position, item in enumerate(statuses)] or None
     return probe
+
+
+_DEST_EXPECTED = "an absolute, normalised path in the container"
+_NVME_PATH_EXPECTED = "an absolute path in the container"
 
 
 def _config(reader, value, path):
@@ -94,10 +158,8 @@ def _config(reader, value, path):
         spec = reader.mapping(item, item_path, _CONFIG_KEYS, required=("dest",), optional_none=False)
         if not isinstance(item, dict):
             continue
-        dest = reader.string(spec["dest"], join_path(item_path, "dest"), "an absolute path in the container") if "dest" in spec else None
-        if dest is not None and (not dest.startswith("/") or posixpath.normpath(dest) != dest):
-            reader.bad(join_path(item_path, "dest"), dest, "an absolute, normalised path in the container")
-        elif dest is not None and dest in destinations:
+        dest = _container_path(reader, spec["dest"], join_path(item_path, "dest"), _DEST_EXPECTED) if "dest" in spec else None
+        if dest is not None and dest in destinations:
             reader.bad(join_path(item_path, "dest"), dest, "a path not listed twice")
         destinations.add(dest)
         if ("src" in spec) == ("content" in spec):
@@ -123,7 +185,14 @@ def _env(reader, value, path):
         if not key or "=" in key:
             reader.bad(join_path(path, key), key, "a variable name without '='")
             continue
-        converted = reader.label_value(item, join_path(path, key))
+        if _CONTROL.search(key):
+            reader.bad(join_path(path, key), key, "a variable name without NUL or line breaks")
+            continue
+        if key in GPU_VISIBILITY_VARIABLES:
+            reader.bad(join_path(path, key), item, "no %s: GPU visibility is set by the scheduler, from the GPUs it "
+                       "granted the instance (none to a sidecar)" % key)
+            continue
+        converted = _text(reader, item, join_path(path, key))
         if converted is not None:
             env[key] = converted
     return env
@@ -135,18 +204,22 @@ def _deploy_spec(reader, spec, path):
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
+        if image is not None and (len(image) > _MAX_IMAGE or not _IMAGE.fullmatch(image)):
+            reader.bad(join_path(path, "image"), image, _IMAGE_EXPECTED)
+            image = None
     restart = spec.get("restart_policy", DEFAULT_RESTART_POLICY)
-    if restart not in RESTART_POLICIES:
+    if restart is False:
+        restart = "no"          # YAML 1.1 reads the documented `restart_policy: no` as false
+    if not isinstance(restart, str) or restart not in RESTART_POLICIES:
         reader.bad(join_path(path, "restart_policy"), restart, "one of " + ", ".join(RESTART_POLICIES))
     nvme_path = spec.get("nvme_path", DEFAULT_NVME_PATH)
-    if not isinstance(nvme_path, str) or not nvme_path.startswith("/"):
-        reader.bad(join_path(path, "nvme_path"), nvme_path, "an absolute path in the container")
+    nvme_path = _container_path(reader, nvme_path, join_path(path, "nvme_path"), _NVME_PATH_EXPECTED)
     return {
         "image": image,
         "command": _argv(reader, spec["command"], join_path(path, "command")) if spec.get("command") is not None else None,
         "env": _env(reader, spec.get("env"), join_path(path, "env")),
         "init": reader.boolean(spec.get("init"), join_path(path, "init")),
-        "stop_timeout": reader.integer(spec.get("stop_timeout"), join_path(path, "stop_timeout"),
+        "stop_timeout": reader.integer(spec.get("stop_timeout"), join_path(path, "stop_timeout"), limit=MAX_SECONDS,
                                        default=DEFAULT_STOP_TIMEOUT),
         "restart_policy": restart,
         "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
@@ -156,6 +229,32 @@ def _deploy_spec(reader, spec, path):
     }
 
 
+_MAX_DEPTH = 64
+
+
+def plain_data(value, path):
+    """A copy of ``value`` as plain dicts, lists and scalars, or ProblemError naming ``path``.
+
+    Bounded like the parser: at most MAX_ENTRIES entries and _MAX_DEPTH levels, so that YAML aliases that
+    expand a small document into a huge one, or a deep one, are refused instead of copied.
+    """
+    budget = [MAX_ENTRIES]
+
+    def copy(item, depth):
+        if depth > _MAX_DEPTH:
+            raise ProblemError([(path, "is nested more than %d levels deep" % _MAX_DEPTH)])
+        if isinstance(item, (dict, list, tuple)):
+            budget[0] -= len(item)
+            if budget[0] < 0:
+                raise ProblemError([(path, "has more than %d list items and mapping entries in all" % MAX_ENTRIES)])
+            if isinstance(item, dict):
+                return {key if isinstance(key, (str, int, float, bool)) or key is None else str(key): copy(entry, depth + 1)
+                        for key, entry in item.items()}
+            return [copy(entry, depth + 1) for entry in item]
+        return item
+    return copy(value, 0)
+
+
 def read_catalog(services):
     """(the scheduler's services, each service's deploy spec, [(path, message), ...]).
 
@@ -163,7 +262,7 @@ def read_catalog(services):
     so a caller can report both sides' mistakes at once.
     """
     reader = Reader()
-    raw = reader.mapping(services, "services", optional_none=False)
+    raw = reader.mapping(services, "services", optional_none=False, maximum=MAX_SERVICES)
     scheduling, deploy = {}, {}
     known = SERVICE_KEYS + DEPLOY_KEYS
     for name, entry in raw.items():
@@ -183,6 +282,16 @@ def split_catalog(services):
     if errors:
         raise ProblemError(errors)
     return scheduling, deploy
+
+
+MAX_EXACT_SECONDS = 3600
+
+
+def exact_seconds_error(seconds):
+    """Why ``seconds`` cannot be the exact solver's time limit, or None."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_EXACT_SECONDS:
+        return "got %s; expected seconds from 0 to %d" % (show(seconds), MAX_EXACT_SECONDS)     # NaN fails 0 <= NaN
+    return None
 
 
 def plan_catalog(problem, exact_seconds=EXACT_SECONDS):

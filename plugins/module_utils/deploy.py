@@ -24,6 +24,8 @@ import json
 import posixpath
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 
 LABEL = "gangplank.io/"
@@ -101,6 +103,9 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         raise DeployError("gpu_mode: got %r; expected one of %s" % (gpu_mode, ", ".join(GPU_MODES)))
     if engine not in ENGINES:
         raise DeployError("engine: got %r; expected one of %s" % (engine, ", ".join(ENGINES)))
+    if not valid_host_name(host):
+        # The host names containers and the directories of their config files: "../x" must not reach a path.
+        raise DeployError("host %s: the inventory name is not %s" % (show(host), HOST_NAME_EXPECTED))
     try:
         scheduling, specs = split_catalog(services)
     except ValueError as error:

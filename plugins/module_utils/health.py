@@ -17,6 +17,7 @@ Every probe runs in its own thread, so waiting on many instances takes as long a
 from __future__ import annotations
 
 import http.client
+import math
 import os
 import shlex
 import signal
@@ -27,8 +28,12 @@ import time
 import urllib.error
 import urllib.request
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+
 TYPES = ("http", "tcp", "command")
 OUTPUT_LIMIT = 500
+MAX_SECONDS = 86400         # timeouts, intervals, start periods (and the catalog's stop_timeout)
+MAX_RETRIES = 100000
 DEFAULTS = {"host": "127.0.0.1", "timeout": 2.0, "interval": 1.0, "retries": 60, "start_period": 0.0}
 
 
@@ -42,6 +47,11 @@ def _is_number(value):
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_seconds(value):
+    # NaN would never count a failure (a wait without end) and infinity would kill the probe's thread in sleep().
+    return _is_number(value) and (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= MAX_SECONDS
 
 
 def normalize_probes(probes):
@@ -62,11 +72,11 @@ def normalize_probes(probes):
         if not isinstance(name, str) or not name:
             raise ProbeConfigError("%s.name: expected a non-empty string" % where)
         if name in seen:
-            raise ProbeConfigError("%s.name: duplicate probe name %r" % (where, name))
+            raise ProbeConfigError("%s.name: duplicate probe name %s" % (where, show(name)))
         seen.add(name)
         kind = result.get("type")
         if kind not in TYPES:
-            raise ProbeConfigError("%s.type: got %r; expected one of %s" % (where, kind, ", ".join(TYPES)))
+            raise ProbeConfigError("%s.type: got %s; expected one of %s" % (where, show(kind), ", ".join(TYPES)))
         _check_timing(where, result)
         if kind == "http":
             _check_http(where, result)
@@ -79,13 +89,16 @@ def normalize_probes(probes):
 
 
 def _check_timing(where, probe):
-    if not _is_number(probe["timeout"]) or probe["timeout"] <= 0:
-        raise ProbeConfigError("%s.timeout: got %r; expected a number of seconds above 0" % (where, probe["timeout"]))
+    if not _is_seconds(probe["timeout"]) or probe["timeout"] <= 0:
+        raise ProbeConfigError("%s.timeout: got %s; expected a number of seconds above 0, at most %d"
+                               % (where, show(probe["timeout"]), MAX_SECONDS))
     for key in ("interval", "start_period"):
-        if not _is_number(probe[key]) or probe[key] < 0:
-            raise ProbeConfigError("%s.%s: got %r; expected a number of seconds of 0 or more" % (where, key, probe[key]))
-    if not _is_int(probe["retries"]) or probe["retries"] < 1:
-        raise ProbeConfigError("%s.retries: got %r; expected an integer of 1 or more" % (where, probe["retries"]))
+        if not _is_seconds(probe[key]):
+            raise ProbeConfigError("%s.%s: got %s; expected a number of seconds of 0 or more, at most %d"
+                                   % (where, key, show(probe[key]), MAX_SECONDS))
+    if not _is_int(probe["retries"]) or not 1 <= probe["retries"] <= MAX_RETRIES:
+        raise ProbeConfigError("%s.retries: got %s; expected an integer of 1 or more, at most %d"
+                               % (where, show(probe["retries"]), MAX_RETRIES))
 
 
 def _check_http(where, probe):
@@ -93,11 +106,11 @@ def _check_http(where, probe):
     if url is None or url == "":
         raise ProbeConfigError("%s.url: required with type http" % where)
     if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-        raise ProbeConfigError("%s.url: got %r; expected an http:// or https:// URL" % (where, url))
+        raise ProbeConfigError("%s.url: got %s; expected an http:// or https:// URL" % (where, show(url)))
     expect = probe.get("expect_status")
     if expect is not None:
         if not isinstance(expect, list) or not expect or not all(_is_int(code) and 100 <= code <= 599 for code in expect):
-            raise ProbeConfigError("%s.expect_status: got %r; expected a non-empty list of HTTP status codes" % (where, expect))
+            raise ProbeConfigError("%s.expect_status: got %s; expected a non-empty list of HTTP status codes" % (where, show(expect)))
 
 
 def _check_tcp(where, probe):
@@ -105,7 +118,7 @@ def _check_tcp(where, probe):
     if port is None:
         raise ProbeConfigError("%s.port: required with type tcp" % where)
     if not _is_int(port) or not 1 <= port <= 65535:
-        raise ProbeConfigError("%s.port: got %r; expected an integer from 1 to 65535" % (where, port))
+        raise ProbeConfigError("%s.port: got %s; expected an integer from 1 to 65535" % (where, show(port)))
     if not isinstance(probe["host"], str) or not probe["host"]:
         raise ProbeConfigError("%s.host: expected a host name or address" % where)
 
@@ -115,10 +128,10 @@ def _check_command(where, probe):
     if argv is None:
         raise ProbeConfigError("%s.argv: required with type command" % where)
     if isinstance(argv, str):
-        raise ProbeConfigError("%s.argv: expected a list of strings, got the string %r (it is run without a shell, give one item per argument)"
-                               % (where, argv))
-    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) for arg in argv) or not argv[0]:
-        raise ProbeConfigError("%s.argv: expected a list of strings, got %r" % (where, argv))
+        raise ProbeConfigError("%s.argv: expected a list of strings, got the string %s (it is run without a shell, give one item per argument)"
+                               % (where, show(argv)))
+    if not isinstance(argv, list) or not argv or not all(isinstance(arg, str) and "\x00" not in arg for arg in argv) or not argv[0]:
+        raise ProbeConfigError("%s.argv: expected a list of strings, got %s" % (where, show(argv)))
 
 
 def target_of(probe):
@@ -241,7 +254,11 @@ def wait_all(probes):
     results = {}
 
     def worker(probe):
-        results[probe["name"]] = wait_for(probe)
+        try:
+            results[probe["name"]] = wait_for(probe)
+        except Exception as error:  # noqa: BLE001 (every probe gets a result, whatever went wrong)
+            results[probe["name"]] = {"healthy": False, "attempts": 0, "seconds": 0.0,
+                                      "last_output": "probe error: %s: %s" % (type(error).__name__, error)}
 
     threads = [threading.Thread(target=worker, args=(probe,), name="health-%s" % probe["name"], daemon=True) for probe in probes]
     for thread in threads:

@@ -6,12 +6,74 @@
 from __future__ import annotations
 
 import json
+import math
+
+SHOW_LIMIT = 80
+_DEPTH_LIMIT = 20
+# Python refuses str() of integers with more than 4300 digits; a value this large is shown by its size.
+_INTEGER_BITS_SHOWN = 256
 
 
 def show(value):
-    """Render a value the way the user wrote it, briefly: JSON where possible, at most 80 characters."""
-    try:
-        text = json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """Render a value the way the user wrote it, briefly: JSON where possible, at most 80 characters.
+
+    Only as much of the value is rendered as the 80 characters need, so a huge or deeply nested value
+    (a YAML billion-laughs document, a number with thousands of digits) costs no more than a small one.
+    """
+    parts = []
+    _render(value, parts, [SHOW_LIMIT + 1], 0)
+    text = "".join(parts)
+    return text if len(text) <= SHOW_LIMIT else text[:SHOW_LIMIT - 3] + "..."
+
+
+def _emit(parts, budget, text):
+    parts.append(text[:budget[0]])
+    budget[0] -= len(text)
+
+
+def _render(value, parts, budget, depth):  # noqa: C901 (one case per JSON type)
+    if budget[0] <= 0:
+        return
+    if depth > _DEPTH_LIMIT:
+        _emit(parts, budget, "..." * (SHOW_LIMIT // 3 + 1))
+    elif value is None or isinstance(value, bool):
+        _emit(parts, budget, json.dumps(value))
+    elif isinstance(value, int):
+        if value.bit_length() > _INTEGER_BITS_SHOWN:
+            _emit(parts, budget, "%s integer of about %d digits" % ("a negative" if value < 0 else "an",
+                                                                    int(value.bit_length() * math.log10(2)) + 1))
+        else:
+            _emit(parts, budget, str(value))
+    elif isinstance(value, float):
+        _emit(parts, budget, json.dumps(value))
+    elif isinstance(value, str):
+        _emit(parts, budget, json.dumps(value[:budget[0] + 1]))
+    elif isinstance(value, (list, tuple)):
+        _render_items(value, parts, budget, depth, "[", "]", lambda item: (None, item))
+    elif isinstance(value, dict):
+        keys = list(value) if len(value) > 1000 or not all(isinstance(key, str) for key in value) else sorted(value)
+        _render_items(keys, parts, budget, depth, "{", "}", lambda key: (key, value[key]))
+    else:
+        _emit(parts, budget, json.dumps(str(value)[:budget[0] + 1]))
+
+
+def _render_items(items, parts, budget, depth, opening, closing, split):
+    _emit(parts, budget, opening)
+    for position, item in enumerate(items):
+        if budget[0] <= 0:
+            return
+        if position:
+            _emit(parts, budget, ", ")
+        key, item = split(item)
+        if opening == "{":
+            _render(key, parts, budget, depth + 1)
+            _emit(parts, budget, ": ")
+        _render(item, parts, budget, depth + 1)
+    _emit(parts, budget, closing)
+
+
+def printable(text):
+    """``text`` as is when it is a short, printable string, else shown briefly: one error stays one short line."""
+    if isinstance(text, str) and text.isprintable() and len(text) <= SHOW_LIMIT:
+        return text
+    return show(text)

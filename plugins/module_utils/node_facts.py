@@ -13,8 +13,11 @@ system). Pure functions; no Ansible import.
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
     format_size, parse_cpu, parse_size,
 )
@@ -29,8 +32,68 @@ _ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm6
                   "ppc64le": "ppc64le", "s390x": "s390x"}
 
 
+# Ansible's boolean conversion (ansible.module_utils.parsing.convert_bool), for INI inventories' "false".
+_TRUE = ("y", "yes", "on", "1", "true", "t", 1, 1.0, True)
+_FALSE = ("n", "no", "off", "0", "false", "f", 0, 0.0, False)
+# An inventory host name becomes container names and directories (deploy) and a label value: one path
+# component the engines accept ([a-zA-Z0-9][a-zA-Z0-9_.-]*), so no "../x", "-node" or "fe80::1".
+_HOST_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$")
+HOST_NAME_EXPECTED = ("a host name of letters, digits, '.', '_' and '-' that starts with a letter or digit "
+                      "(it names containers and directories)")
+_MAX_NUMBER_DIGITS = 64
+
+
 class NodeFactsError(ValueError):
     """Host variables or facts that cannot describe a node; the message names the host and key."""
+
+
+def valid_host_name(host):
+    return isinstance(host, str) and bool(_HOST_NAME.fullmatch(host))
+
+
+def boolean(value, host, key):
+    """``value`` as Ansible's ``bool`` filter reads it (so "false" from an INI inventory is false)."""
+    normalized = value.strip().lower() if isinstance(value, str) else value
+    if isinstance(normalized, (str, bool, int, float)):
+        if normalized in _TRUE:
+            return True
+        if normalized in _FALSE:
+            return False
+    raise NodeFactsError("%s: %s: got %s; expected a boolean (true/false, yes/no, on/off, 1/0)" % (host, key, show(value)))
+
+
+def _fact(host, key, value, check, expected):
+    """``value`` when ``check`` accepts it, else NodeFactsError naming the host and the fact."""
+    if not check(value):
+        raise NodeFactsError("%s: %s: got %s; expected %s (gather the facts again)" % (host, key, show(value), expected))
+    return value
+
+
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63
+
+
+def _text(value):
+    return isinstance(value, str) and bool(value) and value.strip() != "[N/A]"
+
+
+def _count(host, key, value):
+    """A whole number from the facts, also as a string of ASCII digits ("64")."""
+    if isinstance(value, str) and re.match(r"^[0-9]{1,18}$", value.strip()):
+        value = int(value.strip())
+    return _fact(host, key, value, _whole, "a whole number")
+
+
+def _label_text(host, key, value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and value.bit_length() <= _MAX_NUMBER_DIGITS * 3 and len(str(value)) <= _MAX_NUMBER_DIGITS:
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    raise NodeFactsError("%s: %s: got %s; expected a string, number or boolean" % (host, key, show(value)))
 
 
 def gpu_family(compute_capability):
@@ -46,31 +109,87 @@ def gpu_family(compute_capability):
     return _FAMILIES.get(major)
 
 
+def _brief(value):
+    """A fact as text: itself when it is a string, else its brief rendering (never a whole huge value)."""
+    return value if isinstance(value, str) else show(value)
+
+
+def _host(hostvars):
+    return printable(hostvars.get("inventory_hostname", "host"))
+
+
 def _facts(hostvars):
-    return hostvars.get("ansible_facts") or {}
+    facts = hostvars.get("ansible_facts") or {}
+    if not isinstance(facts, dict):
+        raise NodeFactsError("%s: ansible_facts: got %s; expected a mapping" % (_host(hostvars), show(facts)))
+    return facts
+
+
+def _entries(hostvars, key):
+    """The facts' list ``key`` (gangplank_gpus, gangplank_nvme), each entry a mapping."""
+    entries = _facts(hostvars).get(key) or []
+    host = _host(hostvars)
+    _fact(host, "ansible_facts.%s" % key, entries, lambda value: isinstance(value, list), "a list")
+    for position, entry in enumerate(entries):
+        _fact(host, "ansible_facts.%s[%d]" % (key, position), entry, lambda value: isinstance(value, dict), "a mapping")
+    return entries
+
+
+def _mig_on(gpu):
+    mig = gpu.get("mig_mode") or {}
+    return isinstance(mig, dict) and bool(mig.get("current"))
 
 
 def usable_gpus(hostvars):
-    """GPUs the scheduler may place on: no NVML error, and not partitioned by MIG."""
-    gpus = _facts(hostvars).get("gangplank_gpus") or []
-    return [gpu for gpu in gpus if not gpu.get("error") and not (gpu.get("mig_mode") or {}).get("current")]
+    """GPUs the scheduler may place on: no NVML error, and not partitioned by MIG.
+
+    Each has an index, a UUID, a model and its memory; NodeFactsError names the host and field otherwise
+    (nvidia-smi prints "[N/A]" for what it cannot read).
+    """
+    host = _host(hostvars)
+    usable = []
+    for position, gpu in enumerate(_entries(hostvars, "gangplank_gpus")):
+        if gpu.get("error") or _mig_on(gpu):
+            continue
+        path = "ansible_facts.gangplank_gpus[%d]." % position
+        index = _count(host, path + "index", gpu.get("index"))
+        _fact(host, path + "uuid", gpu.get("uuid"), _text, "the GPU's UUID")
+        _fact(host, path + "model", gpu.get("model"), _text, "the GPU's model name")
+        _fact(host, path + "memory_total", gpu.get("memory_total"), lambda value: _whole(value) and value > 0,
+              "the GPU's memory in bytes")
+        usable.append(dict(gpu, index=index))
+    return usable
 
 
 def usable_nvme(hostvars):
-    """NVMe namespaces instances can keep data on: mounted ones."""
-    return [device for device in _facts(hostvars).get("gangplank_nvme") or [] if device.get("mount")]
+    """NVMe namespaces instances can keep data on: mounted ones, each with a name and a size."""
+    host = _host(hostvars)
+    usable = []
+    for position, device in enumerate(_entries(hostvars, "gangplank_nvme")):
+        if not device.get("mount"):
+            continue
+        path = "ansible_facts.gangplank_nvme[%d]." % position
+        _fact(host, path + "name", device.get("name"), _text, "the device's name")
+        _fact(host, path + "size", device.get("size"), _whole, "the device's size in bytes")
+        _fact(host, path + "mount", device.get("mount"), lambda value: isinstance(value, str), "a mount point")
+        _fact(host, path + "labels", device.get("labels") or [],
+              lambda value: isinstance(value, list) and all(isinstance(label, str) for label in value), "a list of labels")
+        usable.append(device)
+    return usable
 
 
 def hardware_labels(hostvars):
     """Labels implied by the facts, named as GPU Feature Discovery names them where it has a name."""
     facts = _facts(hostvars)
-    labels = {"gangplank.io/hostname": str(hostvars.get("inventory_hostname", facts.get("hostname", "")))}
+    hostname = hostvars["inventory_hostname"] if "inventory_hostname" in hostvars else facts.get("hostname", "")
+    labels = {"gangplank.io/hostname": _brief(hostname)}
     if facts.get("architecture"):
-        labels["gangplank.io/arch"] = _ARCHITECTURES.get(facts["architecture"], str(facts["architecture"]).lower())
+        architecture = _brief(facts["architecture"])
+        labels["gangplank.io/arch"] = _ARCHITECTURES.get(architecture, architecture.lower())
     if facts.get("system"):
-        labels["gangplank.io/os"] = str(facts["system"]).lower()
+        labels["gangplank.io/os"] = _brief(facts["system"]).lower()
     gpus = usable_gpus(hostvars)
-    all_gpus = facts.get("gangplank_gpus") or []
+    all_gpus = _entries(hostvars, "gangplank_gpus")
     if all_gpus:
         labels["nvidia.com/mig.capable"] = "true" if any(g.get("mig_mode") is not None for g in all_gpus) else "false"
     if gpus:
@@ -83,11 +202,12 @@ def hardware_labels(hostvars):
         labels["nvidia.com/gpu.count"] = str(len(gpus))
         labels["nvidia.com/gpu.product"] = "-".join(product.split())
         labels["nvidia.com/gpu.memory"] = str(int(first["memory_total"]) // MIB)
-        family = gpu_family(first.get("compute_capability"))
+        capability = _brief(first.get("compute_capability") or "")
+        family = gpu_family(capability)
         if family:
             labels["nvidia.com/gpu.family"] = family
-        if first.get("compute_capability"):
-            major, _dot, minor = str(first["compute_capability"]).partition(".")
+        if capability:
+            major, _dot, minor = capability.partition(".")
             labels["nvidia.com/gpu.compute.major"] = major
             labels["nvidia.com/gpu.compute.minor"] = minor or "0"
         if any(gpu.get("source") == "simulated" for gpu in gpus):
@@ -103,47 +223,50 @@ def node_labels(hostvars):
     labels = hardware_labels(hostvars)
     operator = hostvars.get("gangplank_labels") or {}
     if not isinstance(operator, dict):
-        raise NodeFactsError("%s: gangplank_labels must be a mapping of label to value, got %r"
-                             % (hostvars.get("inventory_hostname"), operator))
+        raise NodeFactsError("%s: gangplank_labels must be a mapping of label to value, got %s"
+                             % (_host(hostvars), show(operator)))
     for key, value in operator.items():
-        labels[str(key)] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        labels[_brief(key)] = _label_text(_host(hostvars), "gangplank_labels.%s" % printable(key), value)
     return dict(sorted(labels.items()))
 
 
 def _reserved(hostvars, host):
     reserved = hostvars.get("gangplank_reserved") or {}
     if not isinstance(reserved, dict) or set(reserved) - {"cpu", "memory"}:
-        raise NodeFactsError("%s: gangplank_reserved must be a mapping with cpu and/or memory, got %r"
-                             % (host, reserved))
+        raise NodeFactsError("%s: gangplank_reserved must be a mapping with cpu and/or memory, got %s"
+                             % (host, show(reserved)))
     try:
         cpu = parse_cpu(reserved.get("cpu", 0))
     except ValueError as error:
-        raise NodeFactsError("%s: gangplank_reserved.cpu: got %r; expected %s" % (host, reserved["cpu"], error))
+        raise NodeFactsError("%s: gangplank_reserved.cpu: got %s; expected %s" % (host, show(reserved["cpu"]), error))
     try:
         memory = parse_size(reserved.get("memory", 0))
     except ValueError as error:
-        raise NodeFactsError("%s: gangplank_reserved.memory: got %r; expected %s"
-                             % (host, reserved["memory"], error))
+        raise NodeFactsError("%s: gangplank_reserved.memory: got %s; expected %s"
+                             % (host, show(reserved["memory"]), error))
     return cpu, memory
 
 
 def scheduler_node(hostvars):
     """The scheduler's ``nodes.<host>`` entry (docs/problem-format.md) for one host."""
-    host = hostvars.get("inventory_hostname", "host")
+    host = _host(hostvars)
     facts = _facts(hostvars)
     missing = [key for key in ("processor_vcpus", "memtotal_mb") if key not in facts]
     if missing:
         raise NodeFactsError("%s: ansible_facts lacks %s; gather the hardware facts first (setup)"
                              % (host, ", ".join(missing)))
     reserved_cpu, reserved_memory = _reserved(hostvars, host)
-    cpu = max(int(facts["processor_vcpus"]) * 1000 - reserved_cpu, 0)
-    memory = max(int(facts["memtotal_mb"]) * MIB - reserved_memory, 0)
+    cpu = max(_count(host, "ansible_facts.processor_vcpus", facts["processor_vcpus"]) * 1000 - reserved_cpu, 0)
+    memory = max(_count(host, "ansible_facts.memtotal_mb", facts["memtotal_mb"]) * MIB - reserved_memory, 0)
+    taints = hostvars.get("gangplank_taints") or []
+    if not isinstance(taints, list):
+        raise NodeFactsError("%s: gangplank_taints: got %s; expected a list of {key, value, effect}" % (host, show(taints)))
     node = {
         "cpu": "%dm" % cpu,
         "memory": memory,
         "labels": node_labels(hostvars),
-        "taints": list(hostvars.get("gangplank_taints") or []),
-        "unschedulable": bool(hostvars.get("gangplank_unschedulable", False)),
+        "taints": list(taints),
+        "unschedulable": boolean(hostvars.get("gangplank_unschedulable", False), host, "gangplank_unschedulable"),
         "gpus": [{"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]}
                  for gpu in sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])],
         "nvme": [{"name": device["name"], "size": device["size"], "labels": list(device.get("labels") or []),
@@ -153,19 +276,28 @@ def scheduler_node(hostvars):
     return node
 
 
+def _labels_text(labels):
+    return ",".join(_brief(label) for label in labels) or "-" if isinstance(labels, list) else _brief(labels or "-")
+
+
+def _size_text(value):
+    return format_size(value) if _whole(value) else "-"
+
+
 def _table(headers, rows):
-    widths = [max(len(str(row[column])) for row in [headers] + rows) for column in range(len(headers))]
-    return ["  " + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
-            for row in [headers] + rows]
+    rows = [[_brief(cell) for cell in row] for row in [headers] + rows]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(headers))]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
 def facts_table(hostvars):
     """One host's GPUs, NVMe devices and labels as lines of text."""
-    host = hostvars.get("inventory_hostname", "host")
+    host = _host(hostvars)
     facts = _facts(hostvars)
-    gpus = facts.get("gangplank_gpus") or []
+    gpus = _entries(hostvars, "gangplank_gpus")
     driver = facts.get("gangplank_gpu_driver") or {}
-    nvme = facts.get("gangplank_nvme") or []
+    driver = driver if isinstance(driver, dict) else {}
+    nvme = _entries(hostvars, "gangplank_nvme")
     simulated = [kind for kind, items in (("GPUs", gpus), ("NVMe", nvme))
                  if any(item.get("source") == "simulated" for item in items)]
     title = "%s: %d GPU(s), %d NVMe namespace(s)" % (host, len(gpus), len(nvme))
@@ -173,24 +305,24 @@ def facts_table(hostvars):
         title += " -- SIMULATED %s (host variables, not hardware)" % " and ".join(simulated)
     lines = [title]
     if gpus:
-        versions = (driver.get("driver_version") or "-", driver.get("cuda_version") or "-", driver.get("source") or "-")
+        versions = tuple(_brief(driver.get(key) or "-") for key in ("driver_version", "cuda_version", "source"))
         lines.append("  driver %s, CUDA %s, via %s" % versions)
         rows = []
         for gpu in gpus:
             if gpu.get("error"):
-                rows.append((gpu.get("index"), "ERROR: %s" % gpu["error"], "-", "-", "-", gpu.get("source") or "-"))
+                rows.append((gpu.get("index"), "ERROR: %s" % _brief(gpu["error"]), "-", "-", "-", gpu.get("source") or "-"))
                 continue
-            mig = "on (%d)" % len(gpu.get("mig_devices") or []) if (gpu.get("mig_mode") or {}).get("current") else "-"
-            rows.append((gpu["index"], gpu["model"],
-                         "%s/%s" % (format_size(gpu.get("memory_used") or 0), format_size(gpu["memory_total"])),
-                         gpu["uuid"], mig, gpu.get("source") or "-"))
+            mig = "on (%d)" % len(gpu.get("mig_devices") or []) if _mig_on(gpu) else "-"
+            rows.append((gpu.get("index"), gpu.get("model") or "-",
+                         "%s/%s" % (_size_text(gpu.get("memory_used") or 0), _size_text(gpu.get("memory_total"))),
+                         gpu.get("uuid") or "-", mig, gpu.get("source") or "-"))
         lines += _table(("GPU", "MODEL", "MEMORY USED", "UUID", "MIG", "SOURCE"), rows)
     else:
-        lines.append("  no GPUs: %s" % (driver.get("reason") or "none found"))
+        lines.append("  no GPUs: %s" % _brief(driver.get("reason") or "none found"))
     if nvme:
-        rows = [(device["name"], format_size(device["size"]), device.get("mount") or "-",
-                 format_size(device["free"]) if device.get("free") is not None else "-",
-                 ",".join(device.get("labels") or []) or "-", device.get("model") or "-", device.get("source") or "-")
+        rows = [(device.get("name") or "-", _size_text(device.get("size")), device.get("mount") or "-",
+                 _size_text(device.get("free")),
+                 _labels_text(device.get("labels")), device.get("model") or "-", device.get("source") or "-")
                 for device in nvme]
         lines += _table(("NVME", "SIZE", "MOUNT", "FREE", "LABELS", "MODEL", "SOURCE"), rows)
     else:

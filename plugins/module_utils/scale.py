@@ -10,17 +10,23 @@ quotas) is the scheduler's answer, not this module's.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+
+# ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+_DIGITS = re.compile(r"^[0-9]{1,%d}$" % len(str(MAX_INSTANCES)))
 
 
 def _replicas(value):
-    """An integer >= 0, also from the string that ``-e replicas=3`` gives; None when it is not one."""
+    """An integer from 0 to MAX_INSTANCES, also from the string that ``-e replicas=3`` gives; None when it is not one."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    if isinstance(value, int) and value >= 0:
+    if isinstance(value, str) and _DIGITS.match(value.strip()):
+        value = int(value.strip())
+    if isinstance(value, int) and 0 <= value <= MAX_INSTANCES:
         return value
     return None
 
@@ -44,7 +50,7 @@ def scale_overrides(services, overrides, request):
     if reset and replicas is not None:
         errors.append(("scale.replicas", "got %s with reset; expected either replicas or reset=true, not both" % show(replicas)))
     elif not reset and _replicas(replicas) is None:
-        errors.append(("scale.replicas", "got %s; expected an integer >= 0" % show(replicas)))
+        errors.append(("scale.replicas", "got %s; expected an integer >= 0, at most %d" % (show(replicas), MAX_INSTANCES)))
     if errors:
         raise ProblemError(errors)
     result = dict(overrides or {})

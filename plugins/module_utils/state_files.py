@@ -7,7 +7,8 @@ Used by the cluster_state module (placement record and lock under ``/var/lib/gan
 meant for any module that keeps state on the host it runs on (such as a local fact file under
 ``/etc/ansible/facts.d``). Standard library only; importable on Python 3.9+ (managed hosts).
 
-- ``atomic_write(path, data, mode)``: readers see the old content or the new, never a part.
+- ``atomic_write(path, data, mode)``: readers see the old content or the new, never a part; the
+  temporary files of earlier writes that were killed mid-way are removed.
 - ``create_exclusive(path, data, mode)``: create a file only if it does not exist (a lock).
 - ``read_json(path)``: a JSON object, None when the file is missing, ValueError when it is corrupt:
   a corrupt file is never read as empty state.
@@ -21,6 +22,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import tempfile
 
@@ -93,10 +95,14 @@ def atomic_write(path, data, mode):
     path = os.path.abspath(path)
     directory, name = os.path.split(path)
     ensure_directory(directory)
-    fd, temporary = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=directory)
+    remove_leftovers(directory, name)
+    fd, temporary = _locked_temporary(directory, name)
     try:
-        _fill_and_close(fd, data, mode)
-        os.replace(temporary, path)
+        try:
+            _fill(fd, data, mode)
+            os.replace(temporary, path)
+        finally:
+            os.close(fd)        # releases the lock that marks the temporary file as in use
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -104,12 +110,59 @@ def atomic_write(path, data, mode):
     fsync_directory(directory)
 
 
+def _temporary_names(name):
+    return "." + name + ".", ".tmp"
+
+
+def _locked_temporary(directory, name):
+    """A new temporary file for ``name``, open and ``flock``ed for as long as its writer lives."""
+    prefix, suffix = _temporary_names(name)
+    while True:
+        fd, temporary = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink:
+            return fd, temporary
+        # Another writer took it for a leftover in the instant before it was locked: take a new one.
+        os.close(fd)
+
+
+def remove_leftovers(directory, name):
+    """Remove the temporary files of writes to ``name`` whose writer died (killed mid-way): nobody holds their lock.
+
+    Returns the paths removed.
+    """
+    prefix, suffix = _temporary_names(name)
+    removed = []
+    for entry in sorted(os.listdir(directory)):
+        if not (entry.startswith(prefix) and entry.endswith(suffix)):
+            continue
+        leftover = os.path.join(directory, entry)
+        try:
+            fd = os.open(leftover, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(leftover)
+            removed.append(leftover)
+        except OSError:
+            continue            # a live writer holds it (or it is gone already)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _fill(fd, data, mode):
+    """Give the open file ``mode``, write all of ``data`` and fsync it."""
+    os.fchmod(fd, mode)
+    _write_all(fd, data)
+    os.fsync(fd)
+
+
 def _fill_and_close(fd, data, mode):
     """Give the open file ``mode``, write all of ``data``, fsync it, and close it whatever happens."""
     try:
-        os.fchmod(fd, mode)
-        _write_all(fd, data)
-        os.fsync(fd)
+        _fill(fd, data, mode)
     finally:
         os.close(fd)
 
@@ -161,7 +214,9 @@ def read_json(path):
     except FileNotFoundError:
         return None
     try:
-        content = json.loads(raw.decode("utf-8"))
+        content = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite_float)
+    except RecursionError:
+        raise ValueError("%s is not valid JSON (nested too deeply)" % path) from None
     except (UnicodeDecodeError, ValueError) as error:
         if not raw.strip():
             raise ValueError("%s is empty, not a JSON object" % path) from None
@@ -169,6 +224,18 @@ def read_json(path):
     if not isinstance(content, dict):
         raise ValueError("%s does not hold a JSON object but a JSON %s" % (path, _json_type(content)))
     return content
+
+
+def _not_json(constant):
+    # Python's json module reads NaN and Infinity, which JSON does not have.
+    raise ValueError("%s is not a JSON number" % constant)
+
+
+def _finite_float(text):
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError("%s is too large a number" % text)
+    return number
 
 
 def _json_type(value):

@@ -206,6 +206,7 @@ import copy
 import datetime
 import json
 import os
+import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -234,6 +235,9 @@ class StateError(Exception):
     def __init__(self, message, **details):
         super().__init__(message)
         self.details = details
+
+
+MAX_EPOCH = 253402300799        # 9999-12-31T23:59:59Z
 
 
 def _now():
@@ -307,16 +311,23 @@ def load_lock(directory):
     if problem:
         lock["owner"] = "an unknown holder (%s)" % problem
     started = lock.get("started_epoch")
-    if isinstance(started, bool) or not isinstance(started, (int, float)):
+    if not _valid_epoch(started):
         try:
             started = int(os.stat(path).st_mtime)
         except FileNotFoundError:
             started = int(_now())
+        # A clock far off (or a file touched into year 10000) ages the lock from now: it can still be broken later.
+        started = started if _valid_epoch(started) else int(_now())
         lock["started_epoch"] = started
     lock.setdefault("owner", None)
     lock.setdefault("job_id", None)
     lock.setdefault("started_at", iso_utc(started))
     return lock
+
+
+def _valid_epoch(value):
+    """A time in seconds since the epoch that the calendar functions accept (years 1970 to 9999)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_EPOCH
 
 
 def describe(lock, now):
@@ -392,7 +403,7 @@ def check_content(given, current):
         content[key] = value
     replicas = {}
     for service, count in content["replicas"].items():
-        if isinstance(count, str) and count.strip().isdigit():
+        if isinstance(count, str) and re.match(r"^[0-9]{1,18}$", count.strip()):     # ASCII digits: int() refuses "²"
             count = int(count)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise StateError("record.replicas.%s must be a whole number of 0 or more, got %s" % (service, json.dumps(count)))
@@ -400,7 +411,10 @@ def check_content(given, current):
     content["replicas"] = replicas
     try:
         # The form it takes in the file: string keys, lists for tuples.
-        return json.loads(json.dumps(content))
+        # NaN and infinity are not JSON: written, they would make the record unreadable.
+        return json.loads(json.dumps(content, allow_nan=False))
+    except RecursionError:
+        raise StateError("record cannot be stored as JSON: it is nested too deeply") from None
     except (TypeError, ValueError) as error:
         raise StateError("record cannot be stored as JSON: %s" % error) from None
 

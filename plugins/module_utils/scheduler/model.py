@@ -22,6 +22,19 @@ SERVICE_LABEL_PREFIX = "gangplank.io/service."
 # Quota dimensions: what a group of services may request in total.
 QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 
+# Upper bounds of a problem (docs/problem-format.md, "Bounds"; quantity.py bounds each amount). They keep
+# every input plannable in bounded time and memory, and every total a 64-bit integer for the exact solver.
+MAX_NODES = 10000
+MAX_SERVICES = 10000
+MAX_INSTANCES = 100000          # replicas summed over all services; also the bound of one service's replicas
+MAX_PREVIOUS = 100000           # entries of previous (stale ones included)
+MAX_DEVICES = 64                # GPUs, NVMe devices per node; GPUs per request
+MAX_PORTS = 1024                # host ports per service
+MAX_ITEMS = 1024                # any other list or mapping: labels, taints, tolerations, sidecars, quotas, ...
+MAX_TOTAL = 2 ** 62             # a sum over the cluster or over all requests, in millicores or bytes
+MAX_ENTRIES = 1000000           # list items and mapping entries read in all: YAML aliases cannot multiply the work
+MAX_ERRORS = 100                # mistakes listed; reading stops after them
+
 
 @dataclass(frozen=True)
 class GPUDevice:

@@ -10,14 +10,16 @@ run shows the user every mistake.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import OrderedDict
 from graphlib import CycleError, TopologicalSorter
 
-from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
-    GPUDevice, GPURequest, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem,
-    QUOTA_DIMENSIONS, Quota, Resources, Service, TAINT_EFFECTS, Taint, Toleration,
+    GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
+    MAX_TOTAL, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 
@@ -37,6 +39,8 @@ _GPU_REQUEST_KEYS = ("count", "memory", "models")
 _NVME_REQUEST_KEYS = ("label", "size")
 _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
+_MAX_GPU_INDEX = 1023
+_MAX_LABEL_DIGITS = 64          # an integer label value longer than this is not a label but a mistake
 
 
 class ProblemError(ValueError):
@@ -53,7 +57,9 @@ class ProblemError(ValueError):
 def join_path(path, key):
     if isinstance(key, int):
         return "%s[%d]" % (path, key)
-    return "%s.%s" % (path, key) if path else str(key)
+    # A key with a newline (or a huge one) is quoted, so that each error stays one short line.
+    key = printable(key)
+    return "%s.%s" % (path, key) if path else key
 
 
 class Reader:
@@ -61,22 +67,36 @@ class Reader:
 
     def __init__(self):
         self.errors = []
+        self.entries = 0
 
     def error(self, path, message):
         self.errors.append((path, message))
+        if len(self.errors) >= MAX_ERRORS:
+            raise ProblemError(self.errors + [("problem", "reading stopped after %d mistakes" % MAX_ERRORS)])
+
+    def _count(self, value, path):
+        """Count what is read: a document of YAML aliases may expand to far more than its text."""
+        self.entries += len(value)
+        if self.entries > MAX_ENTRIES:
+            raise ProblemError(self.errors + [(path, "the problem has more than %d list items and mapping entries in "
+                                                     "all; reading stopped here" % MAX_ENTRIES)])
 
     def bad(self, path, value, expected):
         self.error(path, "got %s; expected %s" % (show(value), expected))
 
-    def mapping(self, value, path, keys=None, required=(), optional_none=True):
+    def mapping(self, value, path, keys=None, required=(), optional_none=True, maximum=MAX_ITEMS):
         if value is None and optional_none:
             return {}
         if not isinstance(value, dict):
             self.bad(path, value, "a mapping")
             return {}
+        if len(value) > maximum:
+            self.error(path, "has %d entries; expected at most %d" % (len(value), maximum))
+            return {}
+        self._count(value, path)
         for key in value:
             if not isinstance(key, str):
-                self.bad(join_path(path, str(key)), key, "a string key")
+                self.bad(join_path(path, printable(key)), key, "a string key")
             elif keys is not None and key not in keys:
                 self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
         for key in required:
@@ -84,12 +104,16 @@ class Reader:
                 self.error(join_path(path, key), "is required")
         return value
 
-    def sequence(self, value, path):
+    def sequence(self, value, path, maximum=MAX_ITEMS):
         if value is None:
             return []
         if not isinstance(value, list):
             self.bad(path, value, "a list")
             return []
+        if len(value) > maximum:
+            self.error(path, "has %d items; expected at most %d" % (len(value), maximum))
+            return []
+        self._count(value, path)
         return value
 
     def string(self, value, path, expected="a non-empty string"):
@@ -102,8 +126,19 @@ class Reader:
         # YAML turns `gpu: true` and `rack: 3` into bool and int; labels are strings.
         if isinstance(value, bool):
             return "true" if value else "false"
-        if isinstance(value, (int, str)) and not isinstance(value, bool):
-            return str(value)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int):
+            if value.bit_length() <= _MAX_LABEL_DIGITS * 3 and len(str(value)) <= _MAX_LABEL_DIGITS:
+                return str(value)
+            self.bad(path, value, "a string, boolean or number, of at most %d digits" % _MAX_LABEL_DIGITS)
+            return None
+        # `version: 1.5` is the text 1.5; repr() is the shortest text that reads back as the same float.
+        if isinstance(value, float):
+            if math.isfinite(value):
+                return repr(value)
+            self.bad(path, value, "a string, boolean or finite number")
+            return None
         self.bad(path, value, "a string, number or boolean")
         return None
 
@@ -124,7 +159,8 @@ class Reader:
             return default
         return value
 
-    def integer(self, value, path, minimum=0, maximum=None, default=None):
+    def integer(self, value, path, minimum=0, maximum=None, default=None, limit=None):
+        """An integer from ``minimum`` to ``maximum``; ``limit`` is a documented bound, named only when exceeded."""
         if value is None and default is not None:
             return default
         expected = "an integer >= %d" % minimum
@@ -133,6 +169,9 @@ class Reader:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
                 maximum is not None and value > maximum):
             self.bad(path, value, expected)
+            return None
+        if limit is not None and value > limit:
+            self.bad(path, value, "%s, at most %d" % (expected, limit))
             return None
         return value
 
@@ -156,14 +195,15 @@ class Reader:
 
     def names(self, value, path):
         """A list of distinct non-empty strings."""
-        result = []
+        result, seen = [], set()
         for position, item in enumerate(self.sequence(value, path)):
             name = self.string(item, join_path(path, position))
             if name is None:
                 continue
-            if name in result:
+            if name in seen:
                 self.bad(join_path(path, position), item, "no duplicates")
                 continue
+            seen.add(name)
             result.append(name)
         return tuple(result)
 
@@ -178,18 +218,51 @@ def parse_problem(data):
     quotas = _parse_quotas(reader, top.get("quotas"))
     services = _parse_services(reader, top["services"], quotas) if "services" in top else {}
     previous = _parse_previous(reader, top.get("previous"))
+    if not reader.errors:
+        _check_totals(reader, nodes, services)
     if reader.errors:
         raise ProblemError(reader.errors)
     return Problem(nodes=nodes, services=services, quotas=quotas, previous=previous)
 
 
+def _check_totals(reader, nodes, services):
+    """Instances and sums within the documented bounds, so planning stays bounded and 64-bit."""
+    instances = sum(service.replicas for service in services.values())
+    if instances > MAX_INSTANCES:
+        reader.error("services", "ask for %d instances in total (the sum of replicas); expected at most %d"
+                     % (instances, MAX_INSTANCES))
+        return
+    totals = {
+        "nodes": {"CPU (millicores)": sum(node.cpu for node in nodes.values()),
+                  "memory (bytes)": sum(node.memory for node in nodes.values()),
+                  "GPU memory (bytes)": sum(gpu.memory for node in nodes.values() for gpu in node.gpus),
+                  "NVMe size (bytes)": sum(device.size for node in nodes.values() for device in node.nvme)},
+        "services": {},
+    }
+    requests = totals["services"] = dict.fromkeys(totals["nodes"], 0)
+    # A whole-GPU request takes a device's whole memory: count it at the largest device's.
+    largest_gpu = max((gpu.memory for node in nodes.values() for gpu in node.gpus), default=0)
+    for service in services.values():
+        pod = [service] + [services[name] for name in service.sidecars if name in services]
+        gpu = service.resources.gpu
+        requests["CPU (millicores)"] += service.replicas * sum(member.resources.cpu for member in pod)
+        requests["memory (bytes)"] += service.replicas * sum(member.resources.memory for member in pod)
+        requests["GPU memory (bytes)"] += service.replicas * (gpu.count * (gpu.memory or largest_gpu) if gpu else 0)
+        requests["NVMe size (bytes)"] += service.replicas * (service.resources.nvme.size if service.resources.nvme else 0)
+    for path, sums in totals.items():
+        for what, total in sums.items():
+            if total > MAX_TOTAL:
+                reader.error(path, "the %s %s add up to %d; expected at most 2^62 (%d)" % (
+                    "nodes'" if path == "nodes" else "instances' requested", what, total, MAX_TOTAL))
+
+
 def _parse_nodes(reader, value):
     nodes = OrderedDict()
-    raw = reader.mapping(value, "nodes", optional_none=False)
+    raw = reader.mapping(value, "nodes", optional_none=False, maximum=MAX_NODES)
     uuids = {}
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("nodes", name)
-        spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"))
+        spec = reader.mapping(raw[name], path, _NODE_KEYS, required=("cpu", "memory"), optional_none=False)
         cpu = reader.cpu(spec.get("cpu"), join_path(path, "cpu")) if "cpu" in spec else 0
         memory = reader.size(spec.get("memory"), join_path(path, "memory")) if "memory" in spec else 0
         taints = []
@@ -207,10 +280,11 @@ def _parse_nodes(reader, value):
                 taints.append(Taint(key, taint_value, effect))
         gpus = []
         indices = set()
-        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"))):
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"), MAX_DEVICES)):
             gpu_path = join_path(join_path(path, "gpus"), position)
             gpu = reader.mapping(item, gpu_path, _GPU_KEYS, required=_GPU_KEYS, optional_none=False)
-            index = reader.integer(gpu.get("index"), join_path(gpu_path, "index")) if "index" in gpu else None
+            index = reader.integer(gpu.get("index"), join_path(gpu_path, "index"), limit=_MAX_GPU_INDEX) \
+                if "index" in gpu else None
             if index is not None and index in indices:
                 reader.bad(join_path(gpu_path, "index"), index, "an index not used by another GPU of node %s" % name)
             uuid = reader.string(gpu.get("uuid"), join_path(gpu_path, "uuid")) if "uuid" in gpu else None
@@ -225,7 +299,7 @@ def _parse_nodes(reader, value):
                 gpus.append(GPUDevice(index, uuid, model, gpu_memory))
         devices = []
         device_names = set()
-        for position, item in enumerate(reader.sequence(spec.get("nvme"), join_path(path, "nvme"))):
+        for position, item in enumerate(reader.sequence(spec.get("nvme"), join_path(path, "nvme"), MAX_DEVICES)):
             nvme_path = join_path(join_path(path, "nvme"), position)
             nvme = reader.mapping(item, nvme_path, _NVME_KEYS, required=("name", "size"), optional_none=False)
             device_name = reader.string(nvme.get("name"), join_path(nvme_path, "name")) if "name" in nvme else None
@@ -264,7 +338,7 @@ def _parse_quota_amounts(reader, value, path):
         if key == "cpu":
             amount = reader.cpu(item, item_path)
         elif key == "gpu":
-            amount = reader.integer(item, item_path)
+            amount = reader.integer(item, item_path, limit=MAX_NODES * MAX_DEVICES)
         else:
             amount = reader.size(item, item_path)
         if amount is not None:
@@ -296,7 +370,8 @@ def _parse_resources(reader, value, path):
     if spec.get("gpu") is not None:
         gpu_path = join_path(path, "gpu")
         gpu_spec = reader.mapping(spec["gpu"], gpu_path, _GPU_REQUEST_KEYS)
-        count = reader.integer(gpu_spec.get("count"), join_path(gpu_path, "count"), minimum=1, default=1)
+        count = reader.integer(gpu_spec.get("count"), join_path(gpu_path, "count"), minimum=1, limit=MAX_DEVICES,
+                               default=1)
         gpu_memory = None
         if gpu_spec.get("memory") is not None:
             gpu_memory = reader.size(gpu_spec["memory"], join_path(gpu_path, "memory"), positive=True)
@@ -315,24 +390,26 @@ def _parse_resources(reader, value, path):
 
 
 def _parse_services(reader, value, quotas):
-    raw = reader.mapping(value, "services", optional_none=False)
+    raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
-        if not _SERVICE_NAME.match(name):
+        if not _SERVICE_NAME.fullmatch(name):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
         spec = reader.mapping(raw[name], path, SERVICE_KEYS)
         sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))
         if sidecar and "replicas" in spec:
             reader.bad(join_path(path, "replicas"), spec["replicas"],
                        "no replicas on a sidecar (it runs once beside each instance that lists it)")
-        replicas = reader.integer(spec.get("replicas"), join_path(path, "replicas"), default=1) if not sidecar else 0
-        ports = []
-        for position, item in enumerate(reader.sequence(spec.get("ports"), join_path(path, "ports"))):
+        replicas = reader.integer(spec.get("replicas"), join_path(path, "replicas"), limit=MAX_INSTANCES,
+                                  default=1) if not sidecar else 0
+        ports, seen_ports = [], set()
+        for position, item in enumerate(reader.sequence(spec.get("ports"), join_path(path, "ports"), MAX_PORTS)):
             port = reader.integer(item, join_path(join_path(path, "ports"), position), minimum=1, maximum=65535)
-            if port is not None and port in ports:
+            if port is not None and port in seen_ports:
                 reader.bad(join_path(join_path(path, "ports"), position), item, "a port not listed twice")
             elif port is not None:
+                seen_ports.add(port)
                 ports.append(port)
         tolerations = []
         for position, item in enumerate(reader.sequence(spec.get("tolerations"), join_path(path, "tolerations"))):
@@ -437,13 +514,13 @@ def _check_pod(reader, services, name, service, path):
 
 def _parse_previous(reader, value):
     previous = OrderedDict()
-    raw = reader.mapping(value, "previous")
+    raw = reader.mapping(value, "previous", maximum=MAX_PREVIOUS)
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("previous", name)
         spec = reader.mapping(raw[name], path, _PREVIOUS_KEYS, required=("node",), optional_none=False)
         node = reader.string(spec.get("node"), join_path(path, "node")) if "node" in spec else None
         uuids = []
-        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"))):
+        for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"), MAX_DEVICES)):
             gpu = reader.mapping(item, join_path(join_path(path, "gpus"), position), ("index", "uuid", "model", "memory"),
                                  required=("uuid",), optional_none=False)
             if "uuid" in gpu:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_CEILING, Decimal
 
@@ -19,37 +20,53 @@ _CPU = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m)?$")
 SIZE_EXPECTED = "a size: bytes, or a number with Ki, Mi, Gi, Ti, Pi, K, M, G, T or P (e.g. 16Gi)"
 CPU_EXPECTED = "a CPU amount: cores (e.g. 4 or 0.5) or millicores (e.g. 500m)"
 
+# Upper bounds (docs/problem-format.md, "Bounds"): far above any real machine, and low enough that
+# every sum the scheduler and the exact solver form stays a float-safe, 64-bit integer.
+MAX_SIZE = 2 ** 50                  # 1 PiB: one node's memory, one device, one request
+MAX_CPU = 1000000 * 1000            # a million cores, in millicores
+_MAX_TEXT = 64                      # characters of a quantity string: no Decimal of a million digits
+
 
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def parse_size(value):
-    """Return a size in bytes (int, rounded up) or raise ValueError."""
+def _decimal(value, pattern, expected, maximum, shown_maximum):
+    """(number, suffix) of a quantity as a finite Decimal, or ValueError; numbers above ``maximum`` are refused
+    before they are converted, so neither a huge integer nor infinity reaches Decimal or float arithmetic."""
     if _is_number(value):
-        amount = Decimal(str(value))
-    elif isinstance(value, str) and _SIZE.match(value.strip()):
-        number, unit = _SIZE.match(value.strip()).groups()
-        amount = Decimal(number) * _SIZE_UNITS[unit or ""]
-    else:
-        raise ValueError(SIZE_EXPECTED)
-    if amount < 0 or not amount.is_finite():
-        raise ValueError(SIZE_EXPECTED + ", not negative")
-    return int(amount.to_integral_value(rounding=ROUND_CEILING))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(expected + ", not %s" % ("NaN" if math.isnan(value) else "infinite"))
+        if value < 0:
+            raise ValueError(expected + ", not negative")
+        if value > maximum:
+            raise ValueError(expected + ", at most %s" % shown_maximum)
+        return Decimal(repr(value) if isinstance(value, float) else value), None
+    if isinstance(value, str) and len(value) <= _MAX_TEXT and pattern.match(value.strip()):
+        number, suffix = pattern.match(value.strip()).groups()
+        return Decimal(number), suffix
+    raise ValueError(expected)
+
+
+def _bounded(amount, expected, maximum, shown_maximum):
+    if amount > maximum:
+        raise ValueError(expected + ", at most %s" % shown_maximum)
+    return amount
+
+
+def parse_size(value):
+    """Return a size in bytes (int, rounded up, at most MAX_SIZE) or raise ValueError."""
+    number, unit = _decimal(value, _SIZE, SIZE_EXPECTED, MAX_SIZE, "1Pi")
+    amount = int((number * _SIZE_UNITS[unit or ""]).to_integral_value(rounding=ROUND_CEILING))
+    return _bounded(amount, SIZE_EXPECTED, MAX_SIZE, "1Pi")
 
 
 def parse_cpu(value):
-    """Return a CPU amount in millicores (int, rounded up) or raise ValueError."""
-    if _is_number(value):
-        cores = Decimal(str(value))
-    elif isinstance(value, str) and _CPU.match(value.strip()):
-        number, milli = _CPU.match(value.strip()).groups()
-        cores = Decimal(number) / 1000 if milli else Decimal(number)
-    else:
-        raise ValueError(CPU_EXPECTED)
-    if cores < 0 or not cores.is_finite():
-        raise ValueError(CPU_EXPECTED + ", not negative")
-    return int((cores * 1000).to_integral_value(rounding=ROUND_CEILING))
+    """Return a CPU amount in millicores (int, rounded up, at most MAX_CPU) or raise ValueError."""
+    number, milli = _decimal(value, _CPU, CPU_EXPECTED, MAX_CPU // 1000, "1000000 cores")
+    cores = number / 1000 if milli else number
+    amount = int((cores * 1000).to_integral_value(rounding=ROUND_CEILING))
+    return _bounded(amount, CPU_EXPECTED, MAX_CPU, "1000000 cores")
 
 
 def format_size(size):

@@ -171,11 +171,11 @@ def test_unknown_gpu_mode():
 
 def test_the_catalogs_env_wins():
     services = copy.deepcopy(SERVICES)
-    services["infer"]["env"] = {"GANGPLANK_NODE": "mine", "NVIDIA_VISIBLE_DEVICES": "all", "GANGPLANK_NVME_DIR": "/data", "X": 1}
+    services["infer"]["env"] = {"GANGPLANK_NODE": "mine", "GANGPLANK_NVME_DIR": "/data", "X": 1}
     env = by_name(containers(services=services))["h1-infer-0"]["env"]
     assert env == {
         "GANGPLANK_INSTANCE": "infer-0", "GANGPLANK_SERVICE": "infer", "GANGPLANK_ORDINAL": "0", "GANGPLANK_NODE": "mine",
-        "GANGPLANK_PORTS": "9000", "NVIDIA_VISIBLE_DEVICES": "all", "GANGPLANK_GPU_MEMORY": "GPU-aaa=1073741824,GPU-bbb=2147483648",
+        "GANGPLANK_PORTS": "9000", "NVIDIA_VISIBLE_DEVICES": "GPU-aaa,GPU-bbb", "GANGPLANK_GPU_MEMORY": "GPU-aaa=1073741824,GPU-bbb=2147483648",
         "GANGPLANK_NVME_DIR": "/data", "X": "1"}
 
 

@@ -213,9 +213,9 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("probes, message", [
-    ([{"name": "a", "type": "udp"}], "probes[0].type: got 'udp'; expected one of http, tcp, command"),
+    ([{"name": "a", "type": "udp"}], "probes[0].type: got \"udp\"; expected one of http, tcp, command"),
     ([{"name": "a", "type": "tcp", "port": 1}, {"name": "b", "type": "http"}], "probes[1].url: required with type http"),
-    ([{"name": "a", "type": "http", "url": "ftp://x/"}], "probes[0].url: got 'ftp://x/'; expected an http:// or https:// URL"),
+    ([{"name": "a", "type": "http", "url": "ftp://x/"}], "probes[0].url: got \"ftp://x/\"; expected an http:// or https:// URL"),
     ([{"name": "a", "type": "http", "url": "http://x/", "expect_status": [200, 42]}], "probes[0].expect_status: "),
     ([{"name": "a", "type": "tcp"}], "probes[0].port: required with type tcp"),
     ([{"name": "a", "type": "tcp", "port": 70000}], "probes[0].port: got 70000; expected an integer from 1 to 65535"),
@@ -224,7 +224,7 @@ def test_defaults():
      "probes[1].argv: expected a list of strings"),
     ([{"name": "a", "type": "command", "argv": ["sleep", 1]}], "probes[0].argv: expected a list of strings"),
     ([{"name": "a", "type": "command", "argv": []}], "probes[0].argv: expected a list of strings"),
-    ([{"name": "a", "type": "tcp", "port": 1}, {"name": "a", "type": "tcp", "port": 2}], "probes[1].name: duplicate probe name 'a'"),
+    ([{"name": "a", "type": "tcp", "port": 1}, {"name": "a", "type": "tcp", "port": 2}], "probes[1].name: duplicate probe name \"a\""),
     ([{"type": "tcp", "port": 1}], "probes[0].name: expected a non-empty string"),
     ([{"name": "a", "type": "tcp", "port": 1, "retries": 0}], "probes[0].retries: got 0; expected an integer of 1 or more"),
     ([{"name": "a", "type": "tcp", "port": 1, "timeout": 0}], "probes[0].timeout: got 0; expected a number of seconds above 0"),

@@ -96,7 +96,7 @@ def test_scheduler_node_is_a_valid_problem_node():
 
 @pytest.mark.parametrize("hostvars, message", [
     ({"inventory_hostname": "n1", "ansible_facts": {}}, "n1: ansible_facts lacks processor_vcpus, memtotal_mb"),
-    (host(gangplank_reserved={"cpu": "lots"}), "node-a: gangplank_reserved.cpu: got 'lots'"),
+    (host(gangplank_reserved={"cpu": "lots"}), "node-a: gangplank_reserved.cpu: got \"lots\""),
     (host(gangplank_reserved={"disk": 1}), "gangplank_reserved must be a mapping with cpu and/or memory"),
 ])
 def test_bad_host_variables_name_the_host_and_key(hostvars, message):

@@ -45,7 +45,7 @@ def test_a_service_not_marked_scalable_is_refused():
 @pytest.mark.parametrize("replicas", [-1, "-1", "two", 1.5, True, None, "", [2]])
 def test_a_count_that_is_not_an_integer_of_0_or_more_is_refused(replicas):
     (path, message), = errors_of({"service": "worker", "replicas": replicas})
-    assert path == "scale.replicas" and message.endswith("expected an integer >= 0")
+    assert path == "scale.replicas" and message.endswith("expected an integer >= 0, at most 100000")
 
 
 def test_count_and_reset_together_are_refused_and_every_mistake_is_named():

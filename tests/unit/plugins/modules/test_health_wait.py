@@ -118,7 +118,7 @@ def test_check_mode_does_not_probe():
 @pytest.mark.parametrize("probes, message", [
     ([{"name": "a", "type": "tcp", "port": 1}, {"name": "b", "type": "command", "argv": "sh -c 'exit 0'"}],
      "probes[1].argv: expected a list of strings"),
-    ([{"name": "a", "type": "smtp"}], "probes[0].type: got 'smtp'; expected one of http, tcp, command"),
+    ([{"name": "a", "type": "smtp"}], "probes[0].type: got \"smtp\"; expected one of http, tcp, command"),
     ([{"name": "a", "type": "http"}], "probes[0].url: required with type http"),
     ([{"name": "a", "type": "tcp"}], "probes[0].port: required with type tcp"),
     ([{"name": "a", "type": "command"}], "probes[0].argv: required with type command"),

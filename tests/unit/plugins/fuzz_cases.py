@@ -1,0 +1,475 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hostile inputs for every entry point, and how to judge what each entry point did with them (issue 13).
+
+Shared by the hypothesis fuzz tests (tests/unit/plugins/test_fuzz.py) and benchmarks/fuzz_benchmark.py.
+A case is built by mutating a valid input: one value somewhere in it is replaced by a hostile one (NaN,
+a number with hundreds of digits, a billion-laughs structure, a path that escapes, ...), a key is dropped,
+or a list is multiplied. ``choose(options)`` picks among options: hypothesis' ``data.draw(sampled_from)``
+in the tests, ``random.Random.choice`` in the benchmark.
+
+Each ``run_<entry point>(case)`` returns an outcome: ``ok`` (accepted), ``rejected`` (the documented
+error), or ``violation: ...`` (accepted although it breaks a rule: a plan the checker refuses, a dangerous
+value let through). Any other exception is a traceback the user would see: the callers count it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import resource
+import subprocess
+import tempfile
+import time
+
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+    GPU_VISIBILITY_VARIABLES, plan_catalog, split_catalog,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+    NodeFactsError, facts_table, scheduler_node,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
+from ansible_collections.gangplank.platform.plugins.modules import cluster_state
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PLANNER = os.path.join(ROOT, "bin", "gangplank-plan")
+CLI_SECONDS = 60
+CLI_MEMORY = 2 * 2 ** 30    # address space of one planner run (Python with OR-Tools takes about 0.5 GiB)
+EXIT_CODES = (0, 1, 2)      # feasible, bad input, infeasible (bin/gangplank-plan)
+GI = 2 ** 30
+# Seconds the exact solver may search per fuzz case: enough for these small problems, bounded for the suite.
+EXACT_SECONDS = 1.0
+
+
+def _laughs(levels=9, width=9):
+    """A billion-laughs value: 9^9 leaves, built from shared lists as a YAML parser builds aliases."""
+    value = ["lol"] * width
+    for _level in range(levels - 1):
+        value = [value] * width
+    return value
+
+
+def _deep(levels=5000):
+    value = []
+    for _level in range(levels):
+        value = [value]
+    return value
+
+
+LAUGHS = _laughs()
+# Values that broke some entry point once (issue 13), and their neighbours. Built once: shared, not copied.
+HOSTILE = (
+    float("nan"), float("inf"), float("-inf"), -1, 0, 1.5, 1e20, 10 ** 30, 10 ** 400, -(10 ** 400), 2 ** 63, 65536,
+    1000000000, True, False, None, "", " ", "²", "٣", "1" * 5000, "8e9", "1e400", "16Gi", "500m", "-1Gi", "NaN", ".inf",
+    "a\nb", "x\x00y", "--privileged", "-node", "../../tmp/evil", "fe80::1", "/", "/cache:U,suid,dev", "/etc/a:z",
+    "[N/A]", "false", "no", "NVIDIA_VISIBLE_DEVICES", "é" * 300, [], {}, [1] * 2000, list(range(1, 65536)),
+    {"a": 1, "b": [1, 2]}, LAUGHS, _deep(), {str(i): i for i in range(2000)},
+)
+# What a JSON file can hold: no aliases, so no billion laughs (json.dumps would expand it).
+JSON_HOSTILE = tuple(value for value in HOSTILE if value is not LAUGHS)
+
+
+def hostile_value(choose, pool=HOSTILE):
+    return pool[choose(range(len(pool)))]
+
+
+_HOSTILE_IDS = {id(value) for value in HOSTILE}
+
+
+def _paths(value, prefix=()):
+    """Every path into nested dicts and lists (keys, then list positions), hostile values not entered."""
+    yield prefix
+    if id(value) in _HOSTILE_IDS or len(prefix) > 12:
+        return
+    if isinstance(value, dict):
+        for key in value:
+            yield from _paths(value[key], prefix + (key,))
+    elif isinstance(value, list) and len(value) <= 64:
+        for position, item in enumerate(value):
+            yield from _paths(item, prefix + (position,))
+
+
+def _set(value, path, new):
+    for key in path[:-1]:
+        value = value[key]
+    value[path[-1]] = new
+
+
+def _delete(value, path):
+    for key in path[:-1]:
+        value = value[key]
+    del value[path[-1]]
+
+
+def mutate(base, choose, mutations=2, pool=HOSTILE):
+    """A deep copy of ``base`` with ``mutations`` changes: a hostile value, a dropped key or a hostile new key."""
+    case = copy.deepcopy(base)
+    for _step in range(mutations):
+        paths = [path for path in _paths(case) if path]
+        if not paths:
+            return case
+        path = paths[choose(range(len(paths)))]
+        action = choose(("replace", "replace", "replace", "drop", "add"))
+        if action == "replace":
+            _set(case, path, hostile_value(choose, pool))
+        elif action == "drop" and isinstance(_parent(case, path), dict):
+            _delete(case, path)
+        elif action == "add" and isinstance(_parent(case, path), dict):
+            key = choose(("x", "a\nb", "../x", "", "replicas", "NVIDIA_VISIBLE_DEVICES", "é" * 2000))
+            _parent(case, path)[key] = hostile_value(choose, pool)
+    return case
+
+
+def _parent(value, path):
+    for key in path[:-1]:
+        value = value[key]
+    return value
+
+
+# --- the planner (plan_catalog: problem parser, catalog, scheduler, exact solver) -------------------
+
+PROBLEM = {
+    "nodes": {
+        "node-a": {"cpu": 16, "memory": "64Gi", "labels": {"zone": "east", "rack": 3, "fast": True},
+                   "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"},
+                            {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"}],
+                   "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]},
+        "node-b": {"cpu": "8", "memory": 34359738368, "labels": {"zone": "west", "version": 1.5},
+                   "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}],
+                   "gpus": [{"index": 0, "uuid": "GPU-b0", "model": "NVIDIA L4", "memory": "24Gi"}]},
+        "node-c": {"cpu": "4000m", "memory": "16Gi", "unschedulable": False,
+                   "taints": [{"key": "spot", "effect": "PreferNoSchedule"}]},
+    },
+    "services": {
+        "db": {"replicas": 1, "stateful": True, "resources": {"cpu": 2, "memory": "8Gi"}, "ports": [5432],
+               "tolerations": [{"key": "dedicated", "value": "db"}], "image": "localhost/db:1",
+               "restart_policy": "always", "health": {"tcp": {"port": 5432}, "interval": 1, "retries": 3}},
+        "infer": {"replicas": 2, "scalable": True, "quota": "compute", "sidecars": ["log"], "depends_on": ["db"],
+                  "resources": {"cpu": "1", "memory": "4Gi", "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"]},
+                                "nvme": {"label": "cache", "size": "10Gi"}},
+                  "ports": [8080], "anti_affinity": ["infer"], "node_selector": {"zone": "east"},
+                  "image": "registry.local:5000/infer:2", "command": ["serve", "--port", 8080],
+                  "env": {"MODE": "fast", "THREADS": 4}, "nvme_path": "/cache",
+                  "config": [{"dest": "/etc/infer.conf", "content": "x = 1\n"}],
+                  "health": {"http": {"port": 8080, "path": "/ready", "expect_status": [200]}}},
+        "log": {"sidecar": True, "resources": {"cpu": "100m", "memory": "128Mi"}, "ports": [9100],
+                "image": "localhost/log:1", "env": {"LEVEL": "info"}},
+        "web": {"replicas": 2, "resources": {"cpu": "500m", "memory": "512Mi"}, "ports": [80], "anti_affinity": ["db"]},
+    },
+    "quotas": {"compute": {"min": {"gpu": 1}, "max": {"gpu": 3, "gpu_memory": "100Gi", "cpu": 8}}},
+    "previous": {"db-0": {"node": "node-b"}, "web-0": {"node": "node-c"},
+                 "infer-0": {"node": "node-a", "gpus": [{"uuid": "GPU-a0"}], "nvme": {"name": "nvme0n1"}}},
+}
+
+
+def run_planner(problem):
+    """The planner in-process: ok with a plan the independent checker accepts, or rejected (ProblemError)."""
+    try:
+        result = plan_catalog(problem, exact_seconds=EXACT_SECONDS)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    violations = check_plan(split_problem(problem), result)
+    return "violation: " + "; ".join(violations[:3]) if violations else "ok"
+
+
+def split_problem(problem):
+    """The problem with the catalog's deploy keys taken out: what the checker reads."""
+    return dict(problem, services=split_catalog(problem["services"])[0])
+
+
+def _check_errors(errors):
+    """Every error is one short line naming a path: no newline, no value serialised whole."""
+    for path, message in errors:
+        line = "%s: %s" % (path, message)
+        if "\n" in line or len(line) > 2000:
+            raise AssertionError("error line not one short line: %r" % line[:300])
+
+
+# --- the catalog's deploy keys (split_catalog, desired_containers) ----------------------------------
+
+_SAFE_PATH = re.compile(r"^/[^:,\x00\n\r]+$")
+
+
+def run_catalog(services):
+    """split_catalog: rejected, or every accepted value is safe to hand to the engine."""
+    try:
+        _scheduling, specs = split_catalog(services)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    for name, spec in specs.items():
+        problems = _dangerous(spec)
+        if problems:
+            return "violation: services.%s accepted with %s" % (name, problems)
+    return "ok"
+
+
+def _dangerous(spec):
+    image = spec["image"]
+    if image is not None and (image.startswith("-") or not re.fullmatch(r"[a-z0-9][a-zA-Z0-9._:/@-]*", image)):
+        return "image %r" % image
+    for arg in spec["command"] or []:
+        if re.search(r"[\x00\n\r]", arg):
+            return "command argument %r" % arg
+    for key, value in spec["env"].items():
+        if key in GPU_VISIBILITY_VARIABLES or re.search(r"[\x00\n\r=]", key) or re.search(r"[\x00\n\r]", value):
+            return "env %r=%r" % (key, value)
+    for entry in spec["config"]:
+        if not _SAFE_PATH.fullmatch(entry["dest"] or "/"):
+            return "config dest %r" % entry["dest"]
+    if not _SAFE_PATH.fullmatch(spec["nvme_path"] or "/"):
+        return "nvme_path %r" % spec["nvme_path"]
+    health = spec["health"]
+    if health is not None:
+        for key in ("timeout", "interval", "start_period"):
+            if not math.isfinite(health[key]) or health[key] > 86400:
+                return "health %s %r" % (key, health[key])
+    return None
+
+
+def run_deploy(host):
+    """desired_containers for an inventory host name: refused, or container names and paths that stay put."""
+    services = {"web": {"image": "localhost/web:1", "config": [{"dest": "/etc/web.conf", "content": "x"}]}}
+    instances = {"web-0": {"service": "web", "ordinal": 0, "node": host, "rank": 0, "gpus": [], "nvme": None,
+                           "sidecars": []}}
+    try:
+        containers = desired_containers(host, instances, services, "/var/lib/gangplank")
+    except DeployError:
+        return "rejected"
+    for container in containers:
+        if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*", container["name"]):
+            return "violation: container name %r" % container["name"]
+        for entry in container["config"]:
+            if os.path.normpath(entry["path"]) != entry["path"] or not entry["path"].startswith("/var/lib/gangplank/"):
+                return "violation: config file at %r" % entry["path"]
+    return "ok"
+
+
+# --- scale requests (playbooks/scale.yml) -------------------------------------------------------------
+
+SCALE_REQUEST = {"service": "infer", "replicas": "3", "reset": False}
+
+
+def run_scale(request):
+    """scale_overrides: rejected, or a replica count from 0 to MAX_INSTANCES."""
+    try:
+        overrides = scale_overrides(PROBLEM["services"], {"web": 1}, request)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    for service, count in overrides.items():
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_INSTANCES:
+            return "violation: replicas of %s is %r" % (service, count)
+    return "ok"
+
+
+# --- host facts (scheduler_node, node_labels, facts_table) --------------------------------------------
+
+HOSTVARS = {
+    "inventory_hostname": "node-a",
+    "gangplank_labels": {"zone": "east", "gpu": True, "version": 1.5},
+    "gangplank_taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+    "gangplank_unschedulable": "false",
+    "gangplank_reserved": {"cpu": "1", "memory": "2Gi"},
+    "ansible_facts": {
+        "processor_vcpus": 64, "memtotal_mb": 524288, "architecture": "x86_64", "system": "Linux",
+        "gangplank_gpus": [{"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100", "memory_total": 80 * GI,
+                            "memory_used": 0, "compute_capability": "8.0", "mig_mode": {"current": False},
+                            "mig_devices": [], "source": "nvml", "error": None}],
+        "gangplank_nvme": [{"name": "nvme0n1", "size": 4 * 2 ** 40, "mount": "/mnt/nvme0n1", "free": 2 ** 40,
+                            "labels": ["cache"], "model": "M", "source": "sysfs"}],
+        "gangplank_gpu_driver": {"driver_version": "550", "cuda_version": "12.4", "source": "nvml"},
+    },
+}
+
+
+def run_facts(hostvars):
+    """scheduler_node and facts_table: a message naming the host and field, or a node the parser accepts."""
+    try:
+        node = scheduler_node(hostvars)
+        facts_table(hostvars)
+    except NodeFactsError as error:
+        if "\n" in str(error):
+            raise AssertionError("error not on one line: %r" % str(error)[:300])
+        return "rejected"
+    if hostvars.get("gangplank_unschedulable") in ("false", "no", "off", "0", False, 0) and node["unschedulable"]:
+        return "violation: gangplank_unschedulable=%r cordons the node" % hostvars.get("gangplank_unschedulable")
+    try:
+        parse_problem({"nodes": {"node-a": node}, "services": {}})
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    return "ok"
+
+
+# --- state files (cluster_state's lock and record) ----------------------------------------------------
+
+LOCK = {"owner": "root@ctl pid 1", "job_id": "old-job", "started_at": "2025-01-31T11:59:00Z", "started_epoch": 1738324740}
+
+
+def run_lock_file(content):
+    """A lock file holding ``content`` (bytes): break_lock always takes it once it is older than lock_timeout."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, cluster_state.LOCK_FILE)
+        with open(path, "wb") as handle:
+            handle.write(content)
+        os.utime(path, (1000000000, 1000000000))        # an old file: the lock is stale by any clock
+        cluster_state.read_state(directory)
+        try:
+            cluster_state.take_lock(directory, "me", "new-job", 3600, False, False)
+        except cluster_state.StateError:
+            pass
+        taken = cluster_state.take_lock(directory, "me", "new-job", 3600, True, False)
+        if taken["lock"]["job_id"] != "new-job":
+            return "violation: break_lock did not take the lock: %r" % taken
+        json.dumps(taken, allow_nan=False)
+        return "ok"
+
+
+def lock_contents(choose):
+    """A lock file's bytes: a mutated lock, or bytes that are not a lock at all."""
+    kind = choose(("mutated", "mutated", "text"))
+    if kind == "text":
+        return choose((b"", b"\xff\xfe", b"NaN", b"[" * 100000, b'{"started_epoch": 1e400}', b'{"started_epoch": NaN}',
+                       b'{"started_epoch": -Infinity, "job_id": null}', b'{"started_epoch": 1e20}',
+                       b'{"started_epoch": ' + b"9" * 5000 + b"}", b'{"job_id": "new-job", "started_epoch": "x"}'))
+    lock = mutate(LOCK, choose, mutations=1, pool=JSON_HOSTILE)
+    try:
+        return json.dumps(lock).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        return b'{"started_epoch": NaN}'
+
+
+def run_record_file(content):
+    """A placement record holding ``content``: every action either works or fails with StateError; unlock works."""
+    with tempfile.TemporaryDirectory() as directory:
+        with open(os.path.join(directory, cluster_state.PLACEMENT_FILE), "wb") as handle:
+            handle.write(content)
+        outcome = "ok"
+        for action in (lambda: cluster_state.read_state(directory),
+                       lambda: cluster_state.take_lock(directory, "me", "job", 3600, False, False),
+                       lambda: cluster_state.write_record(directory, "job", {"placement": {"web-0": {"node": "a"}}}, 5, False)):
+            try:
+                action()
+            except cluster_state.StateError:
+                outcome = "rejected"
+        cluster_state.release_lock(directory, "job", False)      # unlock works whatever the record holds
+        if os.path.exists(os.path.join(directory, cluster_state.LOCK_FILE)):
+            return "violation: unlock left the lock in place"
+        return outcome
+
+
+RECORD = {"revision": 3, "written_at": "2025-01-31T11:59:00Z", "job_id": "j", "owner": "o",
+          "placement": {"web-0": {"node": "a"}}, "node_labels": {"a": {}}, "replicas": {"web": 2}, "ranks": [["web"]],
+          "history": [{"revision": 2, "placement": {}}]}
+
+
+def record_contents(choose):
+    record = mutate(RECORD, choose, mutations=1, pool=JSON_HOSTILE)
+    try:
+        return json.dumps(record).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        return b'{"revision": NaN}'
+
+
+# --- health probes (health_wait) ----------------------------------------------------------------------
+
+PROBES = [{"name": "web", "type": "http", "url": "http://127.0.0.1:8080/ready", "expect_status": [200], "timeout": 2.0,
+           "interval": 1.0, "retries": 3, "start_period": 0.0},
+          {"name": "db", "type": "tcp", "host": "127.0.0.1", "port": 5432},
+          {"name": "q", "type": "command", "argv": ["true"]}]
+
+
+def run_probes(probes):
+    """normalize_probes: rejected, or timings that a wait can end with."""
+    try:
+        normalized = normalize_probes(probes)
+    except ProbeConfigError:
+        return "rejected"
+    for probe in normalized:
+        for key in ("timeout", "interval", "start_period"):
+            if not math.isfinite(probe[key]) or not 0 <= probe[key] <= 86400:
+                return "violation: %s %s=%r" % (probe["name"], key, probe[key])
+        if not 1 <= probe["retries"] <= 100000:
+            return "violation: %s retries=%r" % (probe["name"], probe["retries"])
+    return "ok"
+
+
+# --- the planner command (bin/gangplank-plan), in a subprocess with limits ---------------------------
+
+def _limits():
+    resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, CLI_MEMORY))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_command(text, *args):
+    """bin/gangplank-plan on standard input ``text``, with limits: (exit code or None on a hang, stdout, stderr, seconds)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    start = time.monotonic()
+    try:
+        process = subprocess.run([PLANNER, "-", "--exact-timeout", "1", *args], input=text.encode("utf-8", "surrogatepass"),
+                                 capture_output=True, env=env, timeout=CLI_SECONDS, preexec_fn=_limits, check=False)
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.monotonic() - start
+    return (process.returncode, process.stdout.decode("utf-8", "replace"), process.stderr.decode("utf-8", "replace"),
+            time.monotonic() - start)
+
+
+def judge_command(problem, code, stdout, stderr):
+    """What fuzz tests and the benchmark assert of one run; None when all is well."""
+    if "Traceback" in stderr or "MemoryError" in stderr:
+        return "traceback: " + stderr[-500:]
+    if code not in EXIT_CODES:
+        return "exit code %d: %s" % (code, stderr[-300:])
+    if code in (0, 2) and problem is not None:
+        violations = check_plan(split_problem(problem), json.loads(stdout))
+        if violations:
+            return "violation: " + "; ".join(violations[:3])
+    return None
+
+
+def as_text(problem, choose):
+    """The problem as JSON, or as YAML text with a hostile twist: duplicate keys, aliases, deep nesting, a cut."""
+    try:
+        text = json.dumps(problem, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return "nodes: {a: {cpu: 1, memory: 1Gi}}\nservices: {web: {replicas: 1e9}}\n", False    # JSON cannot hold it
+    twist = choose(("json",) * 6 + ("duplicate", "laughs", "deep", "cut", "yaml-nan"))
+    if twist == "duplicate":
+        return text.replace('"services": {', '"services": {"web": {"replicas": 0}, ', 1), False
+    if twist == "laughs":
+        lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        lines += ["%s: &%s [%s]" % (chr(98 + level), chr(98 + level), ",".join(["*" + chr(97 + level)] * 9))
+                  for level in range(8)]
+        return "\n".join(lines) + "\nnodes: {a: {cpu: 1, memory: 1Gi, labels: {x: *i}}}\nservices: {web: {ports: *i}}\n", False
+    if twist == "deep":
+        return "nodes: " + "[" * 20000 + "\n", False
+    if twist == "cut":
+        return text[:choose(range(len(text)))], False
+    if twist == "yaml-nan":
+        return "nodes: {a: {cpu: .nan, memory: .inf}}\nservices: {web: {replicas: 1e9}}\n", False
+    return text, True
+
+
+# --- every in-process entry point: name -> (make a case from choose, run it) --------------------------
+
+ENTRY_POINTS = {
+    "planner": (lambda choose: mutate(PROBLEM, choose, mutations=1), run_planner),
+    "catalog": (lambda choose: mutate(PROBLEM["services"], choose), run_catalog),
+    "scale": (lambda choose: mutate(SCALE_REQUEST, choose, mutations=1), run_scale),
+    "facts": (lambda choose: mutate(HOSTVARS, choose), run_facts),
+    "lock_file": (lock_contents, run_lock_file),
+    "record_file": (record_contents, run_record_file),
+    "health_probes": (lambda choose: mutate(PROBES, choose), run_probes),
+    "deploy_host": (hostile_value, run_deploy),
+}
