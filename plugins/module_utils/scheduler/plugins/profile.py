@@ -14,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.coscheduling import Coscheduling
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_ports import NodePorts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_selector import NodeSelector
@@ -36,6 +37,7 @@ PLUGINS = (
     NodePorts,            # PreFilter, Filter, Reserve
     NodeResourcesFit,     # Filter, Score, Reserve
     GPU,                  # PreFilter, Filter, Score, Reserve
+    GPUFragmentation,     # Score
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
     Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts
@@ -47,7 +49,8 @@ PLUGINS = (
 WEIGHTS = {
     "NodeResourcesFit": 1,
     "GPU": 2,
+    "GPUFragmentation": 10,
     "NVMe": 1,
     "TaintToleration": 1,
-    "Stickiness": 10,
+    "Stickiness": 100,
 }

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPUFragmentation (Score): place where the free GPU shapes left behind still fit the expected work.
+
+Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing
+Workloads with Fragmentation Gradient Descent", USENIX ATC'23). For one expected request shape, a
+node's fragment is the free GPU memory that shape cannot use: all of it when the shape does not fit
+the node at all (too little free CPU or memory, too few matching devices with room), otherwise the
+free memory of the devices too full (or, for whole-GPU shapes, not wholly free) for one share of it.
+The node's fragmentation is the mean over the expected mix of shapes, weighted by how often each
+occurs; the score is how little placing the instance grows it (a decrease scores highest).
+
+The expected mix is the problem's own catalog: every GPU service's replicas, with their CPU and
+memory (sidecars included), GPU count, memory per device and models. The catalog is what a platform
+runs, and the replicas already placed (recorded placements) are part of it, so no history is needed.
+
+Units are GPUs: a device's free memory counts as the share of its memory that is free, so nodes of
+different GPU sizes compare. The raw score is fragmentation before minus after, in GPUs; it is mapped
+onto 0..100 with the logistic function, as the paper's simulator does (a change of 0 scores 50).
+
+CPU-only work is scored too: taking a GPU node's last free cores leaves its GPUs stranded, which
+this score sees as all of that node's free GPU memory turning into fragment.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import NormalizeScorePlugin, ScorePlugin
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+
+
+def expected_mix(problem):
+    """The catalog's GPU request shapes: [(GPURequest, share of all GPU instances, ((cpu, memory, share), ...)), ...].
+
+    Shapes with the same GPU request are one group, so the per-device work is done once per group;
+    within a group the (cpu, memory) thresholds keep their own shares. Ordered for determinism.
+    """
+    groups = {}
+    total = 0
+    for service in problem.services.values():
+        request = service.resources.gpu
+        if service.sidecar or request is None or service.replicas <= 0:
+            continue
+        requests = pod_requests(problem.services, service)
+        shapes = groups.setdefault(request, {})
+        shapes[requests.cpu, requests.memory] = shapes.get((requests.cpu, requests.memory), 0) + service.replicas
+        total += service.replicas
+    mix = []
+    for request in sorted(groups, key=lambda r: (r.count, -1 if r.memory is None else r.memory, r.models)):
+        shapes = groups[request]
+        weight = sum(shapes.values()) / float(total)
+        mix.append((request, weight, tuple((cpu, memory, count / float(total))
+                                           for (cpu, memory), count in sorted(shapes.items()))))
+    return mix
+
+
+class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
+    name = "GPUFragmentation"
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self._mix = expected_mix(problem)
+        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+        self._matches = {}      # node name -> per group, per device: whether the group's models match
+        self._needs = {}        # node name -> (CPU, memory) per GPU the mix asks
+        self._current = {}      # node name -> (node state, its version, fragmentation): attempts have their own states
+
+    def _group_matches(self, node):
+        matches = self._matches.get(node.name)
+        if matches is None:
+            matches = self._matches[node.name] = [tuple(request.matches(device) for device in node.gpus)
+                                                  for request, _weight, _shapes in self._mix]
+        return matches
+
+    def _per_gpu(self, node):
+        """(CPU, memory) the expected work asks per GPU it takes on this node, or None: what idle GPUs will need."""
+        cached = self._needs.get(node.name)
+        if cached is None:
+            cpu = memory = gpus = 0.0
+            for (request, _weight, shapes), matches in zip(self._mix, self._group_matches(node)):
+                sizes = [device.memory for device, match in zip(node.gpus, matches) if match]
+                if not sizes:
+                    continue
+                size = float(max(sizes))
+                taken = request.count * (1.0 if request.memory is None else min(1.0, request.memory / size))
+                for shape_cpu, shape_memory, share in shapes:
+                    cpu += share * shape_cpu
+                    memory += share * shape_memory
+                    gpus += share * taken
+            cached = self._needs[node.name] = (cpu / gpus, memory / gpus) if gpus else (0.0, 0.0)
+        return cached
+
+    def fragmentation(self, node, cpu_free, memory_free, gpu_free):
+        """Expected fragment, in GPUs, of a node with this much free CPU, memory and memory per device."""
+        devices = node.gpus
+        if not devices or not self._mix:
+            return 0.0
+        shares = [free / float(device.memory) for free, device in zip(gpu_free, devices)]
+        idle = sum(shares)
+        if idle <= 0.0:
+            return 0.0
+        # Beyond FGD, which asks only whether one more request of each shape fits: the idle GPUs that the
+        # node's free CPU and memory cannot feed at the mix's CPU and memory per GPU are stranded too.
+        cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
+        starved = 0.0
+        if cpu_per_gpu > 0:
+            starved = max(starved, idle - max(cpu_free, 0) / cpu_per_gpu)
+        if memory_per_gpu > 0:
+            starved = max(starved, idle - max(memory_free, 0) / memory_per_gpu)
+        result = starved
+        for (request, weight, shapes), matches in zip(self._mix, self._group_matches(node)):
+            usable = 0
+            stranded = 0.0
+            for position, device in enumerate(devices):
+                free = gpu_free[position]
+                if matches[position] and (free == device.memory if request.memory is None else free >= request.memory):
+                    usable += 1
+                else:
+                    stranded += shares[position]
+            if usable < request.count:
+                result += weight * idle
+                continue
+            fitting = 0.0
+            for cpu, memory, share in shapes:
+                if cpu <= cpu_free and memory <= memory_free:
+                    fitting += share
+            result += fitting * stranded + (weight - fitting) * idle
+        return result
+
+    def _now(self, node_state):
+        cached = self._current.get(node_state.name)
+        if cached is not None and cached[0] is node_state and cached[1] == node_state.version:
+            return cached[2]
+        node = node_state.node
+        value = self.fragmentation(node, node.cpu - node_state.cpu_used, node.memory - node_state.memory_used,
+                                   [device.memory - used for device, used in zip(node.gpus, node_state.gpu_used)])
+        self._current[node_state.name] = (node_state, node_state.version, value)
+        return value
+
+    def score(self, cycle, cluster, instance, node_state):
+        node = node_state.node
+        if not node.gpus or not self._mix:
+            return 0.0
+        requests = self._requests[instance.service.name]
+        free = [device.memory - used for device, used in zip(node.gpus, node_state.gpu_used)]
+        if instance.service.resources.gpu is not None:
+            for position, take in gpu_choice(cycle, instance, node_state) or ():
+                free[position] -= take
+        after = self.fragmentation(node, node.cpu - node_state.cpu_used - requests.cpu,
+                                   node.memory - node_state.memory_used - requests.memory, free)
+        return self._now(node_state) - after
+
+    def normalize_score(self, raw):
+        # The logistic of the change in GPUs, as the paper's simulator maps it (there in thousandths of a GPU / 1000).
+        if raw < -50.0:
+            return 0.0
+        return 100.0 / (1.0 + math.exp(-raw))
