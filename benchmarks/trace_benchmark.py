@@ -168,6 +168,8 @@ class Replay:
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
         attempt.instances = []
         attempt.total = 0
+        # What Attempt.run does before sorting: the queue sort's constrained-first key.
+        self.framework.queue_sort.feasible_nodes = attempt.feasible_nodes()
         placed = {}                 # instance name -> (instance, gpus)
         curve = {}
         replans = 0
@@ -293,6 +295,33 @@ def check(replay, attempt):
     return len(placed), len(kept), violations
 
 
+def one_plan(nodes, pods, seed, count, node_count):
+    """One plan() of the first ``count`` arrivals, each pod its own single-replica service, on the first
+    ``node_count`` nodes: (seconds, feasible, placed, violations from the plan checker)."""
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+    from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+    kept_nodes = dict(sorted(nodes.items())[:node_count])
+    gpus = sum(len(spec["gpus"]) for spec in kept_nodes.values())
+    order = arrivals(pods, gpus, seed)[:count]
+    services = {}
+    for index, (cpu, memory, gpu_count, milli, models) in enumerate(order):
+        resources = {"cpu": "%dm" % cpu, "memory": "%dMi" % memory}
+        if gpu_count:
+            resources["gpu"] = {"count": gpu_count}
+            if milli < MILLI:
+                resources["gpu"]["memory"] = "%dMi" % milli
+            if models:
+                resources["gpu"]["models"] = list(models)
+        services["pod-%05d" % index] = {"resources": resources}
+    mapping = {"nodes": kept_nodes, "services": services}
+    started = time.perf_counter()
+    result = plan(json.loads(json.dumps(mapping)), exact_seconds=0)
+    seconds = time.perf_counter() - started
+    violations = check_plan(mapping, result)
+    placed = len(result["placements"])
+    return seconds, result["feasible"], placed, len(result.get("unschedulable", {})), violations
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Replay a GPU-sharing trace the FGD paper's way.")
     parser.add_argument("nodes", help="node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
@@ -303,7 +332,19 @@ def main(argv=None):
     parser.add_argument("--weights", type=_weights, default=dict(WEIGHTS), help="score weights to change, e.g. GPUFragmentation=0")
     parser.add_argument("--check", action="store_true", help="run the plan checker on each final online plan")
     parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    parser.add_argument("--one-plan", metavar="PODSxNODES", help="instead: time one plan() of the first PODS arrivals "
+                        "(first seed), each pod its own service, on the first NODES nodes, e.g. 7500x1200")
     args = parser.parse_args(argv)
+    if args.one_plan:
+        count, node_count = (int(part) for part in args.one_plan.lower().split("x"))
+        nodes, _gpus = read_nodes(args.nodes)
+        for path in args.pods:
+            seconds, feasible, placed, unplaced, violations = one_plan(nodes, read_pods(path), args.seeds[0], count, node_count)
+            print("%s: %d single-replica services on %d nodes: plan() %.2f s, feasible %s, %d placed, %d unplaced, "
+                  "plan checker: %d violation(s)%s" % (path.rsplit("/", 1)[-1], count, node_count, seconds, feasible,
+                                                       placed, unplaced, len(violations),
+                                                       "".join("\n  " + v for v in violations[:5])))
+        return 0
     modes = [mode for mode in args.modes.split(",") if mode]
     if any(mode not in MODES for mode in modes):
         parser.error("--modes: expected some of %s" % ", ".join(MODES))

@@ -97,6 +97,10 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         result.update(framework.run_bind(found.placements, found.cluster))
         result["ranks"] = ranks(problem.services)
         return result
+    if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
+        # The solver never ran: the answer is still the greedy pass's, and says why no more was tried.
+        infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
+        return infeasible
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
 
@@ -230,8 +234,28 @@ class Attempt:
             status = self._static[key] = self.framework.run_static_filters(filters, instance, node, staying)
         return status.ok
 
+    def feasible_nodes(self):
+        """Per service, the nodes its static filters accept: one count per equivalence class."""
+        counts, by_class = {}, {}
+        for service in self.problem.services.values():
+            if service.sidecar:
+                continue
+            key = self._class_of.get(service.name)
+            if key is None:
+                key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+            if key not in by_class:
+                stand_in = Instance(service, 0, None)
+                status, _cycle, filters = self.framework.run_pre_filter(self.cluster, stand_in)
+                by_class[key] = 0 if not status.ok else sum(
+                    1 for state in self.cluster.nodes.values() if self.static_ok(stand_in, state.node, filters))
+            counts[service.name] = by_class[key]
+        return counts
+
     def run(self):
-        sort_key = self.framework.queue_sort.sort_key
+        queue_sort = self.framework.queue_sort
+        if hasattr(queue_sort, "feasible_nodes"):
+            queue_sort.feasible_nodes = self.feasible_nodes()
+        sort_key = queue_sort.sort_key
         moves_allowed = self.cluster.moves_allowed
         nodes = self.cluster.nodes
         # Stateless instances whose node is gone are new work: they must not go before those that stay.

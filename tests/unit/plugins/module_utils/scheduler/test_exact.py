@@ -23,7 +23,8 @@ def test_the_packing_is_found():
 def test_without_ortools_the_greedy_answer_stands_and_says_why(monkeypatch):
     monkeypatch.setattr(exact, "cp_model", None)
     result = plan(PACKING)
-    assert result["feasible"] is False and result["exact"]["status"] == "unavailable"
+    # The solver never ran: the path is the greedy pass's, with no exact verdict to claim.
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
     assert result["summary"] == ("1 of 6 instance(s) could not be placed (the exact solver needs OR-Tools (pip install ortools), "
                                  "so the exact solver did not run)")
 
@@ -31,7 +32,7 @@ def test_without_ortools_the_greedy_answer_stands_and_says_why(monkeypatch):
 def test_a_problem_too_large_to_model_is_skipped(monkeypatch):
     monkeypatch.setattr(exact, "MAX_CANDIDATES", 11)
     result = plan(PACKING)
-    assert result["feasible"] is False and result["exact"]["status"] == "skipped"
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
     assert "12 instance-node pairs exceed the exact solver's limit of 11" in result["summary"]
 
 
