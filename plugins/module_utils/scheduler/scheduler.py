@@ -90,9 +90,11 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
     }
     if exact_seconds <= 0:
         return infeasible
-    found = exact.solve(problem, framework, exact_seconds)
+    found = exact.solve(problem, framework, exact_seconds, around=attempt)
     report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     if found.placements is not None:
+        if found.reason:
+            report["scope"] = found.reason      # solved around the unplaced instances, not as a whole
         result = {"feasible": True, "path": EXACT, "exact": report}
         result.update(framework.run_bind(found.placements, found.cluster))
         result["ranks"] = ranks(problem.services)

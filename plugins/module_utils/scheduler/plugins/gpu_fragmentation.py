@@ -64,27 +64,28 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         super().__init__(problem)
         self._mix = expected_mix(problem)
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
-        self._matches = {}      # node name -> per group, per device: whether the group's models match
+        self._layouts = {}      # node name -> per group, the positions of the devices its models match
         self._needs = {}        # node name -> (CPU, memory) per GPU the mix asks
         self._current = {}      # node name -> (node state, its version, fragmentation): attempts have their own states
 
-    def _group_matches(self, node):
-        matches = self._matches.get(node.name)
-        if matches is None:
-            matches = self._matches[node.name] = [tuple(request.matches(device) for device in node.gpus)
-                                                  for request, _weight, _shapes in self._mix]
-        return matches
+    def _layout(self, node):
+        """Per group of the mix, the positions of this node's devices whose model it accepts (static, cached)."""
+        layout = self._layouts.get(node.name)
+        if layout is None:
+            layout = self._layouts[node.name] = [
+                tuple(position for position, device in enumerate(node.gpus) if request.matches(device))
+                for request, _weight, _shapes in self._mix]
+        return layout
 
     def _per_gpu(self, node):
-        """(CPU, memory) the expected work asks per GPU it takes on this node, or None: what idle GPUs will need."""
+        """(CPU, memory) the expected work asks per GPU it takes on this node: what idle GPUs will need."""
         cached = self._needs.get(node.name)
         if cached is None:
             cpu = memory = gpus = 0.0
-            for (request, _weight, shapes), matches in zip(self._mix, self._group_matches(node)):
-                sizes = [device.memory for device, match in zip(node.gpus, matches) if match]
-                if not sizes:
+            for (request, _weight, shapes), positions in zip(self._mix, self._layout(node)):
+                if not positions:
                     continue
-                size = float(max(sizes))
+                size = float(max(node.gpus[position].memory for position in positions))
                 taken = request.count * (1.0 if request.memory is None else min(1.0, request.memory / size))
                 for shape_cpu, shape_memory, share in shapes:
                     cpu += share * shape_cpu
@@ -105,21 +106,20 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         # Beyond FGD, which asks only whether one more request of each shape fits: the idle GPUs that the
         # node's free CPU and memory cannot feed at the mix's CPU and memory per GPU are stranded too.
         cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
-        starved = 0.0
+        result = 0.0
         if cpu_per_gpu > 0:
-            starved = max(starved, idle - max(cpu_free, 0) / cpu_per_gpu)
+            result = max(result, idle - max(cpu_free, 0) / cpu_per_gpu)
         if memory_per_gpu > 0:
-            starved = max(starved, idle - max(memory_free, 0) / memory_per_gpu)
-        result = starved
-        for (request, weight, shapes), matches in zip(self._mix, self._group_matches(node)):
+            result = max(result, idle - max(memory_free, 0) / memory_per_gpu)
+        for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
             usable = 0
-            stranded = 0.0
-            for position, device in enumerate(devices):
+            usable_share = 0.0
+            whole = request.memory is None
+            for position in positions:
                 free = gpu_free[position]
-                if matches[position] and (free == device.memory if request.memory is None else free >= request.memory):
+                if (free == devices[position].memory) if whole else (free >= request.memory):
                     usable += 1
-                else:
-                    stranded += shares[position]
+                    usable_share += shares[position]
             if usable < request.count:
                 result += weight * idle
                 continue
@@ -127,7 +127,8 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             for cpu, memory, share in shapes:
                 if cpu <= cpu_free and memory <= memory_free:
                     fitting += share
-            result += fitting * stranded + (weight - fitting) * idle
+            # The shapes that fit leave stranded only the devices too full for them; the others, all idle GPUs.
+            result += fitting * (idle - usable_share) + (weight - fitting) * idle
         return result
 
     def _now(self, node_state):
