@@ -83,14 +83,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
     if hint:
         builder.hint(hint)
-    # First one worker with a fixed seed, which searches the same way every time, so a problem it settles
-    # gives the same plan on every run; then, for what remains of the budget, CP-SAT's portfolio of workers.
-    status, solver = _search(builder.model, min(time_limit, max(1.0, time_limit / 4.0)), 1)
-    if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and workers > 1 and time.monotonic() - started < time_limit:
-        remaining = time_limit - (time.monotonic() - started)
-        if status == cp_model.FEASIBLE:
-            builder.keep(solver)
-        status, solver = _search(builder.model, remaining, workers)
+    status, solver = _two_phases(builder, time_limit, workers, started)
     seconds = time.monotonic() - started
     if status == cp_model.INFEASIBLE:
         return ExactResult(INFEASIBLE, seconds, reason="CP-SAT proved that no placement satisfies every constraint")
@@ -146,8 +139,7 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
     if builder.reason is not None:
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, builder.reason))
     builder.hint(freed)
-    remaining = max(0.001, time_limit - (time.monotonic() - started))
-    status, solver = _search(builder.model, remaining, workers)
+    status, solver = _two_phases(builder, time_limit, workers, started)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan found within %g s" % (scope, time_limit))
     inside, _cluster = builder.extract(solver)
@@ -172,6 +164,19 @@ def _apply(cluster, placement, request):
     if placement.nvme is not None:
         position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
         node_state.nvme_used[position] += placement.nvme_size
+
+
+def _two_phases(builder, time_limit, workers, started):
+    """First one worker with a fixed seed, which searches the same way every time, so a problem it settles
+    gives the same plan on every run; then, for what remains of the budget, CP-SAT's portfolio of workers."""
+    remaining = max(0.001, time_limit - (time.monotonic() - started))
+    status, solver = _search(builder.model, min(remaining, max(1.0, time_limit / 4.0)), 1)
+    if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and workers > 1 and time.monotonic() - started < time_limit:
+        remaining = time_limit - (time.monotonic() - started)
+        if status == cp_model.FEASIBLE:
+            builder.keep(solver)
+        status, solver = _search(builder.model, remaining, workers)
+    return status, solver
 
 
 def _search(model, seconds, workers):

@@ -31,6 +31,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
+MEMO_SIZE = 100000      # fragmentation values remembered at most (a few tens of MB)
+
 
 def expected_mix(problem):
     """The catalog's GPU request shapes: [(GPURequest, share of all GPU instances, ((cpu, memory, share), ...)), ...].
@@ -57,6 +59,17 @@ def expected_mix(problem):
     return mix
 
 
+def _scarcity(problem, mix):
+    """Per GPU request of the mix: its weight over the share of the cluster's GPUs its models match
+    (its weight when it accepts every model)."""
+    devices = [device for node in problem.nodes.values() for device in node.gpus]
+    scarcity = {}
+    for request, weight, _shapes in mix:
+        matching = sum(1 for device in devices if request.matches(device))
+        scarcity[request] = weight * len(devices) / float(matching) if matching else weight
+    return scarcity
+
+
 class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
     name = "GPUFragmentation"
 
@@ -66,6 +79,13 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._layouts = {}      # node name -> per group, the positions of the devices its models match
         self._needs = {}        # node name -> (CPU, memory) per GPU the mix asks
+        self._scarcity = _scarcity(problem, self._mix)
+        self._kinds = {}        # node name -> the name of the first node with the same devices
+        self._kind_names = {}   # devices (model, memory) -> that first node's name
+        self._memo = {}         # (node kind, free CPU, free memory, free per device) -> fragmentation
+        # The most CPU and memory any expected shape asks: with that much left, every shape that fits still fits.
+        self._largest = (max([cpu for _r, _w, shapes in self._mix for cpu, _m, _s in shapes] or [0]),
+                         max([memory for _r, _w, shapes in self._mix for _c, memory, _s in shapes] or [0]))
         self._current = {}      # node name -> (node state, its version, fragmentation): attempts have their own states
 
     def _layout(self, node):
@@ -99,7 +119,27 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         devices = node.gpus
         if not devices or not self._mix:
             return 0.0
-        shares = [free / float(device.memory) for free, device in zip(gpu_free, devices)]
+        # Nodes of one kind pass through the same states (all of them start empty): remember each state's value.
+        key = (self._kind(node), cpu_free, memory_free, tuple(gpu_free))
+        value = self._memo.get(key)
+        if value is None:
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()      # bounded: early states (the shared ones) are the ones worth keeping
+            value = self._memo[key] = self._fragmentation(node, cpu_free, memory_free, gpu_free)
+        return value
+
+    def _kind(self, node):
+        """Nodes whose devices are alike have the same layout and needs: one name stands for them all."""
+        kind = self._kinds.get(node.name)
+        if kind is None:
+            signature = tuple((device.model, device.memory) for device in node.gpus)
+            kind = self._kinds[node.name] = self._kind_names.setdefault(signature, node.name)
+        return kind
+
+    def _fragmentation(self, node, cpu_free, memory_free, gpu_free):
+        devices = node.gpus
+        sizes = [device.memory for device in devices]
+        shares = [free / float(size) for free, size in zip(gpu_free, sizes)]
         idle = sum(shares)
         if idle <= 0.0:
             return 0.0
@@ -111,17 +151,21 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             result = max(result, idle - max(cpu_free, 0) / cpu_per_gpu)
         if memory_per_gpu > 0:
             result = max(result, idle - max(memory_free, 0) / memory_per_gpu)
+        scarcity = self._scarcity
         for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
             usable = 0
             usable_share = 0.0
-            whole = request.memory is None
+            wanted = request.memory
             for position in positions:
                 free = gpu_free[position]
-                if (free == devices[position].memory) if whole else (free >= request.memory):
+                if (free == sizes[position]) if wanted is None else (free >= wanted):
                     usable += 1
                     usable_share += shares[position]
             if usable < request.count:
-                result += weight * idle
+                # A shape that cannot use this node's models at all counts its idle GPUs in proportion to how
+                # scarce its own models are (its share of the mix over its share of the cluster's GPUs), so work
+                # that fits anywhere leaves a scarce model to the work that needs it.
+                result += (scarcity[request] if not positions else weight) * idle
                 continue
             fitting = 0.0
             for cpu, memory, share in shapes:
@@ -132,27 +176,40 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         return result
 
     def _now(self, node_state):
+        """(free memory per device, fragmentation) of the node as it is, cached per node state and version."""
         cached = self._current.get(node_state.name)
         if cached is not None and cached[0] is node_state and cached[1] == node_state.version:
-            return cached[2]
+            return cached[2], cached[3]
         node = node_state.node
-        value = self.fragmentation(node, node.cpu - node_state.cpu_used, node.memory - node_state.memory_used,
-                                   [device.memory - used for device, used in zip(node.gpus, node_state.gpu_used)])
-        self._current[node_state.name] = (node_state, node_state.version, value)
-        return value
+        free = tuple(device.memory - used for device, used in zip(node.gpus, node_state.gpu_used))
+        value = self.fragmentation(node, node.cpu - node_state.cpu_used, node.memory - node_state.memory_used, free)
+        self._current[node_state.name] = (node_state, node_state.version, free, value)
+        return free, value
 
     def score(self, cycle, cluster, instance, node_state):
         node = node_state.node
         if not node.gpus or not self._mix:
             return 0.0
-        requests = self._requests[instance.service.name]
-        free = [device.memory - used for device, used in zip(node.gpus, node_state.gpu_used)]
+        free, now = self._now(node_state)
         if instance.service.resources.gpu is not None:
+            free = list(free)
             for position, take in gpu_choice(cycle, instance, node_state) or ():
                 free[position] -= take
+        requests = self._requests[instance.service.name]
+        if instance.service.resources.gpu is None:
+            if not any(free):
+                return 0.0      # no GPU memory left to strand: CPU work changes nothing here
+            # CPU work that leaves enough for every shape and for feeding every idle GPU changes nothing either.
+            idle = sum(f / float(device.memory) for f, device in zip(free, node.gpus))
+            cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
+            cpu_left = node.cpu - node_state.cpu_used - requests.cpu
+            memory_left = node.memory - node_state.memory_used - requests.memory
+            if cpu_left >= max(self._largest[0], idle * cpu_per_gpu) and \
+                    memory_left >= max(self._largest[1], idle * memory_per_gpu):
+                return 0.0
         after = self.fragmentation(node, node.cpu - node_state.cpu_used - requests.cpu,
                                    node.memory - node_state.memory_used - requests.memory, free)
-        return self._now(node_state) - after
+        return now - after
 
     def normalize_score(self, raw):
         # The logistic of the change in GPUs, as the paper's simulator maps it (there in thousandths of a GPU / 1000).

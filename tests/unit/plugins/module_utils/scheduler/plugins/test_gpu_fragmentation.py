@@ -69,3 +69,16 @@ def test_no_gpu_work_in_the_catalog_scores_every_node_alike():
     problem = parse_problem({"nodes": {"a": gpu_node()}, "services": {"web": service()}})
     assert expected_mix(problem) == []
     assert GPUFragmentation(problem).fragmentation(problem.nodes["a"], 0, 0, [80 * GI, 80 * GI]) == 0.0
+
+
+def test_work_that_fits_anywhere_leaves_a_scarce_model_to_the_work_that_needs_it():
+    nodes = {"a-t4": node(cpu=16, gpus=[gpu(i, model="Tesla T4", memory="16Gi", uuid="GPU-t4-%d" % i) for i in range(2)]),
+             "b-big": node(cpu=16, gpus=[gpu(i, uuid="GPU-big-%d" % i) for i in range(3)])}
+    # The T4 node sorts first by name and is as good a fit otherwise; the catalog also runs T4-only work.
+    services = {"any": whole(), "t4-only": service(resources={"gpu": {"count": 1, "models": ["T4"]}})}
+    assert where(solve(nodes, services)) == {"any-0": "b-big", "t4-only-0": "a-t4"}
+    problem = parse_problem({"nodes": nodes, "services": services})
+    plugin = GPUFragmentation(problem)
+    big = problem.nodes["b-big"]
+    # Half the mix can use only 2 of the 5 GPUs: its weight 0.5 counts 0.5 x 5 / 2 on the node it cannot use.
+    assert plugin.fragmentation(big, 16000, 64 * GI, [80 * GI] * 3) == pytest.approx(1.25 * 3)
