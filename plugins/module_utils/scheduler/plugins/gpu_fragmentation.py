@@ -82,6 +82,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._scarcity = _scarcity(problem, self._mix)
         self._kinds = {}        # node name -> the name of the first node with the same devices
         self._kind_names = {}   # devices (model, memory) -> that first node's name
+        self._compiled_kinds = {}   # node kind -> what _compiled returns
         self._memo = {}         # (node kind, free CPU, free memory, free per device) -> fragmentation
         # The most CPU and memory any expected shape asks: with that much left, every shape that fits still fits.
         self._largest = (max([cpu for _r, _w, shapes in self._mix for cpu, _m, _s in shapes] or [0]),
@@ -96,6 +97,28 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 tuple(position for position, device in enumerate(node.gpus) if request.matches(device))
                 for request, _weight, _shapes in self._mix]
         return layout
+
+    def _compiled(self, node):
+        """Per node kind: the summed scarcity of the shapes that cannot use it, and the others merged by what
+        they ask of it ((count, memory per device, usable positions) -> weight and (cpu, memory) shares)."""
+        kind = self._kind(node)
+        compiled = self._compiled_kinds.get(kind)
+        if compiled is None:
+            absent = 0.0
+            merged = {}
+            for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
+                if not positions:
+                    absent += self._scarcity[request]
+                    continue
+                entry = merged.setdefault((request.count, request.memory, positions), [0.0, {}])
+                entry[0] += weight
+                for cpu, memory, share in shapes:
+                    entry[1][cpu, memory] = entry[1].get((cpu, memory), 0.0) + share
+            groups = [(count, wanted, positions, weight, tuple((cpu, memory, share) for (cpu, memory), share in sorted(shapes.items())))
+                      for (count, wanted, positions), (weight, shapes) in sorted(
+                          merged.items(), key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1], item[0][2]))]
+            compiled = self._compiled_kinds[kind] = (absent, groups)
+        return compiled
 
     def _per_gpu(self, node):
         """(CPU, memory) the expected work asks per GPU it takes on this node: what idle GPUs will need."""
@@ -151,21 +174,21 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             result = max(result, idle - max(cpu_free, 0) / cpu_per_gpu)
         if memory_per_gpu > 0:
             result = max(result, idle - max(memory_free, 0) / memory_per_gpu)
-        scarcity = self._scarcity
-        for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
+        absent, groups = self._compiled(node)
+        # A shape that cannot use this node's models at all counts its idle GPUs in proportion to how scarce its
+        # own models are (its share of the mix over its share of the cluster's GPUs), so work that fits anywhere
+        # leaves a scarce model to the work that needs it.
+        result += absent * idle
+        for count, wanted, positions, weight, shapes in groups:
             usable = 0
             usable_share = 0.0
-            wanted = request.memory
             for position in positions:
                 free = gpu_free[position]
                 if (free == sizes[position]) if wanted is None else (free >= wanted):
                     usable += 1
                     usable_share += shares[position]
-            if usable < request.count:
-                # A shape that cannot use this node's models at all counts its idle GPUs in proportion to how
-                # scarce its own models are (its share of the mix over its share of the cluster's GPUs), so work
-                # that fits anywhere leaves a scarce model to the work that needs it.
-                result += (scarcity[request] if not positions else weight) * idle
+            if usable < count:
+                result += weight * idle
                 continue
             fitting = 0.0
             for cpu, memory, share in shapes:
@@ -190,23 +213,21 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         node = node_state.node
         if not node.gpus or not self._mix:
             return 0.0
+        requests = self._requests[instance.service.name]
+        if instance.service.resources.gpu is None:
+            idle = sum((device.memory - used) / float(device.memory) for device, used in zip(node.gpus, node_state.gpu_used))
+            if idle <= 0.0:
+                return 0.0      # no GPU memory left to strand: CPU work changes nothing here
+            # CPU work that leaves enough for every shape and for feeding every idle GPU changes nothing either.
+            cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
+            if node.cpu - node_state.cpu_used - requests.cpu >= max(self._largest[0], idle * cpu_per_gpu) and \
+                    node.memory - node_state.memory_used - requests.memory >= max(self._largest[1], idle * memory_per_gpu):
+                return 0.0
         free, now = self._now(node_state)
         if instance.service.resources.gpu is not None:
             free = list(free)
             for position, take in gpu_choice(cycle, instance, node_state) or ():
                 free[position] -= take
-        requests = self._requests[instance.service.name]
-        if instance.service.resources.gpu is None:
-            if not any(free):
-                return 0.0      # no GPU memory left to strand: CPU work changes nothing here
-            # CPU work that leaves enough for every shape and for feeding every idle GPU changes nothing either.
-            idle = sum(f / float(device.memory) for f, device in zip(free, node.gpus))
-            cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
-            cpu_left = node.cpu - node_state.cpu_used - requests.cpu
-            memory_left = node.memory - node_state.memory_used - requests.memory
-            if cpu_left >= max(self._largest[0], idle * cpu_per_gpu) and \
-                    memory_left >= max(self._largest[1], idle * memory_per_gpu):
-                return 0.0
         after = self.fragmentation(node, node.cpu - node_state.cpu_used - requests.cpu,
                                    node.memory - node_state.memory_used - requests.memory, free)
         return now - after
