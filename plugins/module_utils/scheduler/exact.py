@@ -22,6 +22,7 @@ other GPUs or another NVMe device (a restart); then fewest nodes used; then fewe
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
@@ -59,31 +60,30 @@ def available():
     return cp_model is not None
 
 
-def solve(problem, framework, time_limit, hint=None, workers=8):
+def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     """An ExactResult for ``problem``; ``time_limit`` in seconds of wall time.
 
-    ``hint`` (greedy's placements) gives CP-SAT a plan to start from and improve on.
+    ``hint`` (greedy's placements) gives CP-SAT a plan to start from and improve on. ``around`` (a failed
+    greedy attempt) lets a problem too large to model whole be solved around its unplaced instances.
     """
     started = time.monotonic()
     if cp_model is None:
         return ExactResult(UNAVAILABLE, 0.0, reason="the exact solver needs OR-Tools (pip install ortools)")
     candidates = len(problem.nodes) * sum(service.replicas for service in problem.services.values() if not service.sidecar)
     if candidates > MAX_CANDIDATES:
-        return ExactResult(SKIPPED, 0.0, reason="%d instance-node pairs exceed the exact solver's limit of %d" % (
-            candidates, MAX_CANDIDATES))
+        reason = "%d instance-node pairs exceed the exact solver's limit of %d" % (candidates, MAX_CANDIDATES)
+        if around is not None:
+            found = _solve_around(problem, framework, time_limit, around, workers, started)
+            if found.placements is not None:
+                return found
+            reason = "%s, and %s" % (reason, found.reason)
+        return ExactResult(SKIPPED, time.monotonic() - started, reason=reason)
     builder = _Model(problem, framework)
     if builder.reason is not None:
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
     if hint:
         builder.hint(hint)
-    # First one worker with a fixed seed, which searches the same way every time, so a problem it settles
-    # gives the same plan on every run; then, for what remains of the budget, CP-SAT's portfolio of workers.
-    status, solver = _search(builder.model, min(time_limit, max(1.0, time_limit / 4.0)), 1)
-    if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and workers > 1 and time.monotonic() - started < time_limit:
-        remaining = time_limit - (time.monotonic() - started)
-        if status == cp_model.FEASIBLE:
-            builder.keep(solver)
-        status, solver = _search(builder.model, remaining, workers)
+    status, solver = _two_phases(builder, time_limit, workers, started)
     seconds = time.monotonic() - started
     if status == cp_model.INFEASIBLE:
         return ExactResult(INFEASIBLE, seconds, reason="CP-SAT proved that no placement satisfies every constraint")
@@ -91,6 +91,92 @@ def solve(problem, framework, time_limit, hint=None, workers=8):
         return ExactResult(TIMEOUT, seconds, reason="no plan found within %g s" % time_limit)
     placements, cluster = builder.extract(solver)
     return ExactResult(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, seconds, placements, cluster)
+
+
+def _solve_around(problem, framework, time_limit, attempt, workers, started):
+    """The unplaced instances of a failed greedy attempt, the nodes they could use and what greedy put on
+    those nodes, solved exactly; every other placement stays where greedy put it.
+
+    A plan found this way is a plan of the whole problem (status FEASIBLE: optimal only within the part).
+    No plan for the part proves nothing for the whole, so that is reported as not found. Quotas count
+    across the whole cluster, so a problem with quotas is not cut.
+    """
+    if problem.quotas:
+        return ExactResult(SKIPPED, 0.0, reason="quotas count across the whole cluster, so it cannot be cut around "
+                                                "the unplaced instances")
+    placed = {placement.instance.name for placement in attempt.placements}
+    unplaced = [instance for instance in attempt.instances if instance.name not in placed]
+    cluster = ClusterState(problem)
+    cluster.moves_allowed = True
+    cluster.released = set()
+    usable = set()
+    for instance in unplaced:
+        status, cycle, filters = framework.run_pre_filter(cluster, instance)
+        if not status.ok:
+            return ExactResult(SKIPPED, 0.0, reason="%s: %s" % (instance.name, "; ".join(status.reasons)))
+        names = cycle.node_names if cycle.node_names is not None else problem.nodes
+        usable.update(name for name in names if name in problem.nodes and framework.run_static_filters(
+            filters, instance, problem.nodes[name], instance.previous_node() == name).ok)
+    on_node = {}
+    for placement in attempt.placements:
+        on_node.setdefault(placement.node, []).append(placement)
+    # Nodes with the least placed on them first: they leave the most room for the fewest pairs.
+    nodes = sorted(usable, key=lambda name: (len(on_node.get(name, ())), name))
+    while nodes:
+        freed = [placement for name in nodes for placement in on_node.get(name, ())]
+        if len(nodes) * (len(freed) + len(unplaced)) <= MAX_CANDIDATES:
+            break
+        nodes = nodes[:len(nodes) * 4 // 5]
+    if not nodes:
+        return ExactResult(SKIPPED, 0.0, reason="no part around the unplaced instances is small enough to model")
+    part = dataclasses.replace(problem, nodes={name: problem.nodes[name] for name in sorted(nodes)})
+    freed_names = {placement.instance.name for placement in freed}
+    instances = sorted([placement.instance for placement in freed] + unplaced,
+                       key=lambda instance: (instance.service.name, instance.ordinal))
+    builder = _Model(part, framework, instances)
+    scope = "the part around %d unplaced instance(s): %d instance(s) on %d of %d nodes" % (
+        len(unplaced), len(instances), len(nodes), len(problem.nodes))
+    if builder.reason is not None:
+        return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, builder.reason))
+    builder.hint(freed)
+    status, solver = _two_phases(builder, time_limit, workers, started)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(SKIPPED, 0.0, reason="%s has no plan found within %g s" % (scope, time_limit))
+    inside, _cluster = builder.extract(solver)
+    placements = [placement for placement in attempt.placements if placement.instance.name not in freed_names]
+    placements.extend(inside)
+    whole = ClusterState(problem)
+    for placement in placements:
+        _apply(whole, placement, builder.requests[placement.instance.service.name])
+    return ExactResult(FEASIBLE, time.monotonic() - started, placements, whole, reason=scope)
+
+
+def _apply(cluster, placement, request):
+    """Record a placement's use of its node in ``cluster`` (what the binder reports)."""
+    node_state = cluster.nodes[placement.node]
+    node_state.cpu_used += request.cpu
+    node_state.memory_used += request.memory
+    node_state.ports.update(request.ports)
+    node_state.services.update(request.services)
+    positions = {device.uuid: position for position, device in enumerate(node_state.node.gpus)}
+    for claim in placement.gpus:
+        node_state.gpu_used[positions[claim.device.uuid]] += claim.memory
+    if placement.nvme is not None:
+        position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
+        node_state.nvme_used[position] += placement.nvme_size
+
+
+def _two_phases(builder, time_limit, workers, started):
+    """First one worker with a fixed seed, which searches the same way every time, so a problem it settles
+    gives the same plan on every run; then, for what remains of the budget, CP-SAT's portfolio of workers."""
+    remaining = max(0.001, time_limit - (time.monotonic() - started))
+    status, solver = _search(builder.model, min(remaining, max(1.0, time_limit / 4.0)), 1)
+    if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) and workers > 1 and time.monotonic() - started < time_limit:
+        remaining = time_limit - (time.monotonic() - started)
+        if status == cp_model.FEASIBLE:
+            builder.keep(solver)
+        status, solver = _search(builder.model, remaining, workers)
+    return status, solver
 
 
 def _search(model, seconds, workers):
@@ -106,11 +192,11 @@ def _search(model, seconds, workers):
 class _Model:
     """The CP-SAT model of one problem; ``reason`` is set when some instance can go nowhere at all."""
 
-    def __init__(self, problem, framework):
+    def __init__(self, problem, framework, instances=None):
         self.problem = problem
         self.model = cp_model.CpModel()
         self.reason = None
-        self.instances = problem.instances()
+        self.instances = problem.instances() if instances is None else instances
         self._index = {instance.name: index for index, instance in enumerate(self.instances)}
         self.requests = {name: pod_requests(problem.services, service) for name, service in problem.services.items()}
         self.place = {}         # (instance index, node name) -> BoolVar

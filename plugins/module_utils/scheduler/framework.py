@@ -163,6 +163,7 @@ class Framework:
         self._normalizers = {p.name for p in self.scorers if isinstance(p, NormalizeScorePlugin)}
         self.shared_scorers = [p for p in self.scorers if not p.instance_specific]
         self.specific_scorers = [p for p in self.scorers if p.instance_specific]
+        self._steps = {}
         self.reservers = at(ReservePlugin)
         self.permits = at(PermitPlugin)
         self.binders = at(BindPlugin)
@@ -198,11 +199,17 @@ class Framework:
 
     def run_score(self, scorers, cycle, cluster, instance, node_state):
         total = 0.0
-        for plugin in scorers:
-            raw = plugin.score(cycle, cluster, instance, node_state)
-            if plugin.name in self._normalizers:
-                raw = plugin.normalize_score(raw)
-            total += self.weights[plugin.name] * min(max(raw, 0.0), MAX_NODE_SCORE)
+        steps = self._steps.get(id(scorers))
+        if steps is None or steps[0] is not scorers:
+            # Per list of scorers, once: the bound methods and weights (this runs for every node scored).
+            steps = self._steps[id(scorers)] = (scorers, [
+                (plugin.score, plugin.normalize_score if plugin.name in self._normalizers else None,
+                 self.weights[plugin.name]) for plugin in scorers])
+        for score, normalize, weight in steps[1]:
+            raw = score(cycle, cluster, instance, node_state)
+            if normalize is not None:
+                raw = normalize(raw)
+            total += weight * min(max(raw, 0.0), MAX_NODE_SCORE)
         return total
 
     def run_reserve(self, cycle, cluster, instance, node_state, placement):

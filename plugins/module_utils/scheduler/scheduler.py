@@ -32,7 +32,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
@@ -88,13 +90,19 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
     }
     if exact_seconds <= 0:
         return infeasible
-    found = exact.solve(problem, framework, exact_seconds)
+    found = exact.solve(problem, framework, exact_seconds, around=attempt)
     report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     if found.placements is not None:
+        if found.reason:
+            report["scope"] = found.reason      # solved around the unplaced instances, not as a whole
         result = {"feasible": True, "path": EXACT, "exact": report}
         result.update(framework.run_bind(found.placements, found.cluster))
         result["ranks"] = ranks(problem.services)
         return result
+    if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
+        # The solver never ran: the answer is still the greedy pass's, and says why no more was tried.
+        infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
+        return infeasible
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
 
@@ -110,23 +118,43 @@ def _exact_summary(found, greedy_summary, exact_seconds):
     return "%s (%s, so the exact solver did not run)" % (greedy_summary, found.reason)
 
 
+def equivalence_key(problem, service, conflicts=None):
+    """What decides where an instance of ``service`` may go and how nodes score for it (kube's
+    equivalence classes): services with the same key share one candidate heap. The name is left out;
+    anti-affinity enters through the services each one conflicts with."""
+    requests = pod_requests(problem.services, service)
+    conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
+    return (service.resources, requests.cpu, requests.memory, requests.ports,
+            tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
+            service.tolerations, service.quota)
+
+
 class _Candidates:
-    """The feasible nodes of one service, as a heap of (-score, node name, node version)."""
+    """The feasible nodes of one equivalence class, as a heap of (-score, node name, node version).
+
+    Nodes bound since the heap last looked (``seen``, a position in the attempt's bind log) are
+    rescored before it answers, so every class keeps its heap for the whole attempt.
+    """
 
     def __init__(self, attempt, service):
         self.attempt = attempt
-        # A stand-in replica with no history: what every replica of the service shares.
+        # A stand-in replica with no history: what every instance of the class shares.
         self.instance = Instance(service, 0, None)
         framework, cluster = attempt.framework, attempt.cluster
         self.status, self.cycle, self.filters = framework.run_pre_filter(cluster, self.instance)
         self.heap = []
         self.diagnosis = None
+        self.seen = len(attempt.bound)
         if self.status.ok:
-            for node_state in cluster.nodes.values():
-                self.push(node_state)
+            self._fill()
+
+    def _fill(self):
+        self.heap = []
+        for node_state in self.attempt.cluster.nodes.values():
+            self.push(node_state, heap=False)
         heapq.heapify(self.heap)
 
-    def push(self, node_state):
+    def push(self, node_state, heap=True):
         attempt = self.attempt
         if not attempt.static_ok(self.instance, node_state.node, self.filters):
             return
@@ -135,11 +163,30 @@ class _Candidates:
             return
         score = attempt.framework.run_score(attempt.framework.shared_scorers, self.cycle, attempt.cluster,
                                             self.instance, node_state)
-        heapq.heappush(self.heap, (-score, node_state.name, node_state.version))
+        entry = (-score, node_state.name, node_state.version)
+        if heap:
+            heapq.heappush(self.heap, entry)
+        else:
+            self.heap.append(entry)
+
+    def refresh(self):
+        """Rescore the nodes bound since this heap last looked (all of them, past a third of the cluster)."""
+        bound = self.attempt.bound
+        if self.seen == len(bound):
+            return
+        changed = set(bound[self.seen:])
+        self.seen = len(bound)
+        nodes = self.attempt.cluster.nodes
+        if 3 * len(changed) > len(nodes):
+            self._fill()
+            return
+        for name in sorted(changed):
+            self.push(nodes[name])
 
     def best(self, skip):
         """The best feasible node other than ``skip``, as (score, name), or None."""
         attempt = self.attempt
+        self.refresh()
         set_aside = []
         found = None
         while self.heap:
@@ -177,7 +224,10 @@ class Attempt:
         self.unplaced = {}
         self.retry = False
         self._static = {}
-        self._candidates = None
+        self.bound = []                 # node names in bind order: what each class heap must rescore
+        self._conflicts = service_conflicts(problem.services)
+        self._class_of = {}             # service name -> equivalence key
+        self._classes = {}              # equivalence key -> _Candidates
 
     def static_ok(self, instance, node, filters, staying=False):
         key = (instance.service.name, node.name, staying)
@@ -186,8 +236,28 @@ class Attempt:
             status = self._static[key] = self.framework.run_static_filters(filters, instance, node, staying)
         return status.ok
 
+    def feasible_nodes(self):
+        """Per service, the nodes its static filters accept: one count per equivalence class."""
+        counts, by_class = {}, {}
+        for service in self.problem.services.values():
+            if service.sidecar:
+                continue
+            key = self._class_of.get(service.name)
+            if key is None:
+                key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+            if key not in by_class:
+                stand_in = Instance(service, 0, None)
+                status, _cycle, filters = self.framework.run_pre_filter(self.cluster, stand_in)
+                by_class[key] = 0 if not status.ok else sum(
+                    1 for state in self.cluster.nodes.values() if self.static_ok(stand_in, state.node, filters))
+            counts[service.name] = by_class[key]
+        return counts
+
     def run(self):
-        sort_key = self.framework.queue_sort.sort_key
+        queue_sort = self.framework.queue_sort
+        if hasattr(queue_sort, "feasible_nodes"):
+            queue_sort.feasible_nodes = self.feasible_nodes()
+        sort_key = queue_sort.sort_key
         moves_allowed = self.cluster.moves_allowed
         nodes = self.cluster.nodes
         # Stateless instances whose node is gone are new work: they must not go before those that stay.
@@ -229,14 +299,23 @@ class Attempt:
         placement = {"gpus": (), "nvme": None, "nvme_size": 0}
         framework.run_reserve(cycle, cluster, instance, node_state, placement)
         self.placements.append(Placement(instance, node_state.name, **placement))
-        if self._candidates is not None:
-            self._candidates.push(node_state)
+        self.bound.append(node_state.name)
         return True
 
+    def place(self, instance):
+        """Schedule one more instance into this attempt (online use: earlier ones stay where they are);
+        False, with the reason in ``unplaced``, when it fits nowhere."""
+        self.total += 1
+        return self._schedule_one(instance, may_fail=True)
+
     def _candidates_for(self, service):
-        if self._candidates is None or self._candidates.instance.service is not service:
-            self._candidates = _Candidates(self, service)
-        return self._candidates
+        key = self._class_of.get(service.name)
+        if key is None:
+            key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+        candidates = self._classes.get(key)
+        if candidates is None:
+            candidates = self._classes[key] = _Candidates(self, service)
+        return candidates
 
     def _evaluate(self, instance, cycle, filters, node_state):
         """Full per-instance evaluation of one node: (score, name) or None."""
@@ -253,17 +332,16 @@ class Attempt:
         if not status.ok:
             message = "0/%d nodes are available: %s." % (nodes, "; ".join(status.reasons))
         else:
-            candidates = self._candidates
-            shared = cycle.node_names is None and instance.previous is None and candidates is not None \
-                and candidates.instance.service is instance.service
-            if shared and candidates.diagnosis is not None:
-                message = candidates.diagnosis
+            shared = cycle.node_names is None and instance.previous is None
+            candidates = self._candidates_for(instance.service) if shared else None
+            if shared and candidates.diagnosis is not None and candidates.diagnosis[0] == len(self.bound):
+                message = candidates.diagnosis[1]
             else:
                 message = "0/%d nodes are available: %s." % (nodes, reasons_histogram(
                     self._diagnose(instance, cycle, filters)))
                 if shared:
-                    # Nothing frees capacity within an attempt: later replicas fail the same way.
-                    candidates.diagnosis = message
+                    # Nothing was bound since: the next instance of the class fails the same way.
+                    candidates.diagnosis = (len(self.bound), message)
         self.unplaced[instance.name] = message
         if self.framework.run_post_filter(self, instance, message) is not None:
             self.retry = True

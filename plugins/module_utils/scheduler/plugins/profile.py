@@ -4,8 +4,11 @@
 """The default profile: which plugins run, in which order, and the score weights.
 
 Filters run in this order and a node is reported with the first one that rejects
-it; Reserve runs in this order too. Stickiness outweighs every other score together (10 x 100 > 5 x 100), so a
-stateless instance that may move goes back to its previous node whenever it fits.
+it; Reserve runs in this order too. Stickiness outweighs every other score together
+(100 x 100 > 15 x 100), so a stateless instance that may move goes back to its previous
+node whenever it fits. GPUFragmentation outweighs the other placement scores together
+(10 > 1 + 2 + 1 + 1): on the openb trace (benchmarks/trace_benchmark.py) it is what keeps
+GPUs usable; MostAllocated and best fit only break its near-ties.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.coscheduling import Coscheduling
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_ports import NodePorts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_selector import NodeSelector
@@ -36,6 +40,7 @@ PLUGINS = (
     NodePorts,            # PreFilter, Filter, Reserve
     NodeResourcesFit,     # Filter, Score, Reserve
     GPU,                  # PreFilter, Filter, Score, Reserve
+    GPUFragmentation,     # Score
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
     Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts
@@ -47,7 +52,8 @@ PLUGINS = (
 WEIGHTS = {
     "NodeResourcesFit": 1,
     "GPU": 2,
+    "GPUFragmentation": 10,
     "NVMe": 1,
     "TaintToleration": 1,
-    "Stickiness": 10,
+    "Stickiness": 100,
 }

@@ -1,12 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""QueueSort: instances that already run somewhere first, then the heaviest first.
+"""QueueSort: instances that already run somewhere first, then the most constrained, then the heaviest.
 
-Heavy first is first-fit-decreasing: big GPU and NVMe requests are placed while
-the cluster is empty enough to take them. The weight order is GPU memory, GPU
-count, NVMe size, then the dominant CPU/memory share (DRF's dominant share,
-Ghodsi et al. 2011), then the name, so the order is total and deterministic.
+Constrained first: an instance that only a few nodes can take (a GPU model, a selector) goes before
+work that fits almost anywhere, which could otherwise fill those few nodes first (the scheduler
+gives the number of nodes passing each service's static filters, ``feasible_nodes``; it is bucketed
+by powers of two, so only a clear difference reorders). Then heavy first, first-fit-decreasing: big
+GPU and NVMe requests are placed while the cluster is empty enough to take them. The weight order is
+GPU memory, GPU count, NVMe size, CPU, memory, then the name, so the order is total and deterministic.
+No key depends on the cluster's totals: adding nodes that a service cannot use never reorders it.
 """
 
 from __future__ import annotations
@@ -21,26 +24,29 @@ class HeavyFirst(QueueSortPlugin):
     def __init__(self, problem):
         super().__init__(problem)
         nodes = list(problem.nodes.values())
-        self._cpu = sum(node.cpu for node in nodes) or 1
-        self._memory = sum(node.memory for node in nodes) or 1
+        self.feasible_nodes = {}        # service name -> nodes passing its static filters (set by the scheduler)
+        self._largest = {}              # GPU models asked -> the largest matching device's memory
         self._weights = {}
         for name, service in problem.services.items():
             self._weights[name] = self._weight(service, nodes)
+
+    def _largest_device(self, request, nodes):
+        key = request.models
+        if key not in self._largest:
+            self._largest[key] = max([d.memory for n in nodes for d in n.gpus if request.matches(d)] or [0])
+        return self._largest[key]
 
     def _weight(self, service, nodes):
         gpu = service.resources.gpu
         gpu_memory = gpu_count = 0
         if gpu is not None:
             gpu_count = gpu.count
-            per_device = gpu.memory
-            if per_device is None:
-                # A whole GPU weighs as much as the largest device it could take.
-                per_device = max([d.memory for n in nodes for d in n.gpus if gpu.matches(d)] or [0])
+            # A whole GPU weighs as much as the largest device it could take.
+            per_device = gpu.memory if gpu.memory is not None else self._largest_device(gpu, nodes)
             gpu_memory = gpu.count * per_device
         nvme = service.resources.nvme.size if service.resources.nvme else 0
         requests = pod_requests(self.problem.services, service)
-        share = max(requests.cpu / self._cpu, requests.memory / self._memory)
-        return (gpu_memory, gpu_count, nvme, share)
+        return (gpu_memory, gpu_count, nvme, requests.cpu, requests.memory)
 
     def sort_key(self, instance, moves_allowed):
         if instance.pinned:
@@ -49,5 +55,8 @@ class HeavyFirst(QueueSortPlugin):
             first = 1
         else:
             first = 2
-        gpu_memory, gpu_count, nvme, share = self._weights[instance.service.name]
-        return (first, -gpu_memory, -gpu_count, -nvme, -share, instance.service.name, instance.ordinal)
+        feasible = self.feasible_nodes.get(instance.service.name)
+        constrained = feasible.bit_length() if feasible is not None else 0
+        gpu_memory, gpu_count, nvme, cpu, memory = self._weights[instance.service.name]
+        return (first, constrained, -gpu_memory, -gpu_count, -nvme, -cpu, -memory, instance.service.name,
+                instance.ordinal)

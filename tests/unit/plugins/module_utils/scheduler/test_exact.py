@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import copy
+
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 # Two 10Gi GPUs and requests of 5, 4, 4, 3, 2, 2 Gi: heavy-first best fit fails, {5, 3, 2} + {4, 4, 2} fits.
 PACKING = {
@@ -23,7 +26,8 @@ def test_the_packing_is_found():
 def test_without_ortools_the_greedy_answer_stands_and_says_why(monkeypatch):
     monkeypatch.setattr(exact, "cp_model", None)
     result = plan(PACKING)
-    assert result["feasible"] is False and result["exact"]["status"] == "unavailable"
+    # The solver never ran: the path is the greedy pass's, with no exact verdict to claim.
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
     assert result["summary"] == ("1 of 6 instance(s) could not be placed (the exact solver needs OR-Tools (pip install ortools), "
                                  "so the exact solver did not run)")
 
@@ -31,10 +35,35 @@ def test_without_ortools_the_greedy_answer_stands_and_says_why(monkeypatch):
 def test_a_problem_too_large_to_model_is_skipped(monkeypatch):
     monkeypatch.setattr(exact, "MAX_CANDIDATES", 11)
     result = plan(PACKING)
-    assert result["feasible"] is False and result["exact"]["status"] == "skipped"
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
     assert "12 instance-node pairs exceed the exact solver's limit of 11" in result["summary"]
 
 
 def test_zero_seconds_turns_it_off():
     result = plan(PACKING, exact_seconds=0)
     assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
+
+
+def test_a_problem_too_large_to_model_is_solved_around_its_unplaced_instances(monkeypatch):
+    # PACKING beside three CPU-only nodes running web replicas: 5 nodes x 12 instances = 60 pairs, above the
+    # limit of 40; the part around the unplaced GPU request (nodes a and b, with what greedy put there) is not.
+    problem = copy.deepcopy(PACKING)
+    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
+    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
+    result = plan(copy.deepcopy(problem))
+    assert result["feasible"] is True and result["path"] == "exact" and result["exact"]["status"] == "feasible"
+    assert result["exact"]["scope"].startswith("the part around 1 unplaced instance(s)")
+    assert check_plan(problem, result) == []
+    # Nothing outside the part moved: the web replicas stay where greedy put them.
+    assert all(result["placements"]["web-%d" % i]["node"].startswith("cpu-") for i in range(6))
+
+
+def test_a_part_without_a_plan_proves_nothing(monkeypatch):
+    problem = copy.deepcopy(PACKING)
+    problem["services"]["s5"]["replicas"] = 3       # 19Gi on 20Gi with requests that cannot share: infeasible
+    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 20)
+    result = plan(problem)
+    assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
+    assert "so the exact solver did not run" in result["summary"]

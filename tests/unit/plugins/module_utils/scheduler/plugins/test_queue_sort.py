@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service, solve, where
 
 
 def order(problem_mapping, moves_allowed=False):
@@ -32,3 +32,25 @@ def test_pinned_first_then_gpu_memory_gpu_count_nvme_share_then_name():
     # When stateless instances may move, only stateful ones stay ahead.
     assert order({"nodes": nodes, "services": services, "previous": previous}, moves_allowed=True)[:2] == \
         ["db-0", "whole-gpu-0"]
+
+
+def test_an_instance_few_nodes_can_take_goes_before_work_that_fits_anywhere():
+    # Both ask one whole GPU; "any" sorts first by name and, on a tie, takes node "a-p100" (first by name),
+    # which leaves "only-p100" nowhere. Fewest feasible nodes first places both.
+    nodes = {"a-p100": node(gpus=[gpu(0, model="Tesla P100", uuid="GPU-p")]),
+             "b-t4": node(gpus=[gpu(0, model="Tesla T4", uuid="GPU-t")])}
+    services = {"any": service(resources={"gpu": {"count": 1}}),
+                "only-p100": service(resources={"gpu": {"count": 1, "models": ["P100"]}})}
+    assert where(solve(nodes, services)) == {"any-0": "b-t4", "only-p100-0": "a-p100"}
+
+
+def test_nodes_a_service_cannot_use_do_not_reorder_it():
+    gpu_nodes = {"g%d" % i: node(cpu=8, gpus=[gpu(0, uuid="GPU-%d-0" % i), gpu(1, uuid="GPU-%d-1" % i)])
+                 for i in range(3)}
+    services = {"big": service(cpu=4, resources={"gpu": {"memory": "50Gi"}}),
+                "small": service(replicas=3, cpu=2, resources={"gpu": {"memory": "30Gi"}}),
+                "wide": service(cpu=6, memory="2Gi", resources={"gpu": {"memory": "30Gi"}})}
+    alone = solve(gpu_nodes, services)
+    more = dict(gpu_nodes, **{"cpu-%d" % i: node(cpu=256, memory="1Ti") for i in range(5)})
+    with_cpu_nodes = solve(more, services)
+    assert where(alone) == where(with_cpu_nodes)

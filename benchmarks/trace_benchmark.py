@@ -1,0 +1,422 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Replay a GPU-sharing trace (Alibaba's openb, the FGD paper's) and print our GPU allocation ratio
+beside the published ones.
+
+    .venv/bin/python benchmarks/trace_benchmark.py NODES.csv PODS.csv [PODS.csv ...]
+        [--expected fgd_expected_allocation.csv] [--seeds 42-51] [--modes online,gang,moves]
+        [--weights GPUFragmentation=0,...] [--check] [--json]
+
+The trace files are arguments; nothing of the trace ships here (see ../shared/openb/README.md for
+where they come from and how a pod maps to a problem). A benchmark, not a test: it exits 0 (2 on bad
+arguments). See benchmarks/README.md ("Trace benchmark").
+
+How it measures, per pod list and seed (the paper's way, plus ours):
+
+- arrivals: the pod list in a random order (``random.Random(seed)``), and, when its GPUs fall short of
+  130% of the cluster's, pods drawn from it at random until they reach it (the simulator's workload
+  inflation);
+- ``online``: pods arrive in batches, a batch being the pods that arrive while the arrived workload
+  (requested GPUs over the cluster's GPUs) grows by 1%; each batch is planned by the scheduler with
+  every earlier placement pinned where it is (one attempt of the scheduler's own loop, kept across
+  batches), a pod that fits nowhere is dropped, nothing ever moves;
+- ``gang``: every pod that arrived up to 100% planned at once, as one gang, heavy first; what does not
+  fit is dropped;
+- ``moves``: online, but when a batch does not fit as it is, the whole cluster (earlier pods and the
+  batch) is planned again with stateless moves allowed, and that plan is kept when it places more;
+- the figure: the GPU allocation ratio (GPUs allocated, a shared GPU's share counted as a fraction,
+  over all GPUs) when the arrived workload reaches 100%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import statistics
+import sys
+import time
+
+# Puts the collection (through its shim) and this folder on sys.path.
+import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, PreviousPlacement  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import Attempt, plan  # noqa: E402
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan  # noqa: E402
+
+DEFAULT_SEEDS = tuple(range(42, 52))
+ARRIVE_UNTIL = 1.30             # arrivals stop when the requested GPUs reach 130% of the cluster's
+MEASURE_AT = 100                # the figure: allocation when the arrived workload reaches 100%
+MILLI = 1000                    # a device is modelled as 1000Mi: a pod's gpu_milli is its Mi of it
+POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+MODES = ("online", "gang", "moves")
+
+
+def read_nodes(path):
+    nodes = {}
+    gpus = 0
+    with open(path, newline="") as handle:
+        for row in csv.DictReader(handle):
+            count = int(row["gpu"])
+            gpus += count
+            nodes[row["sn"]] = {
+                "cpu": "%sm" % row["cpu_milli"], "memory": "%sMi" % row["memory_mib"],
+                "gpus": [{"index": index, "uuid": "%s-gpu%d" % (row["sn"], index), "model": row["model"],
+                          "memory": "%dMi" % MILLI} for index in range(count)],
+            }
+    return nodes, gpus
+
+
+def read_pods(path):
+    """(cpu_milli, memory_mib, num_gpu, gpu_milli, models) per pod, in file order."""
+    pods = []
+    with open(path, newline="") as handle:
+        for row in csv.DictReader(handle):
+            models = tuple(sorted({m for m in (row.get("gpu_spec") or "").split("|") if m}))
+            pods.append((int(row["cpu_milli"]), int(row["memory_mib"]), int(row["num_gpu"]), int(row["gpu_milli"]),
+                         models))
+    return pods
+
+
+def pod_gpus(pod):
+    _cpu, _memory, count, milli, _models = pod
+    return count * milli / float(MILLI) if count else 0.0
+
+
+def arrivals(pods, gpus, seed):
+    rng = random.Random(seed)
+    order = list(pods)
+    rng.shuffle(order)
+    requested = sum(pod_gpus(pod) for pod in order)
+    while requested < ARRIVE_UNTIL * gpus:
+        pod = pods[rng.randrange(len(pods))]
+        order.append(pod)
+        requested += pod_gpus(pod)
+    # Inflated copies arrive anywhere, not last.
+    rng.shuffle(order)
+    arrived, kept = 0.0, []
+    for pod in order:
+        if arrived >= ARRIVE_UNTIL * gpus:
+            break
+        kept.append(pod)
+        arrived += pod_gpus(pod)
+    return kept
+
+
+def problem_for(nodes, order):
+    """The problem: one service per distinct pod shape, its replicas the arrivals of that shape (the
+    catalog, from which GPUFragmentation takes the expected mix)."""
+    shapes = sorted(set(order))
+    names = {shape: "pod-%03d" % index for index, shape in enumerate(shapes)}
+    counts = {}
+    for pod in order:
+        counts[pod] = counts.get(pod, 0) + 1
+    services = {}
+    for shape in shapes:
+        cpu, memory, count, milli, models = shape
+        resources = {"cpu": "%dm" % cpu, "memory": "%dMi" % memory}
+        if count:
+            gpu = {"count": count}
+            if milli < MILLI:
+                gpu["memory"] = "%dMi" % milli
+            if models:
+                gpu["models"] = list(models)
+            resources["gpu"] = gpu
+        services[names[shape]] = {"replicas": counts[shape], "resources": resources}
+    return {"nodes": nodes, "services": services}, names
+
+
+class Replay:
+    """One seed of one pod list: the arrivals as instances, and the batches they come in."""
+
+    def __init__(self, nodes, gpus, pods, seed, weights):
+        self.gpus = gpus
+        self.order = arrivals(pods, gpus, seed)
+        self.mapping, names = problem_for(nodes, self.order)
+        self.problem = parse_problem(self.mapping)
+        self.framework = Framework(self.problem, PLUGINS, weights)
+        ordinals = {}
+        self.instances = []
+        for pod in self.order:
+            service = self.problem.services[names[pod]]
+            ordinal = ordinals.get(service.name, 0)
+            ordinals[service.name] = ordinal + 1
+            self.instances.append((Instance(service, ordinal), pod_gpus(pod)))
+        self.batches = []           # (arrived percent at its end, [(instance, gpus), ...])
+        batch, arrived, step = [], 0.0, 1
+        for entry in self.instances:
+            batch.append(entry)
+            arrived += entry[1]
+            while arrived >= step * gpus / 100.0:
+                if batch:
+                    self.batches.append((step, batch))
+                batch = []
+                step += 1
+        if batch:
+            self.batches.append((step, batch))
+
+    def _sorted(self, batch):
+        sort_key = self.framework.queue_sort.sort_key
+        return sorted(batch, key=lambda entry: sort_key(entry[0], True))
+
+    def online(self, moves=False):
+        """Allocation ratio per arrived percent; with ``moves``, a batch that does not fit as it is may re-pack."""
+        attempt = Attempt(self.framework, self.problem, moves_allowed=False)
+        attempt.instances = []
+        attempt.total = 0
+        # What Attempt.run does before sorting: the queue sort's constrained-first key.
+        self.framework.queue_sort.feasible_nodes = attempt.feasible_nodes()
+        placed = {}                 # instance name -> (instance, gpus)
+        curve = {}
+        replans = 0
+        for percent, batch in self.batches:
+            failed = [entry for entry in self._sorted(batch) if not attempt.place(entry[0])]
+            for entry in batch:
+                if entry not in failed:
+                    placed[entry[0].name] = entry
+            if failed and moves:
+                better = self._repack(attempt, placed, failed)
+                replans += 1
+                if better is not None:
+                    attempt, placed = better
+            curve[percent] = sum(entry[1] for entry in placed.values()) / self.gpus
+            if percent >= MEASURE_AT and moves:
+                break
+        return curve, attempt, replans
+
+    def _repack(self, attempt, placed, failed):
+        """Everything placed so far plus the batch's failures, planned again with stateless moves allowed."""
+        where = {p.instance.name: p for p in attempt.placements}
+        entries = []
+        for name in sorted(placed):
+            instance, gpus = placed[name]
+            placement = where[name]
+            previous = PreviousPlacement(placement.node, tuple(claim.device.uuid for claim in placement.gpus))
+            entries.append((Instance(instance.service, instance.ordinal, previous), gpus))
+        entries.extend(failed)
+        again = Attempt(self.framework, self.problem, moves_allowed=True)
+        again.instances = [entry[0] for entry in entries]
+        again.total = len(entries)
+        again.run()
+        now = {p.instance.name for p in again.placements}
+        if any(name not in now for name in placed):
+            return None         # an earlier pod would be dropped: keep what runs
+        if len(now) <= len(placed):
+            return None
+        kept = {entry[0].name: entry for entry in entries if entry[0].name in now}
+        return again, kept
+
+    def gang(self):
+        """Every pod that arrived up to 100%, planned at once."""
+        entries = [entry for percent, batch in self.batches if percent <= MEASURE_AT for entry in batch]
+        attempt = Attempt(self.framework, self.problem, moves_allowed=False)
+        attempt.instances = [entry[0] for entry in entries]
+        attempt.total = len(entries)
+        attempt.run()
+        gpus = {entry[0].name: entry[1] for entry in entries}
+        return sum(gpus[p.instance.name] for p in attempt.placements) / self.gpus, attempt
+
+
+def diagnosis(attempt):
+    """Why pods failed, and where the free GPUs are stranded (the issue's measurement)."""
+    reasons = {}
+    for message in attempt.unplaced.values():
+        for part in message.split(": ", 1)[-1].rstrip(".").split(", "):
+            count, _space, reason = part.partition(" ")
+            if count.isdigit():
+                reasons[reason] = reasons.get(reason, 0) + 1
+    free_gpu = stranded = 0.0
+    cpu_used = cpu_total = 0
+    for node_state in attempt.cluster.nodes.values():
+        node = node_state.node
+        free = sum(device.memory - used for device, used in zip(node.gpus, node_state.gpu_used)) / float(MILLI * 2 ** 20)
+        free_gpu += free
+        if node.cpu - node_state.cpu_used < 2000:
+            stranded += free
+        cpu_used += node_state.cpu_used
+        cpu_total += node.cpu
+    top = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:3]
+    return {"failed": len(attempt.unplaced), "reasons": top, "free_gpus": free_gpu,
+            "free_gpus_on_nodes_under_2_cores": stranded, "cpu_allocated": cpu_used / float(cpu_total)}
+
+
+def published(path):
+    """(workload, policy) -> mean over seeds of the ratio at 100% arrived."""
+    values = {}
+    with open(path, newline="") as handle:
+        for row in csv.DictReader(handle):
+            workload = row["workload"].replace("openb_pod_list_", "")
+            policy = row["sc_policy"].split("-", 1)[-1]
+            values.setdefault((workload, policy), []).append(float(row[str(MEASURE_AT)]))
+    return {key: statistics.mean(seeds) for key, seeds in values.items()}
+
+
+def _seeds(text):
+    seeds = []
+    for part in text.split(","):
+        first, _dash, last = part.partition("-")
+        seeds.extend(range(int(first), int(last or first) + 1))
+    return seeds
+
+
+def _weights(text):
+    weights = dict(WEIGHTS)
+    for part in filter(None, text.split(",")):
+        name, _equals, value = part.partition("=")
+        weights[name] = float(value)
+    return weights
+
+
+def check(replay, attempt):
+    """The final plan of a replay through the independent plan checker."""
+    placed = {p.instance.name for p in attempt.placements}
+    mapping = dict(replay.mapping)
+    # Only the placed pods are the gang the checker sees: renumber nothing, drop services with holes.
+    services = {}
+    for name, spec in mapping["services"].items():
+        ordinals = {p.instance.ordinal for p in attempt.placements if p.instance.service.name == name}
+        if ordinals and ordinals == set(range(len(ordinals))):
+            services[name] = dict(spec, replicas=len(ordinals))
+    kept = [p for p in attempt.placements if p.instance.service.name in services]
+    result = {"feasible": True, "path": "greedy"}
+    result.update(DefaultBinder(replay.problem).bind(kept, attempt.cluster))
+    mapping = {"nodes": mapping["nodes"], "services": services}
+    result["ranks"] = [sorted(services)]
+    violations = check_plan(mapping, result)
+    if len(kept) < len(placed):
+        # Usage is the whole replay's, services left out included: only then are its totals not comparable.
+        violations = [v for v in violations if not v.startswith("usage")]
+    return len(placed), len(kept), violations
+
+
+def one_plan(nodes, pods, seed, count, node_count):
+    """One plan() of the first ``count`` arrivals, each pod its own single-replica service, on the first
+    ``node_count`` nodes: (seconds, feasible, placed, violations from the plan checker)."""
+    kept_nodes = dict(sorted(nodes.items())[:node_count])
+    gpus = sum(len(spec["gpus"]) for spec in kept_nodes.values())
+    order = arrivals(pods, gpus, seed)[:count]
+    services = {}
+    for index, (cpu, memory, gpu_count, milli, models) in enumerate(order):
+        resources = {"cpu": "%dm" % cpu, "memory": "%dMi" % memory}
+        if gpu_count:
+            resources["gpu"] = {"count": gpu_count}
+            if milli < MILLI:
+                resources["gpu"]["memory"] = "%dMi" % milli
+            if models:
+                resources["gpu"]["models"] = list(models)
+        services["pod-%05d" % index] = {"resources": resources}
+    mapping = {"nodes": kept_nodes, "services": services}
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = plan(json.loads(json.dumps(mapping)), exact_seconds=0)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    violations = check_plan(mapping, result)
+    placed = len(result["placements"])
+    return seconds, cpu_seconds, result["feasible"], placed, len(result.get("unschedulable", {})), violations
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Replay a GPU-sharing trace the FGD paper's way.")
+    parser.add_argument("nodes", help="node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+    parser.add_argument("pods", nargs="+", help="pod list CSV(s) (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
+    parser.add_argument("--expected", help="published results CSV (fgd_expected_allocation.csv)")
+    parser.add_argument("--seeds", type=_seeds, default=list(DEFAULT_SEEDS), help="e.g. 42-51 or 42,45 (default 42-51)")
+    parser.add_argument("--modes", default="online,gang", help="comma-separated of %s (default online,gang)" % ",".join(MODES))
+    parser.add_argument("--weights", type=_weights, default=dict(WEIGHTS), help="score weights to change, e.g. GPUFragmentation=0")
+    parser.add_argument("--check", action="store_true", help="run the plan checker on each final online plan")
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    parser.add_argument("--one-plan", metavar="PODSxNODES", help="instead: time one plan() of the first PODS arrivals "
+                        "(first seed), each pod its own service, on the first NODES nodes, e.g. 7500x1200")
+    args = parser.parse_args(argv)
+    if args.one_plan:
+        count, node_count = (int(part) for part in args.one_plan.lower().split("x"))
+        nodes, _gpus = read_nodes(args.nodes)
+        for path in args.pods:
+            seconds, cpu_seconds, feasible, placed, unplaced, violations = one_plan(
+                nodes, read_pods(path), args.seeds[0], count, node_count)
+            print("%s: %d single-replica services on %d nodes: plan() %.2f s (%.2f s of CPU), feasible %s, %d placed, "
+                  "%d unplaced, plan checker: %d violation(s)%s" % (path.rsplit("/", 1)[-1], count, node_count, seconds,
+                                                                   cpu_seconds, feasible, placed, unplaced, len(violations),
+                                                       "".join("\n  " + v for v in violations[:5])))
+        return 0
+    modes = [mode for mode in args.modes.split(",") if mode]
+    if any(mode not in MODES for mode in modes):
+        parser.error("--modes: expected some of %s" % ", ".join(MODES))
+
+    started = time.monotonic()
+    nodes, gpus = read_nodes(args.nodes)
+    expected = published(args.expected) if args.expected else {}
+    rows = []
+    for path in args.pods:
+        workload = path.rsplit("/", 1)[-1].replace("openb_pod_list_", "").replace(".csv", "")
+        pods = read_pods(path)
+        figures = {mode: [] for mode in modes}
+        details = []
+        for seed in args.seeds:
+            seed_started = time.monotonic()
+            replay = Replay(nodes, gpus, pods, seed, args.weights)
+            detail = {"seed": seed}
+            if "online" in modes:
+                curve, attempt, _replans = replay.online()
+                figures["online"].append(100.0 * curve[MEASURE_AT])
+                detail["online"] = 100.0 * curve[MEASURE_AT]
+                detail["at_130"] = 100.0 * curve[max(curve)]
+                detail["diagnosis"] = diagnosis(attempt)
+                if args.check:
+                    detail["check"] = check(replay, attempt)
+            if "gang" in modes:
+                ratio, _attempt = replay.gang()
+                figures["gang"].append(100.0 * ratio)
+                detail["gang"] = 100.0 * ratio
+            if "moves" in modes:
+                curve, _attempt, replans = replay.online(moves=True)
+                figures["moves"].append(100.0 * curve[MEASURE_AT])
+                detail["moves"] = 100.0 * curve[MEASURE_AT]
+                detail["replans"] = replans
+            detail["seconds"] = time.monotonic() - seed_started
+            details.append(detail)
+            if not args.json:
+                print("%s seed %d: %s (%.0f s)" % (workload, seed, ", ".join(
+                    "%s %.2f%%" % (mode, detail[mode]) for mode in modes), detail["seconds"]), flush=True)
+                if "diagnosis" in detail:
+                    print("    %s" % json.dumps(detail["diagnosis"], sort_keys=True), flush=True)
+                if "check" in detail:
+                    print("    plan checker: %d placed, %d checked, %d violation(s)%s" % (
+                        detail["check"][0], detail["check"][1], len(detail["check"][2]),
+                        "".join("\n      " + v for v in detail["check"][2][:5])), flush=True)
+        row = {"workload": workload, "seeds": args.seeds, "details": details,
+               "ours": {mode: statistics.mean(values) for mode, values in figures.items()},
+               "published": {policy: expected.get((workload, policy)) for policy in POLICIES}}
+        rows.append(row)
+    seconds = time.monotonic() - started
+    if args.json:
+        json.dump({"rows": rows, "seconds": seconds}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return 0
+    print()
+    print("GPU allocation ratio (%%) at %d%% arrived, mean over seeds %s; %.0f s in all" % (
+        MEASURE_AT, ",".join(str(seed) for seed in args.seeds), seconds))
+    header = ["workload"] + ["ours " + mode for mode in modes] + list(POLICIES)
+    lines = [header]
+    for row in rows:
+        published_row = ["%.2f" % row["published"][p] if row["published"][p] is not None else "-" for p in POLICIES]
+        lines.append([row["workload"]] + ["%.2f" % row["ours"][mode] for mode in modes] + published_row)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for position, line in enumerate(lines):
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+        if position == 0:
+            print("  ".join("-" * width for width in widths))
+    for row in rows:
+        fgd = row["published"]["FGD"]
+        if fgd is not None and "online" in row["ours"] and row["ours"]["online"] < fgd:
+            print("BELOW FGD: %s online %.2f%% < %.2f%%" % (row["workload"], row["ours"]["online"], fgd))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
