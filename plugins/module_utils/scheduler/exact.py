@@ -81,6 +81,9 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     builder = _Model(problem, framework)
     if builder.reason is not None:
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
+    invalid = _unrepresentable(builder)
+    if invalid:
+        return ExactResult(SKIPPED, time.monotonic() - started, reason=invalid)
     if hint:
         builder.hint(hint)
     status, solver = _two_phases(builder, time_limit, workers, started)
@@ -138,6 +141,9 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
         len(unplaced), len(instances), len(nodes), len(problem.nodes))
     if builder.reason is not None:
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, builder.reason))
+    invalid = _unrepresentable(builder)
+    if invalid:
+        return ExactResult(SKIPPED, 0.0, reason="%s: %s" % (scope, invalid))
     builder.hint(freed)
     status, solver = _two_phases(builder, time_limit, workers, started)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -164,6 +170,18 @@ def _apply(cluster, placement, request):
     if placement.nvme is not None:
         position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
         node_state.nvme_used[position] += placement.nvme_size
+
+
+def _unrepresentable(builder):
+    """Why CP-SAT would refuse the model, or "".
+
+    Sums of large sizes over many terms can pass int64 even when every value is within bounds; CP-SAT
+    then answers MODEL_INVALID, which must not read as "no plan found within the limit".
+    """
+    problem = builder.model.Validate()
+    if not problem:
+        return ""
+    return "the problem's sizes are too large for CP-SAT's 64-bit arithmetic (%s)" % problem.splitlines()[0][:160]
 
 
 def _two_phases(builder, time_limit, workers, started):

@@ -67,3 +67,15 @@ def test_a_part_without_a_plan_proves_nothing(monkeypatch):
     result = plan(problem)
     assert result["feasible"] is False and result["path"] == "greedy" and "exact" not in result
     assert "so the exact solver did not run" in result["summary"]
+
+
+def test_a_model_whose_sums_pass_int64_is_skipped_not_timed_out():
+    # Each coefficient is within the documented bounds (1 PiB); their sum over 10,000 terms is not.
+    model = exact.cp_model.CpModel()
+    takes = [model.NewBoolVar("t%d" % index) for index in range(10000)]
+    model.Add(sum(2 ** 50 * take for take in takes) <= 2 ** 50)
+    reason = exact._unrepresentable(type("Builder", (), {"model": model})())
+    assert reason.startswith("the problem's sizes are too large for CP-SAT's 64-bit arithmetic (")
+    small = exact.cp_model.CpModel()
+    small.Add(sum(small.NewBoolVar("s%d" % index) for index in range(3)) <= 2)
+    assert exact._unrepresentable(type("Builder", (), {"model": small})()) == ""
