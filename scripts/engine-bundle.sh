@@ -33,6 +33,7 @@ mkdir -p "$work/archives/partial" "$work/state" "$work/bundle"
 # Recommends are left out: the role installs exactly what is in the bundle (dpkg --install).
 apt-get --quiet --yes --download-only --no-install-recommends \
     -o Dir::State::status="$work/state/status" -o Dir::Cache::archives="$work/archives" -o Debug::NoLocking=1 \
+    -o APT::Sandbox::User=root \
     install "${packages[@]}" >"$work/apt.log" || {
     cat "$work/apt.log" >&2
     echo "engine-bundle: apt-get could not collect ${packages[*]} (see above)" >&2
