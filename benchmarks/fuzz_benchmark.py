@@ -78,8 +78,11 @@ def fuzz_in_process(name, cases, rng, case_seconds, examples):
 
 def fuzz_command(cases, rng, examples):
     row = _new_row()
+
+    def choose(options):
+        return rng.choice(list(options))
+
     for _case in range(cases):
-        choose = lambda options: rng.choice(list(options))      # noqa: E731
         # JSON text cannot hold a billion laughs (json.dumps would expand it): as_text sends that as YAML aliases.
         problem = fuzz_cases.mutate(fuzz_cases.PROBLEM, choose, mutations=1, pool=fuzz_cases.JSON_HOSTILE)
         text, checkable = fuzz_cases.as_text(problem, choose)
@@ -94,7 +97,7 @@ def fuzz_command(cases, rng, examples):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--cases", type=int, default=300, help="cases per in-process entry point (default 300)")
     parser.add_argument("--command-cases", type=int, default=40, help="runs of bin/gangplank-plan (default 40)")
     parser.add_argument("--case-seconds", type=float, default=30.0, help="an in-process case longer than this is a hang")

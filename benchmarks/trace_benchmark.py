@@ -339,10 +339,11 @@ def main(argv=None):
         for path in args.pods:
             seconds, cpu_seconds, feasible, placed, unplaced, violations = one_plan(
                 nodes, read_pods(path), args.seeds[0], count, node_count)
+            shown = "".join("\n  " + v for v in violations[:5])
             print("%s: %d single-replica services on %d nodes: plan() %.2f s (%.2f s of CPU), feasible %s, %d placed, "
-                  "%d unplaced, plan checker: %d violation(s)%s" % (path.rsplit("/", 1)[-1], count, node_count, seconds,
-                                                                   cpu_seconds, feasible, placed, unplaced, len(violations),
-                                                       "".join("\n  " + v for v in violations[:5])))
+                  "%d unplaced, plan checker: %d violation(s)%s"
+                  % (path.rsplit("/", 1)[-1], count, node_count, seconds, cpu_seconds, feasible, placed, unplaced,
+                     len(violations), shown))
         return 0
     modes = [mode for mode in args.modes.split(",") if mode]
     if any(mode not in MODES for mode in modes):
