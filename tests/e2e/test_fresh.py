@@ -2,9 +2,9 @@
 """site.yml end to end on the fresh-host bed (scripts/lib/freshbed.sh): three hosts that have never
 seen this project, reached over real SSH as a sudo user with become. Two run Podman and one Docker,
 each installed by the runtime role from Debian's repositories; the demo image comes from the offline
-bundle. The tests run in order on one deployment: a cold deploy, a re-run that changes nothing, a run
-killed mid-rank and repaired, teardown. Figures (times, tasks run with become) go to
-.build/fresh/e2e-figures.json for the notes.
+bundle. The tests run in order on one deployment: check mode on the brand-new hosts, a cold deploy, a
+re-run that changes nothing, a failing probe, a run killed mid-rank and repaired, teardown. Figures
+(times, tasks run with become) go to .build/fresh/e2e-figures.json for the notes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get
+from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get, summaries
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
 
 HOSTS = {"fresh1": ("fe2e-1", "127.0.0.71"), "fresh2": ("fe2e-2", "127.0.0.72"), "fresh3": ("fe2e-3", "127.0.0.73")}
@@ -58,9 +58,23 @@ def timed_site(bed, key, *extra):
     return returncode, report
 
 
+def untouched(bed):
+    """Hosts with no engine and none of the product's paths, as the bed made them."""
+    return all(bed.sh(host, "command -v podman docker dockerd || true; ls -d %s /etc/containers /etc/ansible /etc/docker "
+                            "2>/dev/null || true" % STATE).strip() == "" for host in NAMES)
+
+
+def test_check_mode_on_brand_new_hosts_shows_what_would_start_and_changes_nothing(bed):
+    assert untouched(bed), "a fresh host starts without any container engine"
+    returncode, report = bed.playbook("site.yml", "--check")
+    assert returncode == 0, failures(report)
+    lines = summaries(report)
+    assert sorted(lines) == sorted(NAMES) and all(line.startswith("would start") for line in lines.values()), lines
+    assert sum(int(line.split()[2]) for line in lines.values()) == CONTAINERS
+    assert untouched(bed)
+
+
 def test_site_deploys_every_instance_healthy_on_fresh_hosts(bed):
-    assert all(bed.sh(host, "command -v podman docker dockerd || true").strip() == "" for host in NAMES), \
-        "a fresh host starts without any container engine"
     returncode, report = timed_site(bed, "site_cold")
     assert returncode == 0, failures(report)
     found = bed.containers()
