@@ -61,11 +61,7 @@ class Bed:
         return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
 
     def popen(self, name, *extra):
-        env = dict(os.environ, ANSIBLE_NOCOLOR="1")
-        return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
-                                 os.path.join(ROOT, "playbooks", name), *extra],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        return start_playbook(self.inventory, name, *extra)
 
     def containers(self):
         return containers(self.names)
@@ -81,6 +77,13 @@ def run_playbook(inventory, playbook, *extra, timeout=600):
     except ValueError:
         pytest.fail("no JSON report:\n%s\n%s" % (completed.stdout[-3000:], completed.stderr[-3000:]))
     return completed.returncode, report
+
+
+def start_playbook(inventory, name, *extra):
+    """playbooks/<name> in the background, in a process group of its own (a test may kill it mid-run)."""
+    return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(ROOT, "playbooks", name), *extra],
+                            cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def containers(names):

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, BUNDLE, ROOT, run_playbook
+from ansible_collections.gangplank.platform.tests.e2e.bed import BUNDLE, ROOT, run_playbook, start_playbook
 
 FRESH = os.path.join(ROOT, "inventories", "fresh")
 FRESHBED = os.path.join(ROOT, "scripts", "lib", "freshbed.sh")
@@ -71,10 +71,7 @@ class FreshBed:
         return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
 
     def popen(self, name, *extra):
-        return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(self.inventory),
-                                 os.path.join(ROOT, "playbooks", name), *extra],
-                                cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1"), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        return start_playbook(self.inventory, name, *extra)
 
     def sh(self, host, script, check=True):
         """Runs a shell script as root inside the host (not through Ansible); its stdout."""
