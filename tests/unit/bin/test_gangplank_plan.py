@@ -60,3 +60,18 @@ def test_bad_input_exits_1_without_traceback(content, expected):
 def test_missing_file():
     result = run("/nonexistent/problem.yml")
     assert result.returncode == 1 and "cannot read /nonexistent/problem.yml" in result.stderr
+
+
+def test_html_writes_the_picture_and_an_unwritable_file_is_an_error(tmp_path):
+    page = tmp_path / "plan.html"
+    done = run(os.path.join(ROOT, "examples", "cluster.yml"), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and ">node-c<" in text and ">infer-2<" in text
+    assert [path.name for path in tmp_path.iterdir()] == ["plan.html"]       # no temporary file left
+    infeasible = tmp_path / "problem.json"
+    infeasible.write_text(json.dumps({"nodes": {"a": {"cpu": 1, "memory": "1Gi"}}, "services": {"db": {"resources": {"cpu": 2}}}}))
+    done = run(str(infeasible), "--html", str(page), "--exact-timeout", "0")
+    assert done.returncode == 2 and "Insufficient cpu" in page.read_text(encoding="utf-8")
+    done = run(os.path.join(ROOT, "examples", "cluster.yml"), "--html", str(tmp_path / "missing" / "plan.html"))
+    assert done.returncode == 1 and "cannot write" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+"""The plan_html filter: a thin adapter over placement_html.render_html with Ansible errors."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gangplank.platform.plugins.filter.plan_html import FilterModule
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+plan_html = FilterModule().filters()["plan_html"]
+
+
+def test_renders_a_plan_with_title_health_and_notes():
+    result = plan({"nodes": {"a": {"cpu": 1, "memory": "1Gi"}}, "services": {"web": {"resources": {"cpu": "100m"}}}})
+    page = plan_html(result, title="cluster <1>", health={"web-0": "unhealthy"}, notes=["gain: 1 node"])
+    assert "<title>cluster &lt;1&gt;</title>" in page and "web-0 (web), unhealthy" in page and "gain: 1 node" in page
+
+
+@pytest.mark.parametrize("value, message", [
+    ("text", "expects a plan result"),
+    ({"feasible": True, "usage": []}, "result.usage: got list; expected a mapping"),
+])
+def test_bad_input_is_an_ansible_error_naming_the_part(value, message):
+    with pytest.raises(AnsibleFilterError, match=message.replace(".", r"\.")):
+        plan_html(value)
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(AnsibleFilterError, match="health must be a mapping"):
+        plan_html({"feasible": False}, health=["x"])
