@@ -3,13 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rebalance (scheduler/rebalance.py) on generated fragmented clusters: what each move frees, and how long it takes.
 
-    .venv/bin/python benchmarks/rebalance_benchmark.py [--sizes 10x120,20x300] [--seeds 3] [--moves 1,2,5,10]
-                                                       [--large 50x1000] [--time-limit 10] [--json]
+    .venv/bin/python benchmarks/rebalance_benchmark.py [--kind churned|scattered] [--sizes 10x120,20x300] [--seeds 3]
+                                                       [--moves 1,2,5,10] [--large 50x1000] [--time-limit 10] [--json]
 
 A fragmented cluster is made the way churn makes one: a problem of benchmarks/generate.py with every
 stateless service scaled up by half is planned; then a random third of each stateless service's
 instances go away (the survivors keep where they run, renumbered), so holes are left all over the
-cluster. ``rebalance(problem, max_moves=N)`` is then run for each N: whole GPUs freed and nodes freed,
+cluster. ``--kind scattered``: 8-GPU nodes with GPU instances of four sizes placed at random, a
+stateful instance on every fifth node. ``rebalance(problem, max_moves=N)`` is then run for each N: whole GPUs freed and nodes freed,
 per move used, the solver's verdict, and the time. Every plan is checked by the independent checker
 (tests/.../plan_checker.py). Last, the rebalance plan time at 50 nodes / 1,000 instances.
 
@@ -79,6 +80,37 @@ def fragmented(nodes, instances, seed):
     return problem
 
 
+def scattered(nodes, instances, seed):
+    """A GPU cluster after random churn: ``nodes`` nodes of 8 x 80Gi GPUs, ``instances`` stateless GPU instances
+    of four services (8, 16, 24 or 40Gi) each placed on a random node and GPU with room, and one stateful
+    instance on every fifth node: few instances per node, many GPUs used in part, nodes that could be emptied."""
+    rng = random.Random(seed)
+    names = ["g%03d" % index for index in range(nodes)]
+    problem = {"nodes": {name: {"cpu": 64, "memory": "512Gi", "gpus": [
+        {"index": g, "uuid": "GPU-%s-%d" % (name, g), "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"} for g in range(8)]}
+        for name in names}, "services": {}, "previous": {}}
+    free = {(name, g): 80 for name in names for g in range(8)}
+    sizes = {"embed": 8, "rerank": 16, "chat": 24, "vision": 40}
+    counts = dict.fromkeys(sizes, 0)
+    for _index in range(instances):
+        service = rng.choice(sorted(sizes))
+        room = [key for key, left in free.items() if left >= sizes[service]]
+        if not room:
+            break
+        node, gpu = rng.choice(room)
+        free[node, gpu] -= sizes[service]
+        problem["previous"]["%s-%d" % (service, counts[service])] = {"node": node, "gpus": [{"uuid": "GPU-%s-%d" % (node, gpu)}]}
+        counts[service] += 1
+    for service, size in sizes.items():
+        problem["services"][service] = {"replicas": counts[service], "resources": {"cpu": 1, "memory": "4Gi",
+                                                                                  "gpu": {"memory": "%dGi" % size}}}
+    keepers = names[::5]
+    problem["services"]["db"] = {"stateful": True, "replicas": len(keepers), "resources": {"cpu": 2, "memory": "8Gi"}}
+    for ordinal, node in enumerate(keepers):
+        problem["previous"]["db-%d" % ordinal] = {"node": node}
+    return problem
+
+
 def _checked(problem, result):
     plain = {key: value for key, value in result.items() if key != "rebalance"}
     plain["path"] = "greedy_with_moves" if result["path"] == "rebalance" else result["path"]
@@ -116,18 +148,22 @@ def main(argv=None):
     parser.add_argument("--large", type=_sizes, default=(DEFAULT_LARGE,))
     parser.add_argument("--large-moves", type=int, default=10)
     parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--kind", choices=("churned", "scattered"), default="churned",
+                        help="churned: benchmarks/generate.py after scale-up and scale-down; scattered: GPU instances "
+                             "placed at random over 8-GPU nodes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     rows = []
     if not args.json:
-        print("rebalance benchmark: python %s, %s; CP-SAT limit %g s; churn: stateless grown by up to 30%%, then %d%% leave" % (
-            platform.python_version(), platform.machine(), args.time_limit, LEAVING * 100))
+        print("rebalance benchmark (%s): python %s, %s; CP-SAT limit %g s; churned: stateless grown by up to 30%%, then "
+              "%d%% leave; scattered: GPU instances at random" % (
+                  args.kind, platform.python_version(), platform.machine(), args.time_limit, LEAVING * 100))
         print("%-10s %4s %5s %5s %6s %6s %7s %7s %-8s %7s %4s" % (
             "size", "seed", "max", "used", "GPUs+", "nodes+", "GPU/mv", "node/mv", "status", "seconds", "bad"))
     for nodes, instances in args.sizes + args.large:
         large = (nodes, instances) in args.large
         for seed in range(1, (1 if large else args.seeds) + 1):
-            problem = fragmented(nodes, instances, seed)
+            problem = (fragmented if args.kind == "churned" else scattered)(nodes, instances, seed)
             if problem is None:
                 continue
             for max_moves in ((args.large_moves,) if large else args.moves):

@@ -18,16 +18,26 @@ description:
   - Every name is escaped; the page stays readable at 50 nodes of 8 GPUs (cards in a grid).
 options:
   _input:
-    description: A plan result, with at least C(feasible); C(placements), C(usage), C(moves) and C(node_labels) when feasible.
+    description:
+      - A plan result, with at least C(feasible); C(placements), C(usage), C(moves) and C(node_labels) when feasible.
+      - With O(status), per host the instances it is bound to run (the C(instances) of its C(gangplank.fact)).
     type: dict
     required: true
+  status:
+    description:
+      - The input is per host the bound instances (playbooks/status.yml), not a plan; the nodes' sizes are not known
+        there, so the cards have no CPU and memory bars and each GPU's bar is what its instances take.
+    type: bool
+    default: false
   title:
     description: The page's title and heading.
     type: str
     default: gangplank placement
   health:
-    description: Live state per instance name, shown on the instances (e.g. from M(gangplank.platform.health_wait)).
-    type: dict
+    description:
+      - Live state per instance name, shown on the instances; or the status rows of the C(status_table) filter, one per
+        container, from which each instance's state is taken.
+    type: raw
     default: {}
   notes:
     description: Lines shown under the summary.
@@ -39,7 +49,7 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Write the plan as a picture on the controller
+- name: Write the plan as a picture on the controller (from gang_plan's result)
   ansible.builtin.copy:
     content: "{{ gangplank_plan.plan | gangplank.platform.plan_html(title='my cluster') }}"
     dest: /tmp/gangplank-plan.html
@@ -55,15 +65,21 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError, render_html
+from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
+    PictureError, health_of, render_html, status_result,
+)
 
 
-def plan_html(result, title="gangplank placement", health=None, notes=None):
-    if not isinstance(result, dict) or "feasible" not in result:
+def plan_html(result, title="gangplank placement", health=None, notes=None, status=False):
+    if not status and (not isinstance(result, dict) or "feasible" not in result):
         raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
-    if not isinstance(health or {}, dict) or not isinstance(notes or [], list):
-        raise AnsibleFilterError("plan_html: health must be a mapping of instance to state and notes a list of lines")
+    if not isinstance(health or {}, (dict, list)) or not isinstance(notes or [], list):
+        raise AnsibleFilterError("plan_html: health must be a mapping of instance to state (or status rows) and notes a list of lines")
     try:
+        if status:
+            result = status_result(result)
+        if isinstance(health, list):
+            health = health_of(health)
         return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []])
     except PictureError as error:
         raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % error) from None

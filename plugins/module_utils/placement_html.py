@@ -115,14 +115,17 @@ def _gpu_rows(node, usage, on_gpu):
     for position, gpu in enumerate(_list(usage.get("gpus", []), "usage.%s.gpus" % node)):
         path = "usage.%s.gpus[%d]" % (node, position)
         _mapping(gpu, path)
-        total = _amount(gpu.get("total", 0), path + ".total")
         used = _amount(gpu.get("used", 0), path + ".used")
+        # A status picture knows what the instances take, not the device's size: the bar is what they take.
+        known = gpu.get("total") is not None
+        total = _amount(gpu.get("total"), path + ".total") if known else used
         takers = on_gpu.get(str(gpu.get("uuid")), [])
         segments = [(memory, service_colour(service), "%s (%s): %s on GPU %s" % (
             instance, service, format_size(memory), gpu.get("index"))) for instance, service, memory in takers]
         whole = " whole" if not used else ""
         label = "GPU%s %s %s/%s%s" % (gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used),
-                                      format_size(total), whole)
+                                      format_size(total), whole) if known else "GPU%s %s %s taken" % (
+            gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used))
         rows.append(_bar(segments, total, label, "GPU %s (%s) free: %s" % (
             gpu.get("index"), gpu.get("uuid"), format_size(max(total - used, 0)))))
     return rows
@@ -158,7 +161,7 @@ def _chip(instance, service, moved_from=None, health=None):
         mark = "\u21aa "
     if health:
         title += ", %s" % health
-        classes += " bad" if health not in ("healthy", "running") else ""
+        classes += " bad" if health not in ("healthy", "running", "no probe") else ""
     return '<span class="%s" style="border-left-color:%s" title="%s">%s%s</span>' % (
         classes, service_colour(service), _text(title), mark, _text(instance))
 
@@ -187,10 +190,11 @@ def _card(node, usage, placements, moved, labels, health):
     parts = ['<section class="card%s">' % empty,
              '<h2 class="node">%s</h2>' % _text(node),
              '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
-    parts.append(_used_bar("CPU", _amount(cpu.get("used", 0), path + ".cpu_millicores.used"),
-                           _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
-    parts.append(_used_bar("MEM", _amount(memory.get("used", 0), path + ".memory.used"),
-                           _amount(memory.get("total", 0), path + ".memory.total"), format_size))
+    if "cpu_millicores" in usage:       # a status picture (status_result) has no CPU and memory figures
+        parts.append(_used_bar("CPU", _amount(cpu.get("used", 0), path + ".cpu_millicores.used"),
+                               _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
+        parts.append(_used_bar("MEM", _amount(memory.get("used", 0), path + ".memory.used"),
+                               _amount(memory.get("total", 0), path + ".memory.total"), format_size))
     parts.extend(_gpu_rows(node, usage, on_gpu))
     parts.extend(_nvme_rows(node, usage, on_nvme))
     planted = sorted((str(key), str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
@@ -218,6 +222,8 @@ def _legend(placements):
 def _summary(result, placements, usage):
     if not result.get("feasible"):
         return "INFEASIBLE: %s; nothing is placed" % result.get("summary", "")
+    if result.get("path") == "status":
+        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health" % (len(placements), len(usage))
     used = sum(1 for entry in usage.values() if isinstance(entry, dict) and entry.get("instances"))
     whole = sum(1 for entry in usage.values() if isinstance(entry, dict)
                 for gpu in entry.get("gpus") or [] if isinstance(gpu, dict) and not gpu.get("used"))
@@ -259,6 +265,42 @@ def _table(headers, rows):
     head = "".join("<th>%s</th>" % _text(header) for header in headers)
     body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % _text(cell) for cell in row) for row in rows)
     return "<table><tr>%s</tr>%s</table>" % (head, body)
+
+
+def status_result(bindings):
+    """A result to picture from what each node is bound to run: ``{host: {instance: binding}}`` (the instances of
+    each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' sizes are not known there, so
+    the cards have no CPU and memory bars and each GPU's bar is what its instances take."""
+    _mapping(bindings, "bindings")
+    placements, usage = {}, {}
+    for host in sorted(bindings, key=str):
+        instances = _mapping(bindings[host] or {}, "bindings." + str(host))
+        gpus = {}
+        for name in sorted(instances, key=str):
+            binding = _mapping(instances[name], "bindings.%s.%s" % (host, name))
+            placements[str(name)] = binding
+            for claim in _list(binding.get("gpus") or [], "bindings.%s.%s.gpus" % (host, name)):
+                _mapping(claim, "bindings.%s.%s.gpus" % (host, name))
+                entry = gpus.setdefault(str(claim.get("uuid")), {"index": claim.get("index"), "uuid": claim.get("uuid"),
+                                                                  "model": claim.get("model", ""), "used": 0, "total": None})
+                entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
+        usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: str(gpu["index"])),
+                            "instances": sorted(str(name) for name in instances)}
+    return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
+
+
+def health_of(rows):
+    """Instance -> live state from status rows (deploy.status_rows: one per container, sidecars included): the
+    container's state unless it runs, else its probe's verdict; the first that is not fine wins for an instance."""
+    health = {}
+    for position, row in enumerate(_list(rows, "rows")):
+        _mapping(row, "rows[%d]" % position)
+        state = str(row.get("state", ""))
+        verdict = str(row.get("health", "")) if state == "running" else state
+        instance = str(row.get("instance", ""))
+        if health.get(instance) in (None, "healthy", "no probe"):
+            health[instance] = verdict
+    return health
 
 
 def render_html(result, title="gangplank placement", health=None, notes=()):

@@ -151,3 +151,14 @@ def test_a_bad_max_moves_is_refused(bed):
     returncode, report = bed.playbook("rebalance.yml", "-e", "max_moves=lots")
     assert returncode != 0
     assert any("max_moves must be a whole number" in message for message in failures(report))
+
+
+def test_status_draws_the_placement_with_live_health(bed):
+    page_file = bed.base / "status.html"
+    returncode, report = bed.playbook("status.yml", "-e", "gangplank_status_html=%s" % page_file)
+    assert returncode == 0, failures(report)
+    assert next(iter(next(task_results(report, "Name the picture")).values()))["msg"] == "picture: %s" % page_file
+    page = page_file.read_text(encoding="utf-8")
+    assert all(">%s<" % host in page for host in NAMES)
+    assert all(">%s<" % name in page for name in record(bed)["placement"])
+    assert "GPU0 " in page and 'class="chip bad"' not in page and ", healthy" in page

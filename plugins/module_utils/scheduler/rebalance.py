@@ -301,7 +301,7 @@ def _solve(problem, framework, max_moves, seconds, current):
     if invalid:
         return exact.ExactResult(exact.SKIPPED, time.monotonic() - began, reason=invalid)
     builder.hint(inside)
-    status, solver = _search(builder, seconds, began)
+    status, solver = _search(builder, seconds, began, _drained(builder, inside, max_moves))
     elapsed = time.monotonic() - began
     if status not in (exact.cp_model.OPTIMAL, exact.cp_model.FEASIBLE):
         return exact.ExactResult(exact.TIMEOUT, elapsed, reason="no rebalance plan found within %g s" % seconds)
@@ -326,15 +326,17 @@ def _solver(seconds, workers, **parameters):
     return solver
 
 
-def _search(builder, seconds, began):
-    """CP-SAT in two steps, the second starting from the first's plan.
+def _search(builder, seconds, began, drained):
+    """CP-SAT in steps, each starting from the best plan so far.
 
     1. The current plan, completed by a search with the hint fixed: a plan to improve on within a second,
        even where the whole model would take CP-SAT longer than the limit to find any plan by itself.
-    2. One worker with a fixed seed for the rest of the limit, without symmetry detection (which at
+    2. The same with ``drained`` (a greedy drain of the emptiest GPUs, ``_drained``) when there is one: it
+       is taken when CP-SAT finds it valid, and it gives the search a plan that already frees something.
+    3. One worker with a fixed seed for the rest of the limit, without symmetry detection (which at
        50 nodes / 1,000 instances takes seconds of presolve). One worker searches the same way every
-       time, and on a busy controller of 2 to 4 CPUs it improved on the plan where 4 and 8 workers
-       found nothing within the limit (benchmarks/README.md, "Rebalance").
+       time, and on a busy controller of 2 CPUs it improved on the plan where 4 and 8 workers found
+       nothing within the limit (benchmarks/README.md, "Rebalance benchmark").
     """
     model = builder.model
     fixed = _solver(seconds - (time.monotonic() - began), 1, fix_variables_to_their_hinted_value=True)
@@ -342,14 +344,92 @@ def _search(builder, seconds, began):
     if status not in (exact.cp_model.OPTIMAL, exact.cp_model.FEASIBLE):
         return status, fixed
     best = (exact.cp_model.FEASIBLE, fixed)     # optimal only with everything fixed: a plan, not the best one
-    builder.keep(fixed)
+    if drained:
+        builder.hint(drained)
+        trial = _solver(max(0.05, seconds - (time.monotonic() - began)), 1, fix_variables_to_their_hinted_value=True)
+        status = trial.Solve(model)
+        if status in (exact.cp_model.OPTIMAL, exact.cp_model.FEASIBLE) and trial.ObjectiveValue() < fixed.ObjectiveValue():
+            best = (exact.cp_model.FEASIBLE, trial)
+    builder.keep(best[1])
     left = seconds - (time.monotonic() - began)
     if left > 0.05:
         solver = _solver(left, 1, symmetry_level=0)
         status = solver.Solve(model)
-        if status in (exact.cp_model.OPTIMAL, exact.cp_model.FEASIBLE):
+        if status in (exact.cp_model.OPTIMAL, exact.cp_model.FEASIBLE) and (
+                status == exact.cp_model.OPTIMAL or solver.ObjectiveValue() <= best[1].ObjectiveValue()):
             best = (status, solver)
     return best
+
+
+def _drained(builder, placements, max_moves):
+    """A greedy start for the search: empty the GPUs with the fewest instances, moving each of their instances to
+    the fullest other GPU it may use that has room (best fit), within max_moves. Only stateless instances of one
+    GPU with a memory request, without ports or NVMe, are moved. Not checked here: CP-SAT takes it only if valid.
+    Returns the placements with the moves applied, or None when it moves nothing."""
+    problem = builder.problem
+    by_name = {placement.instance.name: placement for placement in placements}
+    free, users = {}, {}
+    for name, node in problem.nodes.items():
+        for device in node.gpus:
+            free[name, device.uuid] = device.memory
+    room = {name: [node.cpu, node.memory] for name, node in problem.nodes.items()}
+    for placement in placements:
+        request = builder.requests[placement.instance.service.name]
+        room[placement.node][0] -= request.cpu
+        room[placement.node][1] -= request.memory
+        for claim in placement.gpus:
+            free[placement.node, claim.device.uuid] -= claim.memory
+            users.setdefault((placement.node, claim.device.uuid), []).append(placement.instance.name)
+    positions = {(name, device.uuid): position for name, node in problem.nodes.items() for position, device in enumerate(node.gpus)}
+
+    def movable(name):
+        instance = by_name[name].instance
+        request = builder.requests[instance.service.name]
+        gpu = instance.service.resources.gpu
+        return (not instance.service.stateful and gpu is not None and gpu.count == 1 and gpu.memory is not None
+                and instance.service.resources.nvme is None and not request.ports)
+
+    left, drained = max_moves, set()
+    for key in sorted(users, key=lambda key: (len(users[key]), -free[key], key)):
+        names = users[key]
+        if not names or len(names) > left or not all(movable(name) for name in names):
+            continue
+        plan = []
+        taken = dict(free)
+        spare = {name: list(values) for name, values in room.items()}
+        for name in names:
+            placement = by_name[name]
+            index = builder._index[name]  # pylint: disable=protected-access
+            memory = placement.instance.service.resources.gpu.memory
+            request = builder.requests[placement.instance.service.name]
+            targets = [target for target in taken if target != key and target not in drained and users.get(target)
+                       and taken[target] >= memory and (index, target[0], positions[target]) in builder.gpu
+                       and (target[0] == placement.node or (spare[target[0]][0] >= request.cpu and spare[target[0]][1] >= request.memory))]
+            if not targets:
+                break
+            target = min(targets, key=lambda target: (taken[target] - memory, target))
+            taken[target] -= memory
+            if target[0] != placement.node:
+                spare[target[0]][0] -= request.cpu
+                spare[target[0]][1] -= request.memory
+                spare[placement.node][0] += request.cpu
+                spare[placement.node][1] += request.memory
+            plan.append((name, target))
+        if len(plan) != len(names):
+            continue
+        for name, target in plan:
+            placement = by_name[name]
+            device = problem.nodes[target[0]].gpus[positions[target]]
+            by_name[name] = dataclasses.replace(placement, node=target[0], gpus=(GPUClaim(device, placement.gpus[0].memory),))
+            users[target].append(name)
+        taken[key] = free[key] + sum(by_name[name].gpus[0].memory for name in names)
+        free, room = taken, spare
+        users[key] = []
+        drained.add(key)
+        left -= len(names)
+    if left == max_moves:
+        return None
+    return [by_name[placement.instance.name] for placement in placements]
 
 
 def _current_placements(problem, current):

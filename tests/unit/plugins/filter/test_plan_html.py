@@ -29,4 +29,14 @@ def test_bad_input_is_an_ansible_error_naming_the_part(value, message):
 
 def test_bad_options_are_refused():
     with pytest.raises(AnsibleFilterError, match="health must be a mapping"):
-        plan_html({"feasible": False}, health=["x"])
+        plan_html({"feasible": False}, health="x")
+
+
+def test_status_bindings_and_status_rows():
+    bindings = {"a": {"web-0": {"service": "web", "ordinal": 0, "node": "a", "gpus": [], "nvme": None, "sidecars": ["log"]}}}
+    rows = [{"instance": "web-0", "service": "web", "state": "running", "health": "healthy"},
+            {"instance": "web-0", "service": "log", "state": "missing", "health": "no probe"}]
+    page = plan_html(bindings, status=True, health=rows)
+    assert "1 instance(s) on 1 node(s), as bound on the nodes" in page and "web-0 (web), missing" in page
+    with pytest.raises(AnsibleFilterError, match=r"rows\[0\]: got str"):
+        plan_html(bindings, status=True, health=["x"])

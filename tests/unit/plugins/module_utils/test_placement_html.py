@@ -167,3 +167,18 @@ def test_any_broken_part_gives_a_picture_error_or_a_page_never_a_traceback():
             assert error.path and str(error).startswith(error.path), error
         else:
             assert page.endswith("</html>\n")
+
+
+def test_a_status_picture_shows_the_bound_instances_with_their_health():
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    result = plan(PROBLEM)
+    bindings = {}
+    for name, placement in result["placements"].items():
+        bindings.setdefault(placement["node"], {})[name] = dict(placement, rank=0)
+    bindings["idle"] = {}
+    page = render_html(status_result(bindings), health={"infer-0": "healthy", "infer-1": "unhealthy: refused"})
+    assert "4 instance(s) on 3 node(s), as bound on the nodes" in page and ">idle<" in page
+    assert "GPU0 A100-SXM4-80GB 60Gi taken" in page and "CPU " not in page
+    assert 'class="chip bad"' in page and "infer-1 (infer), unhealthy: refused" in page
+    with pytest.raises(PictureError, match="bindings.gpu-a: got list"):
+        status_result({"gpu-a": ["x"]})
