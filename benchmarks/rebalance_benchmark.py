@@ -102,8 +102,8 @@ def scattered(nodes, instances, seed):
         problem["previous"]["%s-%d" % (service, counts[service])] = {"node": node, "gpus": [{"uuid": "GPU-%s-%d" % (node, gpu)}]}
         counts[service] += 1
     for service, size in sizes.items():
-        problem["services"][service] = {"replicas": counts[service], "resources": {"cpu": 1, "memory": "4Gi",
-                                                                                  "gpu": {"memory": "%dGi" % size}}}
+        resources = {"cpu": 1, "memory": "4Gi", "gpu": {"memory": "%dGi" % size}}
+        problem["services"][service] = {"replicas": counts[service], "resources": resources}
     keepers = names[::5]
     problem["services"]["db"] = {"stateful": True, "replicas": len(keepers), "resources": {"cpu": 2, "memory": "8Gi"}}
     for ordinal, node in enumerate(keepers):
@@ -141,7 +141,7 @@ def _sizes(text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--sizes", type=_sizes, default=DEFAULT_SIZES)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--moves", type=lambda text: tuple(int(item) for item in text.split(",")), default=DEFAULT_MOVES)

@@ -258,6 +258,7 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
+.note{margin:0;white-space:pre-wrap}
 """
 
 
@@ -281,8 +282,8 @@ def status_result(bindings):
             placements[str(name)] = binding
             for claim in _list(binding.get("gpus") or [], "bindings.%s.%s.gpus" % (host, name)):
                 _mapping(claim, "bindings.%s.%s.gpus" % (host, name))
-                entry = gpus.setdefault(str(claim.get("uuid")), {"index": claim.get("index"), "uuid": claim.get("uuid"),
-                                                                  "model": claim.get("model", ""), "used": 0, "total": None})
+                fresh = {"index": claim.get("index"), "uuid": claim.get("uuid"), "model": claim.get("model", ""), "used": 0, "total": None}
+                entry = gpus.setdefault(str(claim.get("uuid")), fresh)
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
         usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: str(gpu["index"])),
                             "instances": sorted(str(name) for name in instances)}

@@ -74,7 +74,7 @@ options:
       - Plan a rebalance (playbooks/rebalance.yml) instead of a plain plan. The exact solver packs stateless instances
         onto fewer nodes and leaves more whole GPUs free, with at most O(rebalance.max_moves) instances moved or restarted
         on other devices; stateful instances never move. A plan that frees nothing is not taken.
-      - What it gains (whole GPUs and nodes freed) is in RV(plan.rebalance) and leads RV(table).
+      - What it gains (whole GPUs and nodes freed) is in the C(rebalance) key of RV(plan), in RV(rebalance), and leads RV(table).
       - O(exact_timeout) is the solver's time; 0 turns the rebalance off (the current placement stands).
     type: dict
     suboptions:

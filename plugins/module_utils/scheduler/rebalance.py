@@ -117,6 +117,10 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
                 total.append(held)
             model.Add(sum(total) <= capacity[dimension])
 
+    def index_of(self, name):
+        """The position of an instance in the model."""
+        return self._index[name]
+
     def hint(self, placements):
         """Start from a whole plan: nodes, GPUs and NVMe devices (exact._Model.hint leaves NVMe out, and goes
         over every variable once per placement, which at 1,000 instances takes seconds)."""
@@ -361,71 +365,109 @@ def _search(builder, seconds, began, drained):
     return best
 
 
-def _drained(builder, placements, max_moves):
+def _drained(builder, placements, max_moves):  # noqa: C901 (one greedy pass, its checks one after the other)
     """A greedy start for the search: empty the GPUs with the fewest instances, moving each of their instances to
-    the fullest other GPU it may use that has room (best fit), within max_moves. Only stateless instances of one
-    GPU with a memory request, without ports or NVMe, are moved. Not checked here: CP-SAT takes it only if valid.
-    Returns the placements with the moves applied, or None when it moves nothing."""
+    the fullest other GPU it may use that has room (best fit; node CPU, memory, host ports and an NVMe device
+    checked), within max_moves. Only stateless instances of one GPU with a memory request and no anti-affinity
+    are moved. CP-SAT takes the result only if it is valid. The placements with the moves applied, or None."""
     problem = builder.problem
     by_name = {placement.instance.name: placement for placement in placements}
-    free, users = {}, {}
+    state = {"gpu": {}, "node": {}, "nvme": {}, "ports": {}}
+    users = {}
     for name, node in problem.nodes.items():
+        state["node"][name] = [node.cpu, node.memory]
+        state["ports"][name] = set()
         for device in node.gpus:
-            free[name, device.uuid] = device.memory
-    room = {name: [node.cpu, node.memory] for name, node in problem.nodes.items()}
+            state["gpu"][name, device.uuid] = device.memory
+        for device in node.nvme:
+            state["nvme"][name, device.name] = device.size
     for placement in placements:
         request = builder.requests[placement.instance.service.name]
-        room[placement.node][0] -= request.cpu
-        room[placement.node][1] -= request.memory
+        state["node"][placement.node][0] -= request.cpu
+        state["node"][placement.node][1] -= request.memory
+        state["ports"][placement.node].update(request.ports)
+        if placement.nvme is not None:
+            state["nvme"][placement.node, placement.nvme.name] -= placement.nvme_size
         for claim in placement.gpus:
-            free[placement.node, claim.device.uuid] -= claim.memory
+            state["gpu"][placement.node, claim.device.uuid] -= claim.memory
             users.setdefault((placement.node, claim.device.uuid), []).append(placement.instance.name)
     positions = {(name, device.uuid): position for name, node in problem.nodes.items() for position, device in enumerate(node.gpus)}
 
     def movable(name):
-        instance = by_name[name].instance
-        request = builder.requests[instance.service.name]
-        gpu = instance.service.resources.gpu
-        return (not instance.service.stateful and gpu is not None and gpu.count == 1 and gpu.memory is not None
-                and instance.service.resources.nvme is None and not request.ports)
+        service = by_name[name].instance.service
+        gpu = service.resources.gpu
+        return not service.stateful and not service.anti_affinity and gpu is not None and gpu.count == 1 and gpu.memory is not None
+
+    def nvme_on(trial, placement, node_name):
+        """The NVMe device an instance would use on ``node_name`` (its own when it stays), or False when none fits."""
+        request = placement.instance.service.resources.nvme
+        if request is None:
+            return None
+        if node_name == placement.node:
+            return placement.nvme
+        fits = [device for device in problem.nodes[node_name].nvme
+                if request.label in device.labels and trial["nvme"][node_name, device.name] >= request.size]
+        return min(fits, key=lambda device: (trial["nvme"][node_name, device.name], device.name)) if fits else False
+
+    def place(trial, placement, key):
+        """Move ``placement`` onto GPU ``key`` in ``trial``; False when it does not fit."""
+        memory = placement.gpus[0].memory
+        request = builder.requests[placement.instance.service.name]
+        node_name = key[0]
+        if trial["gpu"][key] < memory or (builder.index_of(placement.instance.name), node_name, positions[key]) not in builder.gpu:
+            return False
+        nvme = nvme_on(trial, placement, node_name)
+        if nvme is False:
+            return False
+        if node_name != placement.node:
+            if trial["node"][node_name][0] < request.cpu or trial["node"][node_name][1] < request.memory or \
+                    trial["ports"][node_name] & set(request.ports):
+                return False
+            trial["node"][node_name][0] -= request.cpu
+            trial["node"][node_name][1] -= request.memory
+            trial["ports"][node_name].update(request.ports)
+            if nvme is not None:
+                trial["nvme"][node_name, nvme.name] -= placement.nvme_size
+        trial["gpu"][key] -= memory
+        device = problem.nodes[node_name].gpus[positions[key]]
+        return dataclasses.replace(placement, node=node_name, gpus=(GPUClaim(device, memory),), nvme=nvme)
 
     left, drained = max_moves, set()
-    for key in sorted(users, key=lambda key: (len(users[key]), -free[key], key)):
-        names = users[key]
+    for source in sorted(users, key=lambda key: (len(users[key]), -state["gpu"][key], key)):
+        names = users[source]
         if not names or len(names) > left or not all(movable(name) for name in names):
             continue
-        plan = []
-        taken = dict(free)
-        spare = {name: list(values) for name, values in room.items()}
+        trial = {kind: ({key: (list(value) if isinstance(value, list) else set(value) if isinstance(value, set) else value)
+                         for key, value in values.items()}) for kind, values in state.items()}
+        moved = {}
         for name in names:
             placement = by_name[name]
-            index = builder._index[name]  # pylint: disable=protected-access
-            memory = placement.instance.service.resources.gpu.memory
-            request = builder.requests[placement.instance.service.name]
-            targets = [target for target in taken if target != key and target not in drained and users.get(target)
-                       and taken[target] >= memory and (index, target[0], positions[target]) in builder.gpu
-                       and (target[0] == placement.node or (spare[target[0]][0] >= request.cpu and spare[target[0]][1] >= request.memory))]
-            if not targets:
+            targets = sorted((key for key in trial["gpu"] if key != source and key not in drained and users.get(key)),
+                             key=lambda key: (trial["gpu"][key], key))
+            for key in targets:
+                result = place(trial, placement, key)
+                if result:
+                    moved[name] = result
+                    break
+            else:
                 break
-            target = min(targets, key=lambda target: (taken[target] - memory, target))
-            taken[target] -= memory
-            if target[0] != placement.node:
-                spare[target[0]][0] -= request.cpu
-                spare[target[0]][1] -= request.memory
-                spare[placement.node][0] += request.cpu
-                spare[placement.node][1] += request.memory
-            plan.append((name, target))
-        if len(plan) != len(names):
+        if len(moved) != len(names):
             continue
-        for name, target in plan:
-            placement = by_name[name]
-            device = problem.nodes[target[0]].gpus[positions[target]]
-            by_name[name] = dataclasses.replace(placement, node=target[0], gpus=(GPUClaim(device, placement.gpus[0].memory),))
-            users[target].append(name)
-        taken[key] = free[key] + sum(by_name[name].gpus[0].memory for name in names)
-        free, room = taken, spare
-        users[key] = []
-        drained.add(key)
+        for name, placement in moved.items():
+            old = by_name[name]
+            if old.node != placement.node:     # what it frees on its old node
+                request = builder.requests[old.instance.service.name]
+                trial["node"][old.node][0] += request.cpu
+                trial["node"][old.node][1] += request.memory
+                trial["ports"][old.node].difference_update(request.ports)
+                if old.nvme is not None:
+                    trial["nvme"][old.node, old.nvme.name] += old.nvme_size
+            trial["gpu"][source] += old.gpus[0].memory
+            by_name[name] = placement
+            users[placement.node, placement.gpus[0].device.uuid].append(name)
+        state = trial
+        users[source] = []
+        drained.add(source)
         left -= len(names)
     if left == max_moves:
         return None

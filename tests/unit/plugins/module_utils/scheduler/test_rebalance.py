@@ -145,3 +145,24 @@ def test_a_large_cluster_is_solved_over_its_most_fragmented_part(monkeypatch):
     assert result["placements"]["big-0"]["node"] == "full" and result["placements"]["db-0"]["node"] == "n7"
     assert report["gain"] == {"whole_gpus_freed": 2, "nodes_freed": 2} and report["status"] == "feasible"
     assert any(line.startswith("  solved over the ") for line in describe(result))
+
+
+def test_the_greedy_drain_moves_the_emptiest_gpus_within_the_budget():
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import rebalance as module
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import schedule
+    problem = parse_problem(fragmented())
+    current = schedule(problem, PLUGINS)
+    placements = module._current_placements(problem, current)
+    builder = module._RebalanceModel(problem, Framework(problem, PLUGINS, WEIGHTS), None, 2)
+    drained = module._drained(builder, placements, 2)
+    moved = {placement.instance.name: placement.node for placement in drained}
+    before = {placement.instance.name: placement.node for placement in placements}
+    changed = sorted(name for name in moved if moved[name] != before[name])
+    assert len(changed) == 2 and all(name.startswith("infer-") for name in changed)
+    # Each moved instance went onto a GPU another instance already used: two GPUs emptied.
+    used = {(placement.node, placement.gpus[0].device.uuid) for placement in drained if placement.gpus}
+    assert len(used) == 2
+    assert module._drained(builder, placements, 0) is None
