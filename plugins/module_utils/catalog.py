@@ -294,8 +294,9 @@ def exact_seconds_error(seconds):
     return None
 
 
-def plan_catalog(problem, exact_seconds=EXACT_SECONDS):
-    """The scheduler's plan() for a problem whose services may carry deploy keys.
+def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
+    """The scheduler's plan() for a problem whose services may carry deploy keys; ``profile`` a parsed
+    scheduler profile (scheduler/profiles.py) or None for the default.
 
     Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
     """
@@ -304,7 +305,7 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS):
         scheduling, _deploy, errors = read_catalog(problem["services"])
         problem = dict(problem, services=scheduling)
     try:
-        result = plan(problem, exact_seconds=exact_seconds)
+        result = plan(problem, exact_seconds=exact_seconds, profile=profile)
     except ProblemError as error:
         raise ProblemError(errors + error.errors)
     if errors:

@@ -46,17 +46,21 @@ EXACT = "exact"
 EXACT_SECONDS = 5.0
 
 
-def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
-    """Schedule a problem mapping; raises ProblemError when the problem is malformed."""
+def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
+    """Schedule a problem mapping; raises ProblemError when the problem is malformed. ``profile`` (a
+    profiles.Profile) replaces ``plugins`` and ``weights``."""
     started = time.monotonic()
-    result = schedule(parse_problem(data), plugins, weights, exact_seconds)
+    result = schedule(parse_problem(data), plugins, weights, exact_seconds, profile)
     # The only part of a result that differs between runs of the same problem.
     result["seconds"] = round(time.monotonic() - started, 3)
     return result
 
 
-def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
-    framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
+def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
+    if profile is not None:
+        framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
+    else:
+        framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
     attempt, path = _greedy(framework, problem)
     permit = framework.run_permit(attempt)
     if permit.ok:
@@ -179,12 +183,13 @@ def _exact_summary(found, greedy_summary, exact_seconds):
 def equivalence_key(problem, service, conflicts=None):
     """What decides where an instance of ``service`` may go and how nodes score for it (kube's
     equivalence classes): services with the same key share one candidate heap. The name is left out;
-    anti-affinity enters through the services each one conflicts with."""
+    anti-affinity enters through the services each one conflicts with. The image is in it for user plugins
+    (profiles.py), which may read it."""
     requests = pod_requests(problem.services, service)
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
-            service.tolerations, service.quota)
+            service.tolerations, service.quota, service.image)
 
 
 class _Candidates:

@@ -265,9 +265,12 @@ def reservations_exceed_cluster(problem):
     return _Model(problem).reservations_exceed_cluster()
 
 
-def check_plan(problem, result):
-    """Every violated constraint of ``result`` for ``problem``, as readable strings."""
+def check_plan(problem, result, disabled_filters=()):
+    """Every violated constraint of ``result`` for ``problem``, as readable strings. ``disabled_filters``: the
+    static filters a scheduler profile turned off (NodeUnschedulable, TaintToleration, NodeSelector), whose
+    rules are then not checked."""
     model = _Model(problem)
+    model.disabled = frozenset(disabled_filters)
     violations = []
     if not isinstance(result, dict):
         return ["result: not a mapping: %r" % (result,)]
@@ -414,12 +417,12 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
             placement = placements[name]
             staying = model.previous.get(name) == node_name
             # Node selector: the node's own labels.
-            for key, value in sorted(service["node_selector"].items()):
+            for key, value in sorted(service["node_selector"].items() if "NodeSelector" not in model.disabled else ()):
                 if node["labels"].get(key) != value:
                     violations.append("%s on %s: node selector %s=%s not matched (node has %r)" % (
                         name, node_name, key, value, node["labels"].get(key)))
             # Taints.
-            for taint in node["taints"]:
+            for taint in node["taints"] if "TaintToleration" not in model.disabled else ():
                 if any(_tolerates(toleration, taint) for toleration in service["tolerations"]):
                     continue
                 if taint[2] == NO_EXECUTE or (taint[2] == NO_SCHEDULE and not staying):
@@ -430,7 +433,7 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
             if name in model.own_node and model.own_node[name] != node_name:
                 violations.append("%s on %s: an every-node instance must run on %s" % (name, node_name, model.own_node[name]))
             # Unschedulable nodes (every-node services run on cordoned nodes too).
-            if node["unschedulable"] and not staying and not service["every_node"]:
+            if node["unschedulable"] and not staying and not service["every_node"] and "NodeUnschedulable" not in model.disabled:
                 violations.append("%s on %s: node is unschedulable and is not the instance's previous node" % (
                     name, node_name))
 
@@ -609,6 +612,8 @@ def _would_fit_instead(model, wanted, placed, node_name):
         return False
     node = model.nodes[node_name]
     service = model.services[wanted]
+    if model.disabled:
+        return False
     return not node["unschedulable"] and model.eligible(service, node_name)
 
 
