@@ -155,7 +155,9 @@ def _feasible(framework, problem, attempt, path):
     """The result of an approved attempt: the binder's plan, what was preempted (and evicted), the ranks."""
     result = {"feasible": True, "path": path}
     result.update(framework.run_bind(attempt.placements, attempt.cluster))
-    by_name = {instance.name: instance for instance in problem.instances() if instance.service.preemptible}
+    by_name = {}
+    if attempt.preempted:
+        by_name = {instance.name: instance for instance in problem.instances() if instance.service.preemptible}
     order = sorted(attempt.preempted, key=lambda name: (by_name[name].service.name, by_name[name].ordinal))
     result["preempted"] = {name: attempt.preempted[name] for name in order}
     result["evictions"] = [{"instance": name, "from": by_name[name].previous.node}
