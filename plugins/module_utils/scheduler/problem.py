@@ -18,8 +18,8 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
-    GPUDevice, GPURequest, MAX_DEVICES, MAX_PRIORITY, every_node_eligible, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
-    MAX_TOTAL, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
+    MAX_PRIORITY, MAX_TOTAL, every_node_eligible, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
@@ -409,16 +409,16 @@ def _parse_kind(reader, spec, path, sidecar):
             if spec.get(key):
                 reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
     if preemptible and spec.get("stateful") is True:
-        reader.bad(join_path(path, "preemptible"), True, "false for a stateful service (its data must not be "
-                                                          "given up for other work)")
+        reader.bad(join_path(path, "preemptible"), True,
+                   "false for a stateful service (its data must not be given up for other work)")
     if every_node:
         if preemptible:
-            reader.bad(join_path(path, "every_node"), True, "false for a preemptible service (an every-node service "
-                                                            "runs on every eligible node, or the plan fails)")
+            reader.bad(join_path(path, "every_node"), True,
+                       "false for a preemptible service (an every-node service runs on every eligible node, or the plan fails)")
         for key in ("replicas", "scalable"):
             if spec.get(key) is not None and spec.get(key) is not False:
-                reader.bad(join_path(path, key), spec[key], "no %s on an every-node service (one instance runs on "
-                                                            "every eligible node)" % key)
+                reader.bad(join_path(path, key), spec[key],
+                           "no %s on an every-node service (one instance runs on every eligible node)" % key)
     return priority if priority is not None else 0, preemptible, every_node, image
 
 

@@ -135,8 +135,8 @@ def parse_profile(data, base=None):
             if issubclass(cls, base_class) and name not in enabled.get(point, ()):
                 disabled.setdefault(point, set()).add(name)
         if cls not in classes:
-            reader.error(join_path(_PATH, "user_plugins"), "plugin %s is loaded but enabled at no extension point; "
-                                                            "expected it under plugins.<point>.enabled" % name)
+            reader.error(join_path(_PATH, "user_plugins"),
+                         "plugin %s is loaded but enabled at no extension point; expected it under plugins.<point>.enabled" % name)
     config = _plugin_config(reader, top.get("plugin_config"))
     if reader.errors:
         raise ProblemError(reader.errors)

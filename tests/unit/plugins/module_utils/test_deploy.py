@@ -539,8 +539,8 @@ def test_every_node_instance_container_and_a_preempted_instance_is_removed():
     assert container_name("h1", "agent@h1") == "h1-agent"
     services = dict(SERVICES, agent={"every_node": True, "image": "localhost/agent:1"},
                     batch={"replicas": 2, "preemptible": True, "image": "localhost/batch:1", "resources": {"cpu": 1}})
-    scheduling = {name: {key: value for key, value in spec.items() if key in ("every_node", "replicas", "preemptible",
-                                                                                "resources", "sidecars", "sidecar")}
+    keys = ("every_node", "replicas", "preemptible", "resources", "sidecars", "sidecar")
+    scheduling = {name: {key: value for key, value in spec.items() if key in keys}
                   for name, spec in services.items() if name in ("agent", "batch", "job")}
     planned = plan({"nodes": {HOST: {"cpu": 1, "memory": "1Gi"}}, "services": scheduling,
                     "previous": {"batch-0": {"node": HOST}, "batch-1": {"node": HOST}}})
