@@ -456,8 +456,8 @@ if __name__ == "__main__":
 
 
 def with_kinds(problem, seed, share=0.2):
-    """The problem with about ``share`` of its instances preemptible (whole stateless services without GPUs,
-    with priorities from -10 to 10) and one every-node service (a node agent tolerating every taint), as
+    """The problem with ``share`` of its instances preemptible (stateless services without GPUs, the last one
+    split in two, with priorities from -10 to 10) and one every-node service (a node agent tolerating every taint), as
     benchmarks/plan_benchmark.py --kinds plans it. Deterministic for a seed."""
     rng = random.Random(seed)
     problem = copy.deepcopy(problem)
@@ -467,13 +467,21 @@ def with_kinds(problem, seed, share=0.2):
                         if not spec.get("sidecar") and not spec.get("stateful")
                         and "gpu" not in (spec.get("resources") or {}))
     rng.shuffle(candidates)
-    marked = 0
+    remaining = int(round(share * total))
     for name in candidates:
-        if marked >= share * total:
+        if remaining <= 0:
             break
+        replicas = services[name].get("replicas", 1)
+        if replicas > remaining:
+            # Split the service: <name>-spot takes the replicas still wanted, as preemptible work.
+            services[name]["replicas"] = replicas - remaining
+            services[name + "-spot"] = copy.deepcopy(services[name])
+            name, replicas = name + "-spot", remaining
+            services[name]["replicas"] = replicas
+            services[name].pop("scalable", None)
         services[name]["preemptible"] = True
         services[name]["priority"] = rng.randint(-10, 10)
-        marked += services[name].get("replicas", 1)
+        remaining -= replicas
     taint_keys = sorted({taint["key"] for node in problem["nodes"].values() for taint in node.get("taints") or []})
     services["node-agent"] = {"every_node": True, "priority": 100, "resources": {"cpu": "100m", "memory": "128Mi"},
                               "tolerations": [{"key": key} for key in taint_keys]}
