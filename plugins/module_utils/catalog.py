@@ -273,6 +273,8 @@ def read_catalog(services):
         reader.mapping(entry, path, known)
         scheduling[name] = {key: value for key, value in entry.items() if key in SERVICE_KEYS}
         deploy[name] = _deploy_spec(reader, entry, path)
+        if deploy[name]["image"] is not None:
+            scheduling[name]["image"] = deploy[name]["image"]     # checked here; user plugins may read it
     return scheduling, deploy, reader.errors
 
 

@@ -35,7 +35,10 @@ _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
 SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota", "priority", "preemptible",
-                "every_node", "image")
+                "every_node")
+# A problem's service may also carry its image (for user plugins, profiles.py). In a catalog the image is a
+# deploy key (catalog.py checks it and hands it to the scheduler), so it is not among SERVICE_KEYS.
+_PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models")
 _NVME_REQUEST_KEYS = ("label", "size")
@@ -429,7 +432,7 @@ def _parse_services(reader, value, quotas, nodes):
         path = join_path("services", name)
         if not _SERVICE_NAME.fullmatch(name):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
-        spec = reader.mapping(raw[name], path, SERVICE_KEYS)
+        spec = reader.mapping(raw[name], path, _PROBLEM_SERVICE_KEYS)
         sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))
         if sidecar and "replicas" in spec:
             reader.bad(join_path(path, "replicas"), spec["replicas"],

@@ -6,14 +6,18 @@ strategy and user plugins, through the greedy pass and the exact solver, checked
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
+from hypothesis import given, settings
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import DEFAULT, load_profile, parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_priorities import kinded
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_properties import SETTINGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))))
@@ -153,3 +157,19 @@ def test_bad_profiles_name_the_path(profile, path, expected):
     with pytest.raises(ProblemError) as caught:
         parse_profile(profile)
     assert any(where == path and expected in message for where, message in caught.value.errors), caught.value.errors
+
+
+SPREAD_WITHOUT_SELECTORS = {"plugins": {"filter": {"disabled": ["NodeSelector", "NodeUnschedulable"]},
+                                        "score": {"disabled": ["GPUFragmentation"],
+                                                  "enabled": [{"name": "GPU", "weight": 7}]}},
+                            "plugin_config": {"NodeResourcesFit": {"strategy": "LeastAllocated"}}}
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(kinded())
+def test_profiled_results_pass_the_checker(problem):
+    """Generated problems (with priorities, preemptible and every-node services) under a profile that turns
+    two static filters off and changes the scores: every result passes the checker told of the profile."""
+    result = plan(copy.deepcopy(problem), profile=parse_profile(SPREAD_WITHOUT_SELECTORS))
+    violations = check_plan(problem, result, disabled_filters=["NodeSelector", "NodeUnschedulable"])
+    assert not violations, (violations, problem, result)
