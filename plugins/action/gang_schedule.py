@@ -25,6 +25,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
     DEFAULT_MAX_MOVES, describe, max_moves_error,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
 ARGUMENT_SPEC = {
@@ -34,6 +35,7 @@ ARGUMENT_SPEC = {
     "record": {"type": "dict", "default": {}},
     "fail_on_infeasible": {"type": "bool", "default": True},
     "exact_timeout": {"type": "float", "default": 5.0},
+    "profile": {"type": "dict", "default": None},
     "scale": {"type": "dict", "default": None},
     "rebalance": {"type": "dict", "default": None},
 }
@@ -167,8 +169,10 @@ class ActionModule(ActionBase):
                 return result
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
+            # Relative user_plugins paths start from the playbook's folder.
+            profile = load_profile(args["profile"], self._loader.get_basedir())
             if max_moves is None:
-                planned = plan_catalog(problem, exact_seconds=args["exact_timeout"])
+                planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
             else:
                 planned = rebalance_catalog(problem, max_moves, args["exact_timeout"])
         except NodeFactsError as error:
@@ -201,6 +205,12 @@ class ActionModule(ActionBase):
         result["record"] = new_record
         result["hosts"] = bindings(planned, args["hosts"])
         result["ranks"] = planned["ranks"]
+        result["preempted"] = planned["preempted"]
+        if args["scale"] is not None and not args["scale"].get("reset"):
+            # A preemptible service may run fewer than asked: the record keeps the asked count.
+            service = args["scale"]["service"]
+            result["scale"] = {"service": service, "asked": new_record["replicas"].get(service),
+                               "running": sum(1 for p in planned["placements"].values() if p["service"] == service)}
         result["diff"] = host_diffs(record, planned, args["hosts"])
         # An AWX job's artifacts carry the placement (set_stats semantics).
         result["ansible_stats"] = {"data": {"gangplank_placement": {

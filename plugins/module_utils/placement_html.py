@@ -304,6 +304,20 @@ def health_of(rows):
     return health
 
 
+def _preempted_rows(result):
+    """(instance, node it was evicted from or "", reason) for the preemptible instances a plan leaves out: the
+    scheduler's ``preempted`` maps each to its reason, and ``evictions`` says which of them ran where."""
+    preempted = _field(result, "preempted", {})
+    evicted = {}
+    for position, entry in enumerate(_list(_field(result, "evictions", []), "result.evictions")):
+        _mapping(entry, "result.evictions[%d]" % position)
+        evicted[str(entry.get("instance"))] = entry.get("from", "")
+    if isinstance(preempted, dict):
+        return [(name, evicted.get(str(name), ""), reason) for name, reason in preempted.items()]
+    return [(entry.get("instance"), entry.get("node", ""), entry.get("reason", "")) if isinstance(entry, dict)
+            else (entry, "", "") for entry in _list(preempted, "result.preempted")]
+
+
 def render_html(result, title="gangplank placement", health=None, notes=()):
     """One HTML document for a plan ``result``; PictureError when it is not shaped like one.
 
@@ -350,11 +364,9 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
         unplaced = _mapping(_field(result, "unschedulable", {}), "result.unschedulable")
         parts.append('<h2 class="section">Unplaced instances (%d)</h2>' % len(unplaced))
         parts.append(_table(("instance", "why it could not be placed"), sorted((str(name), str(why)) for name, why in unplaced.items())))
-    preempted = _list(_field(result, "preempted", []), "result.preempted")
-    if preempted:
-        parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(preempted))
-        rows = [(entry.get("instance"), entry.get("node", ""), entry.get("reason", "")) if isinstance(entry, dict)
-                else (entry, "", "") for entry in preempted]
-        parts.append(_table(("instance", "node", "why"), rows))
+    rows = _preempted_rows(result)
+    if rows:
+        parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(rows))
+        parts.append(_table(("instance", "evicted from", "why"), rows))
     parts.append("</body></html>\n")
     return "".join(parts)

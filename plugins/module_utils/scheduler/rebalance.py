@@ -127,6 +127,8 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
         self.model.ClearHints()
         where = {}
         for placement in placements:
+            if placement.instance.name not in self._index:
+                continue
             where[self._index[placement.instance.name]] = (
                 placement.node, {claim.device.uuid for claim in placement.gpus}, placement.nvme.name if placement.nvme else None)
         for (index, node), var in self.place.items():
@@ -141,6 +143,10 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
 
     def _objective(self):
         model, problem = self.model, self.problem
+        # A rebalance evicts nothing: every preemptible instance of the current plan stays placed.
+        for placed in getattr(self, "placed", {}).values():
+            if not isinstance(placed, int):
+                model.Add(placed == 1)
         disrupted = []
         for index, instance in enumerate(self.instances):
             previous = instance.previous_node()
@@ -226,6 +232,9 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
         if (gain["whole_gpus_freed"], gain["nodes_freed"]) > (0, 0):
             result = {"feasible": True, "path": REBALANCE}
             result.update(better)
+            for key in ("preempted", "evictions"):      # what the current plan leaves out stays out
+                if key in current:
+                    result[key] = current[key]
             result["ranks"] = ranks(problem.services)
             report.update(after=after, gain=gain, moves=len(better["moves"]),
                           restarts=len(_restarted(result, problem)))
@@ -297,7 +306,8 @@ def _solve(problem, framework, max_moves, seconds, current):
     outside = [placement for placement in current_placements if placement.node not in on_part]
     part = dataclasses.replace(problem, nodes={name: problem.nodes[name] for name in nodes}) if scope else problem
     instances = sorted((placement.instance for placement in inside), key=lambda instance: (instance.service.name, instance.ordinal))
-    builder = _RebalanceModel(part, framework, instances if scope else None, max_moves,
+    # The instances the current plan places, and only them: preempted work stays out, as in the current plan.
+    builder = _RebalanceModel(part, framework, instances, max_moves,
                               _quota_usage_of(problem, outside), ClusterState(problem).capacity)
     if builder.reason is not None:
         return exact.ExactResult(exact.INFEASIBLE, time.monotonic() - began, reason=builder.reason)

@@ -107,3 +107,23 @@ def test_rebalance_shows_the_gain_first_then_the_moves(tmp_path):
 def test_rebalance_arguments_are_checked(tmp_path, args, message):
     done = run(_fragmented_problem(tmp_path), *args)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_profile_with_the_example_user_plugin():
+    examples = os.path.join(ROOT, "docs", "examples")
+    problem = os.path.join(examples, "image_affinity_problem.yml")
+    planned = run(problem, "--json", "--profile", os.path.join(examples, "image_affinity_profile.yml"))
+    assert planned.returncode == 0, planned.stderr
+    nodes = {name: placement["node"] for name, placement in json.loads(planned.stdout)["placements"].items()}
+    # The reserved node takes only the CAD image; web spreads (LeastAllocated) over the other two.
+    assert nodes == {"cad-0": "cad-node", "web-0": "node-a", "web-1": "node-b"}
+    default = json.loads(run(problem, "--json").stdout)
+    assert {p["node"] for p in default["placements"].values()} == {"cad-node"}
+
+
+def test_bad_profile_names_the_path(tmp_path):
+    profile = tmp_path / "profile.yml"
+    profile.write_text("plugins: {filter: {disabled: [NoSuchPlugin]}}\n")
+    completed = run(os.path.join(ROOT, "examples", "cluster.yml"), "--profile", str(profile))
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr
+    assert "profile.plugins.filter.disabled[0]: got \"NoSuchPlugin\"; expected a filter plugin" in completed.stderr

@@ -67,11 +67,13 @@ def test_cards_show_gpus_split_by_instance_nvme_and_labels():
 def test_moves_and_preempted_are_marked():
     result = plan(PROBLEM)
     result["moves"] = [{"instance": "web-0", "from": "gpu-a", "to": result["placements"]["web-0"]["node"]}]
-    result["preempted"] = [{"instance": "batch-3", "node": "cpu-b", "reason": "lower priority"}]
+    result["preempted"] = {"batch-3": "lower priority", "batch-4": "no room"}
+    result["evictions"] = [{"instance": "batch-3", "from": "cpu-b"}]
     page = render_html(result)
     assert 'class="chip moved"' in page and "moved from gpu-a" in page and "\u21aa web-0" in page
     assert "<h2 class=\"section\">Moves</h2>" in page and "<td>web-0</td><td>gpu-a</td>" in page
-    assert "Preempted instances (1)" in page and "<td>batch-3</td><td>cpu-b</td><td>lower priority</td>" in page
+    assert "Preempted instances (2)" in page and "<td>batch-3</td><td>cpu-b</td><td>lower priority</td>" in page
+    assert "<td>batch-4</td><td></td><td>no room</td>" in page
 
 
 def test_infeasible_lists_every_unplaced_instance_with_its_reason():
@@ -151,7 +153,8 @@ def test_any_broken_part_gives_a_picture_error_or_a_page_never_a_traceback():
     import random
     base = plan(PROBLEM)
     base["moves"] = [{"instance": "web-0", "from": "cpu-b", "to": "gpu-a"}]
-    base["preempted"] = [{"instance": "x-0", "node": "cpu-b", "reason": "r"}]
+    base["preempted"] = {"x-0": "r"}
+    base["evictions"] = [{"instance": "x-0", "from": "cpu-b"}]
     paths = [path for path in _leaves(base) if path]
     rng = random.Random(16)
     for _round in range(3000):

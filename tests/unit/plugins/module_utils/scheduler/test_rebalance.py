@@ -166,3 +166,14 @@ def test_the_greedy_drain_moves_the_emptiest_gpus_within_the_budget():
     used = {(placement.node, placement.gpus[0].device.uuid) for placement in drained if placement.gpus}
     assert len(used) == 2
     assert module._drained(builder, placements, 0) is None
+
+
+def test_a_rebalance_never_evicts_running_preemptible_work():
+    problem = fragmented()
+    problem["services"]["batch"] = {"preemptible": True, "replicas": 2, "resources": {"cpu": 15}}
+    problem["previous"]["batch-0"] = {"node": "n0"}
+    problem["previous"]["batch-1"] = {"node": "n1"}
+    result = rebalance(copy.deepcopy(problem), max_moves=3)
+    assert checked(problem, result) == []
+    assert {result["placements"]["batch-0"]["node"], result["placements"]["batch-1"]["node"]} <= {"n0", "n1", "n2", "n3"}
+    assert result["evictions"] == [] and result["rebalance"]["gain"]["whole_gpus_freed"] >= 1
