@@ -3,7 +3,7 @@
 # Steps, in order, stopping at the first failure with a non-zero exit:
 #   1. venv         source scripts/lib/venv.sh (.venv, requirements, collection path shim)
 #   2. unit         pytest tests/unit; collecting no test at all is an error
-#   3. integration  pytest tests/integration; skipped, with a message, while it holds no test file
+#   3. integration  pytest tests/integration (chromium installed when missing, for the picture's browser test)
 #   4. e2e          the local test bed (podman, the demo image), then pytest tests/e2e: site.yml for real
 #   5. molecule     molecule test in each role: converge, idempotence, verify on this machine
 #   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
@@ -123,8 +123,18 @@ end
 
 # --------------------------------------------------------------------------------------------------
 begin integration "pytest tests/integration"
+# The placement picture is tested in a real browser: Debian's headless chromium, installed when missing.
+if ! command -v chromium >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing chromium (apt) for the placement picture's browser test"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium' >/dev/null 2>&1 ||
+            echo "test.sh: warning: chromium is missing and cannot be installed here; the browser test will fail" >&2
+    fi
+fi
 if [[ -n "$(find tests/integration -type f \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]]; then
-    run_pytest tests/integration
+    GANGPLANK_BROWSER_TESTS=required run_pytest tests/integration
     end
 else
     echo "test.sh: tests/integration has no test_*.py or *_test.py file yet; skipping this step"

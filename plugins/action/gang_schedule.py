@@ -18,8 +18,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.node_facts impo
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plain_data, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+    exact_seconds_error, plain_data, plan_catalog, rebalance_catalog,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
+    DEFAULT_MAX_MOVES, describe, max_moves_error,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
@@ -32,6 +37,7 @@ ARGUMENT_SPEC = {
     "exact_timeout": {"type": "float", "default": 5.0},
     "profile": {"type": "dict", "default": None},
     "scale": {"type": "dict", "default": None},
+    "rebalance": {"type": "dict", "default": None},
 }
 
 # Where each part of the problem comes from, to name it in errors.
@@ -120,6 +126,19 @@ def host_diffs(record, result, hosts):
     return diffs
 
 
+def _max_moves(request):
+    """The rebalance request's max_moves as an int, or why it is not valid (a string). ``-e max_moves=2`` gives "2"."""
+    unknown = sorted(set(request) - {"max_moves"})
+    if unknown:
+        return "unknown key %s; expected only max_moves" % show(unknown[0])
+    value = request.get("max_moves")
+    if value is None:
+        return DEFAULT_MAX_MOVES
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 6:
+        value = int(value.strip())
+    return max_moves_error(value) or value
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -132,6 +151,12 @@ class ActionModule(ActionBase):
         if exact_seconds_error(args["exact_timeout"]):
             result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
             return result
+        max_moves = None
+        if args["rebalance"] is not None:
+            max_moves = _max_moves(args["rebalance"])
+            if isinstance(max_moves, str):
+                result.update(failed=True, changed=False, msg="rebalance.max_moves: %s; nothing was changed" % max_moves)
+                return result
         if args["scale"] is not None:
             try:
                 # playbooks/scale.yml: the new count is recorded and wins over the catalog until reset.
@@ -146,7 +171,10 @@ class ActionModule(ActionBase):
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
             # Relative user_plugins paths start from the playbook's folder.
             profile = load_profile(args["profile"], self._loader.get_basedir())
-            planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
+            if max_moves is None:
+                planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
+            else:
+                planned = rebalance_catalog(problem, max_moves, args["exact_timeout"])
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result
@@ -158,6 +186,10 @@ class ActionModule(ActionBase):
             return result
         result["plan"] = planned
         result["table"] = render_table(planned).splitlines()
+        if max_moves is not None:
+            # What the rebalance gains, shown before anything is done.
+            result["rebalance"] = describe(planned)
+            result["table"] = result["rebalance"] + [""] + result["table"]
         if not planned["feasible"]:
             result["changed"] = False
             if args["fail_on_infeasible"]:

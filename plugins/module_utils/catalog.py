@@ -313,3 +313,20 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
     if errors:
         raise ProblemError(errors)
     return result
+
+
+def rebalance_catalog(problem, max_moves, exact_seconds):
+    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys."""
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
+
+    errors = []
+    if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
+        scheduling, _deploy, errors = read_catalog(problem["services"])
+        problem = dict(problem, services=scheduling)
+    try:
+        result = rebalance(problem, max_moves=max_moves, exact_seconds=exact_seconds)
+    except ProblemError as error:
+        raise ProblemError(errors + error.errors)
+    if errors:
+        raise ProblemError(errors)
+    return result

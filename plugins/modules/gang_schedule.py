@@ -77,6 +77,19 @@ options:
         description: Remove the service's override instead, so the catalog's C(replicas) counts again.
         type: bool
         default: false
+  rebalance:
+    description:
+      - Plan a rebalance (playbooks/rebalance.yml) instead of a plain plan. The exact solver packs stateless instances
+        onto fewer nodes and leaves more whole GPUs free, with at most O(rebalance.max_moves) instances moved or restarted
+        on other devices; stateful instances never move. A plan that frees nothing is not taken.
+      - What it gains (whole GPUs and nodes freed) is in the C(rebalance) key of RV(plan), in RV(rebalance), and leads RV(table).
+      - O(exact_timeout) is the solver's time; 0 turns the rebalance off (the current placement stands).
+    type: dict
+    suboptions:
+      max_moves:
+        description: At most this many instances move (or restart on other devices). A whole number from 0 to 100000.
+        type: raw
+        default: 3
 attributes:
   action:
     support: full
@@ -111,8 +124,13 @@ plan:
   description: The scheduler's result (docs/problem-format.md).
   returned: unless the input is invalid
   type: dict
+rebalance:
+  description: With O(rebalance), what it gains as lines (moves, whole GPUs and nodes free before and after).
+  returned: when O(rebalance) is given and the input is valid
+  type: list
+  elements: str
 table:
-  description: The plan as table lines.
+  description: The plan as table lines; with O(rebalance), led by what it gains.
   returned: unless the input is invalid
   type: list
   elements: str

@@ -17,7 +17,7 @@ ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbo
 
 
 def play(tmp_path, problem=None, extra=()):
-    args = [ANSIBLE_PLAYBOOK, PLAYBOOK]
+    args = [ANSIBLE_PLAYBOOK, PLAYBOOK, "-e", "gangplank_plan_html=%s" % (tmp_path / "plan.html")]
     if problem is not None:
         path = tmp_path / "problem.yml"
         path.write_text(yaml.safe_dump(problem))
@@ -44,14 +44,19 @@ def test_bundled_example_plans(tmp_path):
     assert planned["feasible"] is True and planned["changed"] is False
     assert len(planned["placements"]) == 9
     assert results["Show the plan"]["msg"][0].startswith("NODE")
+    assert results["Show the plan"]["msg"][-1] == "picture: %s" % (tmp_path / "plan.html")
+    page = (tmp_path / "plan.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and all(name in page for name in ("node-a", "node-b", "infer-2", "db-0"))
 
 
 def test_check_mode_gives_the_same_plan(tmp_path):
     with open(os.path.join(ROOT, "examples", "cluster.yml"), encoding="utf-8") as handle:
         problem = yaml.safe_load(handle)
     normal = task_results(play(tmp_path, problem))["Plan every service instance at once"]
+    (tmp_path / "plan.html").unlink()
     checked = play(tmp_path, problem, ["--check"])
     assert checked.returncode == 0
+    assert "infer-2" in (tmp_path / "plan.html").read_text(encoding="utf-8")    # the picture is a report: written anyway
     assert task_results(checked)["Plan every service instance at once"]["placements"] == normal["placements"]
 
 
@@ -59,9 +64,13 @@ def test_infeasible_fails_the_play_with_the_report(tmp_path):
     completed = play(tmp_path, {"nodes": {"a": {"cpu": 1, "memory": "1Gi"}},
                                 "services": {"db": {"resources": {"cpu": 2}}}})
     assert completed.returncode == 2
-    planned = task_results(completed)["Plan every service instance at once"]
-    assert planned["failed"] is True and planned["placements"] == {}
-    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in planned["msg"]
+    results = task_results(completed)
+    planned = results["Plan every service instance at once"]
+    assert planned["feasible"] is False and planned["placements"] == {}
+    assert results["Fail when the gang does not fit"]["failed"] is True
+    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in results["Fail when the gang does not fit"]["msg"]
+    page = (tmp_path / "plan.html").read_text(encoding="utf-8")
+    assert "db-0" in page and "0/1 nodes are available: 1 Insufficient cpu." in page
 
 
 def test_bad_problem_names_the_path(tmp_path):

@@ -41,7 +41,8 @@ class Cluster:
                 "gangplank_reserved": {"cpu": 0, "memory": 0},
             }
         hosts["host-b"]["gangplank_simulated_gpus"] = [{"model": "NVIDIA L4", "memory": "24Gi"}]
-        shared = {"gangplank_services": CATALOG, "facts_show_table": False, "web_replicas": 2}
+        shared = {"gangplank_services": CATALOG, "facts_show_table": False, "web_replicas": 2,
+                  "gangplank_plan_html": str(base / "plan.html")}
         self.inventory = {"all": {"hosts": hosts, "vars": shared,
                                   "children": {"gangplank_control": {"hosts": {"host-a": {}}}}}}
 
@@ -133,6 +134,10 @@ def test_check_mode_shows_the_change_and_writes_nothing(cluster):
     planned = tasks["Plan every service instance at once"]["host-a"]
     assert planned["changed"] is True and planned["changes"]["added"] == ["web-2"]
     assert cluster.snapshot() == before and not cluster.lock_path().exists()
+    # The picture is a report on the controller: written in check mode too, named in the output.
+    assert tasks["Show the plan"]["host-a"]["msg"][-1] == "picture: %s" % (cluster.base / "plan.html")
+    page = (cluster.base / "plan.html").read_text(encoding="utf-8")
+    assert all(name in page for name in HOSTS + ("web-2", "infer-0", "GPU0 L4"))
 
 
 def test_infeasible_changes_nothing(cluster):

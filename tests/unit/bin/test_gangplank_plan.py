@@ -62,6 +62,53 @@ def test_missing_file():
     assert result.returncode == 1 and "cannot read /nonexistent/problem.yml" in result.stderr
 
 
+def test_html_writes_the_picture_and_an_unwritable_file_is_an_error(tmp_path):
+    page = tmp_path / "plan.html"
+    done = run(os.path.join(ROOT, "examples", "cluster.yml"), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and ">node-c<" in text and ">infer-2<" in text
+    assert [path.name for path in tmp_path.iterdir()] == ["plan.html"]       # no temporary file left
+    infeasible = tmp_path / "problem.json"
+    infeasible.write_text(json.dumps({"nodes": {"a": {"cpu": 1, "memory": "1Gi"}}, "services": {"db": {"resources": {"cpu": 2}}}}))
+    done = run(str(infeasible), "--html", str(page), "--exact-timeout", "0")
+    assert done.returncode == 2 and "Insufficient cpu" in page.read_text(encoding="utf-8")
+    done = run(os.path.join(ROOT, "examples", "cluster.yml"), "--html", str(tmp_path / "missing" / "plan.html"))
+    assert done.returncode == 1 and "cannot write" in done.stderr and "Traceback" not in done.stderr
+
+
+def _fragmented_problem(tmp_path):
+    nodes = {"n%d" % i: {"cpu": 16, "memory": "64Gi", "gpus": [
+        {"index": g, "uuid": "G-%d-%d" % (i, g), "model": "NVIDIA A100", "memory": "80Gi"} for g in range(2)]} for i in range(3)}
+    problem = {"nodes": nodes, "services": {"infer": {"replicas": 3, "resources": {"cpu": 1, "gpu": {"memory": "20Gi"}}}},
+               "previous": {"infer-%d" % i: {"node": "n%d" % i, "gpus": [{"uuid": "G-%d-0" % i}]} for i in range(3)}}
+    path = tmp_path / "fragmented.json"
+    path.write_text(json.dumps(problem))
+    return str(path)
+
+
+def test_rebalance_shows_the_gain_first_then_the_moves(tmp_path):
+    problem = _fragmented_problem(tmp_path)
+    done = run(problem, "--rebalance", "--max-moves", "1", "--html", str(tmp_path / "rb.html"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("rebalance (at most 1 move(s); solver ") and "1 move(s), 0 restart(s)" in lines[0]
+    assert lines[1] == "  whole GPUs free: 3 -> 4 of 6 (+1)" and lines[2] == "  nodes free:      0 -> 1 of 3 (+1)"
+    assert "plan: feasible (rebalance): 3 instance(s) on 2 of 3 node(s), 1 move(s)" in done.stdout
+    assert "whole GPUs free: 3 -&gt; 4 of 6 (+1)" in (tmp_path / "rb.html").read_text(encoding="utf-8")
+    result = json.loads(run(problem, "--rebalance", "--json").stdout)
+    assert result["path"] == "rebalance" and len(result["moves"]) == 2 and result["rebalance"]["gain"]["nodes_freed"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--max-moves", "2"), "--max-moves needs --rebalance"),
+    (("--rebalance", "--max-moves", "-1"), "--max-moves: got -1; expected a whole number from 0 to 100000"),
+])
+def test_rebalance_arguments_are_checked(tmp_path, args, message):
+    done = run(_fragmented_problem(tmp_path), *args)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
 def test_profile_with_the_example_user_plugin():
     examples = os.path.join(ROOT, "docs", "examples")
     problem = os.path.join(examples, "image_affinity_problem.yml")

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: plan_html
+short_description: Render a gang plan as one self-contained HTML page
+version_added: 0.2.0
+description:
+  - Turns the result of M(gangplank.platform.gang_plan) or M(gangplank.platform.gang_schedule) (its C(plan)) into one
+    HTML document with inline CSS and SVG only (no script, no network); per node a card with CPU and memory bars, each
+    GPU as a bar split by the instances sharing its memory (a colour per service, the instance on hover), NVMe devices,
+    planted labels and the node's instances; moves and preempted instances marked; an infeasible plan lists every
+    unplaced instance with its reason.
+  - Every name is escaped; the page stays readable at 50 nodes of 8 GPUs (cards in a grid).
+options:
+  _input:
+    description:
+      - A plan result, with at least C(feasible); C(placements), C(usage), C(moves) and C(node_labels) when feasible.
+      - With O(status), per host the instances it is bound to run (the C(instances) of its C(gangplank.fact)).
+    type: dict
+    required: true
+  status:
+    description:
+      - The input is per host the bound instances (playbooks/status.yml), not a plan; the nodes' sizes are not known
+        there, so the cards have no CPU and memory bars and each GPU's bar is what its instances take.
+    type: bool
+    default: false
+  title:
+    description: The page's title and heading.
+    type: str
+    default: gangplank placement
+  health:
+    description:
+      - Live state per instance name, shown on the instances; or the status rows of the C(status_table) filter, one per
+        container, from which each instance's state is taken.
+    type: raw
+    default: {}
+  notes:
+    description: Lines shown under the summary.
+    type: list
+    elements: str
+    default: []
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Write the plan as a picture on the controller (from gang_plan's result)
+  ansible.builtin.copy:
+    content: "{{ gangplank_plan.plan | gangplank.platform.plan_html(title='my cluster') }}"
+    dest: /tmp/gangplank-plan.html
+    mode: "0644"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+_value:
+  description: The HTML document.
+  type: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
+    PictureError, health_of, render_html, status_result,
+)
+
+
+def plan_html(result, title="gangplank placement", health=None, notes=None, status=False):
+    if not status and (not isinstance(result, dict) or "feasible" not in result):
+        raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
+    if not isinstance(health or {}, (dict, list)) or not isinstance(notes or [], list):
+        raise AnsibleFilterError("plan_html: health must be a mapping of instance to state (or status rows) and notes a list of lines")
+    try:
+        if status:
+            result = status_result(result)
+        if isinstance(health, list):
+            health = health_of(health)
+        return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []])
+    except PictureError as error:
+        raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % error) from None
+
+
+class FilterModule:
+    def filters(self):
+        return {"plan_html": plan_html}

@@ -1,0 +1,372 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A plan result as one self-contained HTML page: the cluster's GPU memory map as a picture.
+
+``render_html(result)`` takes a result of the scheduler (docs/problem-format.md, "Result"), feasible
+or not, and returns one HTML document with inline CSS and inline SVG only: no script, no network
+(a Content-Security-Policy forbids every fetch), so it opens the same on an air-gapped controller.
+
+Per node a card: CPU and memory bars, each GPU as a bar split by the instances sharing its memory
+(one colour per service; the instance, its service and its share on hover), NVMe devices split the
+same way, the labels the scheduler plants, and the node's instances. Moved instances are marked
+(and listed with where they came from), preempted ones listed, and an infeasible plan shows every
+unplaced instance with its reason. Cards sit in a grid, so 50 nodes of 8 GPUs stay readable.
+
+Every name in a result is hostile input (node, service and instance names, GPU models, labels,
+reasons): each one is escaped with ``html.escape`` for text and attributes alike, and never used
+as an id, a class or a style. Plain Python, no Ansible import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+
+# Bounds of a picture: what the scheduler can return is already bounded (docs/problem-format.md); these
+# keep a hand-made result from making a page no browser opens.
+MAX_NODES = 10000
+MAX_INSTANCES = 100000
+MAX_TEXT = 200                  # characters of any one name shown; longer ones are cut with an ellipsis
+
+BAR_WIDTH = 260                 # pixels of a bar inside a card
+BAR_HEIGHT = 14
+
+
+class PictureError(ValueError):
+    """The result is not a plan result: ``path`` names the part, the message what was expected."""
+
+    def __init__(self, path, message):
+        super().__init__("%s: %s" % (path, message))
+        self.path = path
+
+
+def _text(value):
+    """Escaped text for HTML content and quoted attributes, cut to MAX_TEXT characters."""
+    value = str(value)
+    if len(value) > MAX_TEXT:
+        value = value[:MAX_TEXT - 1] + "\u2026"
+    return html.escape(value, quote=True)
+
+
+def service_colour(service):
+    """A stable colour per service name (an HSL hue from its hash): the same service, the same colour."""
+    digest = hashlib.sha256(str(service).encode("utf-8", "replace")).digest()
+    hue = int.from_bytes(digest[:2], "big") % 360
+    lightness = 42 + digest[2] % 3 * 8
+    return "hsl(%d,62%%,%d%%)" % (hue, lightness)
+
+
+def _mapping(value, path):
+    if not isinstance(value, dict):
+        raise PictureError(path, "got %s; expected a mapping" % type(value).__name__)
+    return value
+
+
+def _field(result, key, default):
+    """``result[key]``, or ``default`` when it is absent or null (an infeasible result has no usage)."""
+    value = result.get(key)
+    return default if value is None else value
+
+
+def _list(value, path):
+    if not isinstance(value, list):
+        raise PictureError(path, "got %s; expected a list" % type(value).__name__)
+    return value
+
+
+def _amount(value, path):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PictureError(path, "got %s; expected a whole number of 0 or more" % _text(repr(value)[:40]))
+    return value
+
+
+def _bar(segments, total, label, empty_title):
+    """An SVG bar of ``total`` split into ``segments`` ([(amount, colour, hover text)]), with a label under it."""
+    parts = ['<svg class="bar" width="100%%" height="%d" viewBox="0 0 %d %d" preserveAspectRatio="none" role="img">' % (
+        BAR_HEIGHT, BAR_WIDTH, BAR_HEIGHT)]
+    parts.append('<rect x="0" y="0" width="%d" height="%d" class="free"><title>%s</title></rect>' % (
+        BAR_WIDTH, BAR_HEIGHT, _text(empty_title)))
+    offset = 0.0
+    for amount, colour, title in segments:
+        if total <= 0 or amount <= 0:
+            continue
+        width = min(BAR_WIDTH - offset, BAR_WIDTH * amount / total)
+        if width <= 0:
+            break
+        parts.append('<rect x="%.2f" y="0" width="%.2f" height="%d" fill="%s" class="seg"><title>%s</title></rect>' % (
+            offset, max(width, 1.0), BAR_HEIGHT, colour, _text(title)))
+        offset += width
+    parts.append("</svg>")
+    return '<div class="row"><span class="what">%s</span>%s</div>' % (_text(label), "".join(parts))
+
+
+def _used_bar(name, used, total, formatter, colour="#5b7fa6"):
+    label = "%s %s/%s" % (name, formatter(used), formatter(total))
+    return _bar([(used, colour, "%s used: %s of %s" % (name, formatter(used), formatter(total)))], total, label,
+                "%s free: %s" % (name, formatter(max(total - used, 0))))
+
+
+def _gpu_rows(node, usage, on_gpu):
+    rows = []
+    for position, gpu in enumerate(_list(usage.get("gpus", []), "usage.%s.gpus" % node)):
+        path = "usage.%s.gpus[%d]" % (node, position)
+        _mapping(gpu, path)
+        used = _amount(gpu.get("used", 0), path + ".used")
+        # A status picture knows what the instances take, not the device's size: the bar is what they take.
+        known = gpu.get("total") is not None
+        total = _amount(gpu.get("total"), path + ".total") if known else used
+        takers = on_gpu.get(str(gpu.get("uuid")), [])
+        segments = [(memory, service_colour(service), "%s (%s): %s on GPU %s" % (
+            instance, service, format_size(memory), gpu.get("index"))) for instance, service, memory in takers]
+        whole = " whole" if not used else ""
+        label = "GPU%s %s %s/%s%s" % (gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used),
+                                      format_size(total), whole) if known else "GPU%s %s %s taken" % (
+            gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used))
+        rows.append(_bar(segments, total, label, "GPU %s (%s) free: %s" % (
+            gpu.get("index"), gpu.get("uuid"), format_size(max(total - used, 0)))))
+    return rows
+
+
+def _short_model(model):
+    """The model without the vendor prefix, e.g. 'A100-SXM4-80GB' for 'NVIDIA A100-SXM4-80GB'."""
+    model = str(model)
+    return model[len("NVIDIA "):] if model.startswith("NVIDIA ") else model
+
+
+def _nvme_rows(node, usage, on_nvme):
+    rows = []
+    for position, device in enumerate(_list(usage.get("nvme", []), "usage.%s.nvme" % node)):
+        path = "usage.%s.nvme[%d]" % (node, position)
+        _mapping(device, path)
+        size = _amount(device.get("size", 0), path + ".size")
+        used = _amount(device.get("used", 0), path + ".used")
+        takers = on_nvme.get(str(device.get("name")), [])
+        segments = [(taken, service_colour(service), "%s (%s): %s on %s" % (instance, service, format_size(taken), device.get("name")))
+                    for instance, service, taken in takers]
+        rows.append(_bar(segments, size, "%s %s/%s" % (device.get("name"), format_size(used), format_size(size)),
+                         "%s free: %s" % (device.get("name"), format_size(max(size - used, 0)))))
+    return rows
+
+
+def _chip(instance, service, moved_from=None, health=None):
+    classes = "chip moved" if moved_from else "chip"
+    title = "%s (%s)" % (instance, service)
+    mark = ""
+    if moved_from:
+        title += ", moved from %s" % moved_from
+        mark = "\u21aa "
+    if health:
+        title += ", %s" % health
+        classes += " bad" if health not in ("healthy", "running", "no probe") else ""
+    return '<span class="%s" style="border-left-color:%s" title="%s">%s%s</span>' % (
+        classes, service_colour(service), _text(title), mark, _text(instance))
+
+
+def _card(node, usage, placements, moved, labels, health):
+    path = "usage." + node
+    _mapping(usage, path)
+    cpu = _mapping(usage.get("cpu_millicores", {}), path + ".cpu_millicores")
+    memory = _mapping(usage.get("memory", {}), path + ".memory")
+    on_gpu, on_nvme = {}, {}
+    instances = _list(usage.get("instances", []), path + ".instances")
+    for position, name in enumerate(instances):
+        if not isinstance(name, str):
+            raise PictureError("%s.instances[%d]" % (path, position), "got %s; expected an instance name" % type(name).__name__)
+        placement = placements.get(name) or {}
+        service = str(placement.get("service", ""))
+        for claim in _list(placement.get("gpus") or [], "placements.%s.gpus" % name):
+            if isinstance(claim, dict):
+                taken = _amount(claim.get("memory", 0), "placements.%s.gpus.memory" % name)
+                on_gpu.setdefault(str(claim.get("uuid")), []).append((name, service, taken))
+        nvme = placement.get("nvme")
+        if isinstance(nvme, dict):
+            taken = _amount(nvme.get("size", 0), "placements.%s.nvme.size" % name)
+            on_nvme.setdefault(str(nvme.get("name")), []).append((name, service, taken))
+    empty = "" if instances else " empty"
+    parts = ['<section class="card%s">' % empty,
+             '<h2 class="node">%s</h2>' % _text(node),
+             '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
+    if "cpu_millicores" in usage:       # a status picture (status_result) has no CPU and memory figures
+        parts.append(_used_bar("CPU", _amount(cpu.get("used", 0), path + ".cpu_millicores.used"),
+                               _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
+        parts.append(_used_bar("MEM", _amount(memory.get("used", 0), path + ".memory.used"),
+                               _amount(memory.get("total", 0), path + ".memory.total"), format_size))
+    parts.extend(_gpu_rows(node, usage, on_gpu))
+    parts.extend(_nvme_rows(node, usage, on_nvme))
+    planted = sorted((str(key), str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
+    if planted:
+        # The scheduler's own labels are all gangplank.io/service.<name>: "true"; shown by name to save room.
+        shown = [key[len(SERVICE_LABEL_PREFIX):] if key.startswith(SERVICE_LABEL_PREFIX) and value == "true"
+                 else "%s=%s" % (key, value) for key, value in planted]
+        parts.append('<p class="labels" title="labels planted on the node">%s* %s</p>' % (_text(SERVICE_LABEL_PREFIX), " ".join(
+            '<span class="label">%s</span>' % _text(text) for text in shown)))
+    if instances:
+        parts.append('<p class="chips">%s</p>' % " ".join(
+            _chip(name, (placements.get(name) or {}).get("service", ""), moved.get(name), (health or {}).get(name))
+            for name in instances))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _legend(placements):
+    services = sorted({str(placement.get("service", "")) for placement in placements.values() if isinstance(placement, dict)})
+    return '<p class="legend">%s</p>' % " ".join(
+        '<span class="key"><svg width="12" height="12"><rect width="12" height="12" fill="%s"/></svg> %s</span>' % (
+            service_colour(service), _text(service)) for service in services)
+
+
+def _summary(result, placements, usage):
+    if not result.get("feasible"):
+        return "INFEASIBLE: %s; nothing is placed" % result.get("summary", "")
+    if result.get("path") == "status":
+        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health" % (len(placements), len(usage))
+    used = sum(1 for entry in usage.values() if isinstance(entry, dict) and entry.get("instances"))
+    whole = sum(1 for entry in usage.values() if isinstance(entry, dict)
+                for gpu in entry.get("gpus") or [] if isinstance(gpu, dict) and not gpu.get("used"))
+    gpus = sum(len(entry.get("gpus") or []) for entry in usage.values() if isinstance(entry, dict))
+    return "feasible (%s): %d instance(s) on %d of %d node(s); %d of %d GPU(s) whole and free; %d move(s)" % (
+        result.get("path", "greedy"), len(placements), used, len(usage), whole, gpus, len(result.get("moves") or []))
+
+
+_STYLE = """
+body{font:13px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:16px;color:#1d2430;background:#f4f6f9}
+h1{font-size:18px;margin:0 0 4px}
+.summary{margin:0 0 8px;font-weight:600}
+.bad-plan{color:#a0181c}
+.legend .key{display:inline-block;margin:0 12px 4px 0;white-space:nowrap}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:10px}
+.card{background:#fff;border:1px solid #cdd5e0;border-radius:6px;padding:8px 10px;overflow:hidden}
+.card.empty{background:#eef7ee}
+.node{font-size:14px;margin:0;overflow-wrap:anywhere}
+.sub{margin:0 0 4px;color:#5a6472;font-size:11px}
+.row{display:flex;flex-direction:column;margin:2px 0}
+.what{font-size:11px;color:#39424e;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+svg.bar{display:block;width:100%}
+svg.bar rect.free{fill:#e4e8ee}
+svg.bar rect.seg{stroke:#fff;stroke-width:1}
+.labels{margin:4px 0 0;font-size:10px;color:#5a6472;overflow-wrap:anywhere}
+.label{background:#eef1f5;border-radius:3px;padding:0 3px;margin-right:3px;display:inline-block}
+.chips{margin:4px 0 0;line-height:1.9}
+.chip{border:1px solid #cdd5e0;border-left:5px solid #888;border-radius:3px;padding:0 4px;font-size:11px;
+ white-space:nowrap;display:inline-block;max-width:100%;overflow:hidden;text-overflow:ellipsis;vertical-align:middle}
+.chip.moved{border-style:dashed;border-left-style:solid;background:#fff7e0}
+.chip.bad{background:#fde8e8}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+h2.section{font-size:15px;margin:14px 0 4px}
+.note{margin:0;white-space:pre-wrap}
+"""
+
+
+def _table(headers, rows):
+    head = "".join("<th>%s</th>" % _text(header) for header in headers)
+    body = "".join("<tr>%s</tr>" % "".join("<td>%s</td>" % _text(cell) for cell in row) for row in rows)
+    return "<table><tr>%s</tr>%s</table>" % (head, body)
+
+
+def status_result(bindings):
+    """A result to picture from what each node is bound to run: ``{host: {instance: binding}}`` (the instances of
+    each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' sizes are not known there, so
+    the cards have no CPU and memory bars and each GPU's bar is what its instances take."""
+    _mapping(bindings, "bindings")
+    placements, usage = {}, {}
+    for host in sorted(bindings, key=str):
+        instances = _mapping(bindings[host] or {}, "bindings." + str(host))
+        gpus = {}
+        for name in sorted(instances, key=str):
+            binding = _mapping(instances[name], "bindings.%s.%s" % (host, name))
+            placements[str(name)] = binding
+            for claim in _list(binding.get("gpus") or [], "bindings.%s.%s.gpus" % (host, name)):
+                _mapping(claim, "bindings.%s.%s.gpus" % (host, name))
+                fresh = {"index": claim.get("index"), "uuid": claim.get("uuid"), "model": claim.get("model", ""), "used": 0, "total": None}
+                entry = gpus.setdefault(str(claim.get("uuid")), fresh)
+                entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
+        usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: str(gpu["index"])),
+                            "instances": sorted(str(name) for name in instances)}
+    return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
+
+
+def health_of(rows):
+    """Instance -> live state from status rows (deploy.status_rows: one per container, sidecars included): the
+    container's state unless it runs, else its probe's verdict; the first that is not fine wins for an instance."""
+    health = {}
+    for position, row in enumerate(_list(rows, "rows")):
+        _mapping(row, "rows[%d]" % position)
+        state = str(row.get("state", ""))
+        verdict = str(row.get("health", "")) if state == "running" else state
+        instance = str(row.get("instance", ""))
+        if health.get(instance) in (None, "healthy", "no probe"):
+            health[instance] = verdict
+    return health
+
+
+def _preempted_rows(result):
+    """(instance, node it was evicted from or "", reason) for the preemptible instances a plan leaves out: the
+    scheduler's ``preempted`` maps each to its reason, and ``evictions`` says which of them ran where."""
+    preempted = _field(result, "preempted", {})
+    evicted = {}
+    for position, entry in enumerate(_list(_field(result, "evictions", []), "result.evictions")):
+        _mapping(entry, "result.evictions[%d]" % position)
+        evicted[str(entry.get("instance"))] = entry.get("from", "")
+    if isinstance(preempted, dict):
+        return [(name, evicted.get(str(name), ""), reason) for name, reason in preempted.items()]
+    return [(entry.get("instance"), entry.get("node", ""), entry.get("reason", "")) if isinstance(entry, dict)
+            else (entry, "", "") for entry in _list(preempted, "result.preempted")]
+
+
+def render_html(result, title="gangplank placement", health=None, notes=()):
+    """One HTML document for a plan ``result``; PictureError when it is not shaped like one.
+
+    ``health`` maps instance names to a live state shown on their chips (status.yml); ``notes`` are
+    extra lines shown under the summary (e.g. what a rebalance gains).
+    """
+    _mapping(result, "result")
+    placements = _mapping(_field(result, "placements", {}), "result.placements")
+    usage = _mapping(_field(result, "usage", {}), "result.usage")
+    if len(usage) > MAX_NODES:
+        raise PictureError("result.usage", "got %d nodes; expected at most %d" % (len(usage), MAX_NODES))
+    if len(placements) > MAX_INSTANCES:
+        raise PictureError("result.placements", "got %d instances; expected at most %d" % (len(placements), MAX_INSTANCES))
+    for name, placement in placements.items():
+        _mapping(placement, "result.placements." + str(name))
+    moved = {}
+    for position, move in enumerate(_list(_field(result, "moves", []), "result.moves")):
+        _mapping(move, "result.moves[%d]" % position)
+        moved[str(move.get("instance"))] = move.get("from")
+    labels = _mapping(_field(result, "node_labels", {}), "result.node_labels")
+    feasible = bool(result.get("feasible"))
+    # The cards first: they check the shape of every node's usage that the summary counts.
+    cards = [_card(node, usage[node], placements, moved, labels.get(node), health) for node in usage] if feasible else []
+    parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+             'img-src data:">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             "<title>%s</title><style>%s</style></head><body>" % (_text(title), _STYLE),
+             "<h1>%s</h1>" % _text(title),
+             '<p class="summary%s" id="summary">%s</p>' % (
+                 "" if feasible else " bad-plan", _text(_summary(result, placements, usage)))]
+    for note in notes:
+        parts.append('<p class="note">%s</p>' % _text(note))
+    if feasible:
+        parts.append(_legend(placements))
+        parts.append('<div class="grid" id="nodes">')
+        parts.extend(cards)
+        parts.append("</div>")
+        if moved:
+            parts.append('<h2 class="section">Moves</h2>')
+            rows = [(move.get("instance"), move.get("from"), move.get("to")) for move in result.get("moves") or []]
+            parts.append(_table(("instance", "from", "to"), rows))
+    else:
+        unplaced = _mapping(_field(result, "unschedulable", {}), "result.unschedulable")
+        parts.append('<h2 class="section">Unplaced instances (%d)</h2>' % len(unplaced))
+        parts.append(_table(("instance", "why it could not be placed"), sorted((str(name), str(why)) for name, why in unplaced.items())))
+    rows = _preempted_rows(result)
+    if rows:
+        parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(rows))
+        parts.append(_table(("instance", "evicted from", "why"), rows))
+    parts.append("</body></html>\n")
+    return "".join(parts)

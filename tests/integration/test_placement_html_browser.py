@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+"""The placement picture (plugins/module_utils/placement_html.py) in a real browser: headless Chromium
+(Debian's ``chromium``; scripts/test.sh installs it when missing) loads the page of the bundled example
+and of a 50-node plan, renders each to PNG, and dumps the DOM. The page must load without a single
+console message (it has no script, so any message is an error: a blocked fetch, a CSP violation), and
+the node and instance names must be in the DOM. The PNGs are kept in .build/pictures/ to look at.
+
+Without chromium these tests skip, unless GANGPLANK_BROWSER_TESTS=required (scripts/test.sh sets it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import render_html
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PICTURES = os.path.join(ROOT, ".build", "pictures")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from generate import generate  # noqa: E402  (benchmarks/ is not a package)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CONSOLE = re.compile(r":CONSOLE(?:\(\d+\))?:?\d*\] (.*)")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and os.environ.get("GANGPLANK_BROWSER_TESTS") != "required",
+    reason="chromium is not installed (apt-get install chromium; scripts/test.sh installs it)")
+
+
+def browse(tmp_path, page, *arguments):
+    """Run headless Chromium on ``page`` (a file); (stdout, the console messages)."""
+    assert CHROMIUM is not None, "chromium is required (GANGPLANK_BROWSER_TESTS=required) but not installed"
+    completed = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+         "--user-data-dir=%s" % (tmp_path / "profile"), "--enable-logging=stderr", "--v=0", *arguments,
+         "file://%s" % page],
+        capture_output=True, text=True, timeout=120, check=False, cwd=str(tmp_path))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout, CONSOLE.findall(completed.stderr)
+
+
+def png_size(path):
+    with open(path, "rb") as handle:
+        head = handle.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "%s is not a PNG" % path
+    return struct.unpack(">II", head[16:24])
+
+
+def picture(tmp_path, name, result, window):
+    page = tmp_path / (name + ".html")
+    page.write_text(render_html(result, title=name), encoding="utf-8")
+    dom, console = browse(tmp_path, page, "--dump-dom")
+    assert console == [], console
+    png = tmp_path / (name + ".png")
+    _stdout, console = browse(tmp_path, page, "--screenshot=%s" % png, "--window-size=%s" % window)
+    assert console == [], console
+    width, height = png_size(png)
+    assert (width, height) == tuple(int(part) for part in window.split(","))
+    assert png.stat().st_size > 20000, "the screenshot is nearly blank"
+    os.makedirs(PICTURES, exist_ok=True)
+    shutil.copy(png, os.path.join(PICTURES, name + ".png"))
+    return dom
+
+
+def test_the_example_cluster_renders(tmp_path):
+    with open(os.path.join(ROOT, "examples", "cluster.yml"), encoding="utf-8") as handle:
+        result = plan(yaml.safe_load(handle))
+    dom = picture(tmp_path, "example-cluster", result, "1400,1000")
+    for name in list(result["usage"]) + list(result["placements"]):
+        assert ">%s<" % name in dom, name
+    assert "GPU0 H100 80GB HBM3" in dom and "nvme0n1" in dom
+    assert dom.count("<svg") >= 3 * 2       # at least CPU and memory bars per node
+
+
+def test_a_50_node_plan_renders(tmp_path):
+    result = plan(generate(50, 1000, 1))
+    assert result["feasible"]
+    dom = picture(tmp_path, "plan-50-nodes", result, "1600,3000")
+    missing = [name for name in list(result["usage"]) + list(result["placements"]) if ">%s<" % name not in dom]
+    assert missing == []
+    gpus = sum(len(usage["gpus"]) for usage in result["usage"].values())
+    assert dom.count("GPU0 ") + dom.count("GPU7 ") >= gpus // 4
+
+
+def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothing(tmp_path):
+    hostile = '<script>console.error("x")</script><img src=http://127.0.0.1:9/a>'
+    problem = {"nodes": {hostile: {"cpu": 1, "memory": "1Gi", "labels": {"zone": hostile}}},
+               "services": {"db": {"resources": {"cpu": 2}}, "web": {"resources": {"cpu": "100m"}}}}
+    result = plan(problem, exact_seconds=0)
+    assert not result["feasible"]
+    dom = picture(tmp_path, "infeasible", result, "1000,600")
+    assert "0/1 nodes are available: 1 Insufficient cpu." in dom and ">db-0<" in dom
+    assert "<script" not in dom and "<img" not in dom
+    feasible = plan({"nodes": problem["nodes"], "services": {"web": problem["services"]["web"]}})
+    dom = picture(tmp_path, "hostile", feasible, "1000,600")
+    assert "&lt;script&gt;" in dom and "<script" not in dom and "<img" not in dom
+
+
+def test_console_messages_are_caught(tmp_path):
+    """The check above can fail: a page that logs, or that tries to load anything, is caught."""
+    page = tmp_path / "noisy.html"
+    page.write_text('<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src \'none\'">'
+                    '</head><body><img src="http://127.0.0.1:9/a.png"></body></html>', encoding="utf-8")
+    _dom, console = browse(tmp_path, page, "--dump-dom")
+    assert any("Content Security Policy" in message for message in console), console
