@@ -93,7 +93,8 @@ def test_lists_are_bounded_and_checked_in_linear_time():
     errors = errors_of({"nodes": {"a": NODE}, "services": {"web": web}})
     assert errors == {"services.web.ports": "has 65535 items; expected at most 1024",
                       "services.web.anti_affinity": "has 100000 items; expected at most 1024"}
-    assert time.monotonic() - start < 1
+    # A guard against quadratic checking (hours at these sizes), wide enough for a loaded machine.
+    assert time.monotonic() - start < 30
 
 
 def test_aliases_cannot_multiply_the_work():
