@@ -124,6 +124,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._catalog = expected_mix(problem)
         self._kinds = {}        # node name -> the name of the first node with the same devices
         self._kind_names = {}   # devices (model, memory) -> that first node's name
+        self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
         self._basis = None      # GPU instances still to place when the mix was last taken from them
         self._use(self._catalog)
 
@@ -172,10 +173,17 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         kind = self._kind(node)
         layout = self._layouts.get(kind)
         if layout is None:
-            layout = self._layouts[kind] = [
-                tuple(position for position, device in enumerate(node.gpus) if request.matches(device))
-                for request, _weight, _shapes in self._mix]
+            layout = self._layouts[kind] = [self._positions(kind, node, request) for request, _weight, _shapes in self._mix]
         return layout
+
+    def _positions(self, kind, node, request):
+        """The positions of the node's devices whose model the request accepts (kept across mixes)."""
+        key = (kind, request)
+        positions = self._matching.get(key)
+        if positions is None:
+            positions = self._matching[key] = tuple(position for position, device in enumerate(node.gpus)
+                                                    if request.matches(device))
+        return positions
 
     def _compiled(self, node):
         """Per node kind: the summed weight of the mix (the shapes that cannot use the node counted by their
