@@ -14,6 +14,7 @@ Run it to print a problem as JSON: ``python benchmarks/generate.py 20 300 1``.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -452,3 +453,36 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv)
+
+
+def with_kinds(problem, seed, share=0.2):
+    """The problem with ``share`` of its instances preemptible (stateless services without GPUs, the last one
+    split in two, with priorities from -10 to 10) and one every-node service (a node agent tolerating every taint), as
+    benchmarks/plan_benchmark.py --kinds plans it. Deterministic for a seed."""
+    rng = random.Random(seed)
+    problem = copy.deepcopy(problem)
+    services = problem["services"]
+    total = sum(spec.get("replicas", 1) for spec in services.values() if not spec.get("sidecar"))
+    candidates = sorted(name for name, spec in services.items()
+                        if not spec.get("sidecar") and not spec.get("stateful")
+                        and "gpu" not in (spec.get("resources") or {}))
+    rng.shuffle(candidates)
+    remaining = int(round(share * total))
+    for name in candidates:
+        if remaining <= 0:
+            break
+        replicas = services[name].get("replicas", 1)
+        if replicas > remaining:
+            # Split the service: <name>-spot takes the replicas still wanted, as preemptible work.
+            services[name]["replicas"] = replicas - remaining
+            services[name + "-spot"] = copy.deepcopy(services[name])
+            name, replicas = name + "-spot", remaining
+            services[name]["replicas"] = replicas
+            services[name].pop("scalable", None)
+        services[name]["preemptible"] = True
+        services[name]["priority"] = rng.randint(-10, 10)
+        remaining -= replicas
+    taint_keys = sorted({taint["key"] for node in problem["nodes"].values() for taint in node.get("taints") or []})
+    services["node-agent"] = {"every_node": True, "priority": 100, "resources": {"cpu": "100m", "memory": "128Mi"},
+                              "tolerations": [{"key": key} for key in taint_keys]}
+    return problem

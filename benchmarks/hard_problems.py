@@ -875,8 +875,8 @@ def planted_result(problem, answer):
     moves = [{"instance": name, "from": previous[name]["node"], "to": placement["node"]}
              for name, placement in placements.items() if name in previous and previous[name]["node"] != placement["node"]]
     ranks = [sorted(name for name, spec in services.items() if not spec.get("sidecar"))]
-    return {"feasible": True, "path": "greedy", "placements": placements, "moves": moves, "node_labels": labels,
-            "usage": usage, "ranks": ranks}
+    return {"feasible": True, "path": "greedy", "placements": placements, "moves": moves, "preempted": {},
+            "evictions": [], "node_labels": labels, "usage": usage, "ranks": ranks}
 
 
 def main(argv):

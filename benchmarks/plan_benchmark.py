@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Time the gang scheduler's ``plan()`` on generated problems and check the targets.
 
-    .venv/bin/python benchmarks/plan_benchmark.py [--sizes 20x300,50x1000] [--seed N] [--json]
+    .venv/bin/python benchmarks/plan_benchmark.py [--sizes 20x300,50x1000] [--seed N] [--kinds] [--json]
 
 A benchmark, not a test: it always exits 0 (2 on bad arguments), and prints MISS
 where a target is missed. See benchmarks/README.md.
@@ -26,7 +26,7 @@ HERE = collection_path.HERE
 REPO = collection_path.REPO
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan  # noqa: E402
-from generate import generate  # noqa: E402
+from generate import generate, with_kinds  # noqa: E402
 
 DEFAULT_SIZES = ((20, 300), (50, 1000), (1000, 10000))
 DEFAULT_SEED = 20240611
@@ -88,8 +88,10 @@ def _verdict(nodes, instances, seconds):
     return "-", "-", "", None
 
 
-def run_size(nodes, instances, seed):
+def run_size(nodes, instances, seed, kinds=False):
     problem = generate(nodes, instances, seed)
+    if kinds:
+        problem = with_kinds(problem, seed)
     runs = 3 if instances >= LARGE else 5
     median, times, result = _timed(problem, runs)
     target, status, ratio_text, ratio = _verdict(nodes, instances, median)
@@ -103,6 +105,9 @@ def run_size(nodes, instances, seed):
         "instances_per_s": instances / median if median else None,
         "target": target, "status": status, "ratio": ratio, "ratio_text": ratio_text,
         "utilisation": _utilisation(result),
+        "preemptible": sum(spec.get("replicas", 1) for spec in problem["services"].values() if spec.get("preemptible")),
+        "preempted": len(result.get("preempted") or ()),
+        "every_node": sum(1 for name in result["placements"] if "@" in name),
     }, problem, result
 
 
@@ -145,17 +150,21 @@ def main(argv=None):
                         help="NODESxINSTANCES[,...] (default: 20x300,50x1000,1000x10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="generator seed (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    parser.add_argument("--kinds", action="store_true",
+                        help="about 20%% of the instances preemptible (with priorities) and one every-node service")
     args = parser.parse_args(argv)
 
     rows = []
     kept = {}
     for nodes, instances in args.sizes:
-        row, problem, result = run_size(nodes, instances, args.seed)
+        row, problem, result = run_size(nodes, instances, args.seed, args.kinds)
         rows.append(row)
         if (nodes, instances) == RERUN_SIZE:
             kept = {"problem": problem, "result": result}
     if not kept:
         problem = generate(RERUN_SIZE[0], RERUN_SIZE[1], args.seed)
+        if args.kinds:
+            problem = with_kinds(problem, args.seed)
         kept = {"problem": problem, "result": plan(copy.deepcopy(problem))}
     rerun = run_rerun(kept["problem"], kept["result"], args.seed)
 
@@ -179,6 +188,9 @@ def main(argv=None):
             print("%dx%d: path %s; used cpu %.0f%%, memory %.0f%%, gpu memory %.0f%%; runs %s ms" % (
                 row["nodes"], row["instances"], row["path"], 100 * load["cpu"], 100 * load["memory"],
                 100 * load["gpu_memory"], ", ".join("%.1f" % t for t in row["times_ms"])))
+            if args.kinds:
+                print("  %d preemptible instance(s), %d preempted; %d every-node instance(s)" % (
+                    row["preemptible"], row["preempted"], row["every_node"]))
     if "skipped" in rerun:
         print("steady-state rerun %dx%d: skipped (%s)" % (rerun["nodes"], rerun["instances"], rerun["skipped"]))
     else:

@@ -9,12 +9,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
 ARGUMENT_SPEC = {
     "problem": {"type": "dict", "required": True},
     "fail_on_infeasible": {"type": "bool", "default": True},
     "exact_timeout": {"type": "float", "default": 5.0},
+    "profile": {"type": "dict", "default": None},
 }
 
 
@@ -30,7 +32,9 @@ class ActionModule(ActionBase):
             result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
             return result
         try:
-            plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"])
+            # Relative user_plugins paths start from the playbook's folder.
+            profile = load_profile(args["profile"], self._loader.get_basedir())
+            plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"], profile=profile)
         except ProblemError as error:
             result.update(
                 failed=True,

@@ -20,6 +20,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.node_facts impo
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plain_data, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
 ARGUMENT_SPEC = {
@@ -29,6 +30,7 @@ ARGUMENT_SPEC = {
     "record": {"type": "dict", "default": {}},
     "fail_on_infeasible": {"type": "bool", "default": True},
     "exact_timeout": {"type": "float", "default": 5.0},
+    "profile": {"type": "dict", "default": None},
     "scale": {"type": "dict", "default": None},
 }
 
@@ -142,7 +144,9 @@ class ActionModule(ActionBase):
                 return result
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
-            planned = plan_catalog(problem, exact_seconds=args["exact_timeout"])
+            # Relative user_plugins paths start from the playbook's folder.
+            profile = load_profile(args["profile"], self._loader.get_basedir())
+            planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result
@@ -169,6 +173,12 @@ class ActionModule(ActionBase):
         result["record"] = new_record
         result["hosts"] = bindings(planned, args["hosts"])
         result["ranks"] = planned["ranks"]
+        result["preempted"] = planned["preempted"]
+        if args["scale"] is not None and not args["scale"].get("reset"):
+            # A preemptible service may run fewer than asked: the record keeps the asked count.
+            service = args["scale"]["service"]
+            result["scale"] = {"service": service, "asked": new_record["replicas"].get(service),
+                               "running": sum(1 for p in planned["placements"].values() if p["service"] == service)}
         result["diff"] = host_diffs(record, planned, args["hosts"])
         # An AWX job's artifacts carry the placement (set_stats semantics).
         result["ansible_stats"] = {"data": {"gangplank_placement": {

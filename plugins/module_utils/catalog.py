@@ -273,6 +273,8 @@ def read_catalog(services):
         reader.mapping(entry, path, known)
         scheduling[name] = {key: value for key, value in entry.items() if key in SERVICE_KEYS}
         deploy[name] = _deploy_spec(reader, entry, path)
+        if deploy[name]["image"] is not None:
+            scheduling[name]["image"] = deploy[name]["image"]     # checked here; user plugins may read it
     return scheduling, deploy, reader.errors
 
 
@@ -294,8 +296,9 @@ def exact_seconds_error(seconds):
     return None
 
 
-def plan_catalog(problem, exact_seconds=EXACT_SECONDS):
-    """The scheduler's plan() for a problem whose services may carry deploy keys.
+def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
+    """The scheduler's plan() for a problem whose services may carry deploy keys; ``profile`` a parsed
+    scheduler profile (scheduler/profiles.py) or None for the default.
 
     Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
     """
@@ -304,7 +307,7 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS):
         scheduling, _deploy, errors = read_catalog(problem["services"])
         problem = dict(problem, services=scheduling)
     try:
-        result = plan(problem, exact_seconds=exact_seconds)
+        result = plan(problem, exact_seconds=exact_seconds, profile=profile)
     except ProblemError as error:
         raise ProblemError(errors + error.errors)
     if errors:

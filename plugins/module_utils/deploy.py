@@ -45,8 +45,10 @@ def _digest(value):
 
 
 def container_name(host, instance, sidecar=None):
-    """Unique per host and instance, so several test-bed hosts can share one engine."""
-    return "%s-%s" % (host, instance) + ("-" + sidecar if sidecar else "")
+    """Unique per host and instance, so several test-bed hosts can share one engine. An every-node instance,
+    ``<service>@<node>``, runs on its node, the host: its container is ``<host>-<service>`` ('@' is not
+    allowed in container names, and a service's name is unique)."""
+    return "%s-%s" % (host, instance.partition("@")[0]) + ("-" + sidecar if sidecar else "")
 
 
 def _config_files(spec, data_dir, name):

@@ -31,6 +31,14 @@ options:
         C(no plan found within N s); the result's C(exact.status) says which.
     type: float
     default: 5.0
+  profile:
+    description:
+      - A scheduler profile (the collection's C(docs/problem-format.md), section Profiles), like kube-scheduler's profiles.
+      - C(plugins) enables or disables plugins per extension point (C(pre_filter), C(filter), C(score)) and sets score
+        weights; C(plugin_config) picks the C(NodeResourcesFit) strategy (C(MostAllocated) or C(LeastAllocated));
+        C(user_plugins) lists Python files of the operator's own plugins, relative to the playbook's folder.
+      - Omitted or empty, the default profile. A bad profile fails the task naming C(profile.<path>).
+    type: dict
 attributes:
   action:
     support: full
@@ -106,6 +114,17 @@ moves:
   type: list
   elements: dict
   sample: [{"instance": "web-1", "from": "node-b", "to": "node-a"}]
+preempted:
+  description: Preemptible instances left out (no room after the gang and higher priorities), each with the reason.
+  returned: when feasible
+  type: dict
+  sample: {"batch-3": "0/3 nodes are available: 3 Insufficient cpu."}
+evictions:
+  description: The preempted instances that ran before, and the node they ran on.
+  returned: when feasible
+  type: list
+  elements: dict
+  sample: [{"instance": "batch-3", "from": "node-b"}]
 node_labels:
   description: Per node, every gangplank.io/service.* label it must carry.
   returned: when feasible

@@ -49,6 +49,14 @@ options:
         C(no plan found within N s); the result's C(exact.status) says which.
     type: float
     default: 5.0
+  profile:
+    description:
+      - A scheduler profile (the collection's C(docs/problem-format.md), section Profiles), like kube-scheduler's profiles.
+      - C(plugins) enables or disables plugins per extension point (C(pre_filter), C(filter), C(score)) and sets score
+        weights; C(plugin_config) picks the C(NodeResourcesFit) strategy (C(MostAllocated) or C(LeastAllocated));
+        C(user_plugins) lists Python files of the operator's own plugins, relative to the playbook's folder.
+      - Omitted or empty, the default profile. A bad profile fails the task naming C(profile.<path>).
+    type: dict
   scale:
     description:
       - A scale request (playbooks/scale.yml), applied to the record's C(replicas) overrides before planning.
@@ -122,6 +130,16 @@ hosts:
   description: Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank), for M(gangplank.platform.node_state).
   returned: when feasible
   type: dict
+preempted:
+  description: Preemptible instances left out of the plan, each with the reason; the deploy removes their containers.
+  returned: when feasible
+  type: dict
+  sample: {"batch-3": "evicted from node-b: 0/3 nodes are available: 3 Insufficient cpu."}
+scale:
+  description: For a scale request, the count asked (kept in the record) and how many instances the plan runs.
+  returned: when feasible and O(scale) was given without reset
+  type: dict
+  sample: {"service": "batch", "asked": 6, "running": 4}
 ranks:
   description: Deployment ranks.
   returned: when feasible

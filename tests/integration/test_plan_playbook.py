@@ -77,3 +77,25 @@ def test_missing_problem_is_explained(tmp_path, problem):
     completed = play(tmp_path, problem)
     assert completed.returncode == 2
     assert "Give a problem with -e @problem.yml" in completed.stdout
+
+
+def test_profile_with_the_example_user_plugin(tmp_path):
+    """docs/examples: the ImageAffinity user plugin keeps web off the node reserved for CAD images, and
+    LeastAllocated spreads it; a bad profile fails naming profile.<path>."""
+    examples = os.path.join(ROOT, "docs", "examples")
+    with open(os.path.join(examples, "image_affinity_problem.yml"), encoding="utf-8") as handle:
+        problem = yaml.safe_load(handle)
+    with open(os.path.join(examples, "image_affinity_profile.yml"), encoding="utf-8") as handle:
+        profile = yaml.safe_load(handle)
+    profile["user_plugins"] = [os.path.join(examples, "image_affinity.py")]
+    completed = play(tmp_path, dict(problem, profile=profile))
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr
+    planned = task_results(completed)["Plan every service instance at once"]
+    nodes = {name: placement["node"] for name, placement in planned["placements"].items()}
+    assert nodes == {"cad-0": "cad-node", "web-0": "node-a", "web-1": "node-b"}
+    profile["plugins"]["score"]["enabled"][0]["weight"] = -1
+    completed = play(tmp_path, dict(problem, profile=profile))
+    assert completed.returncode == 2
+    planned = task_results(completed)["Plan every service instance at once"]
+    assert planned["errors"][0]["path"] == "profile.plugins.score.enabled[0].weight"
+    assert "Traceback" not in completed.stdout + completed.stderr

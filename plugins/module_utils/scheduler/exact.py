@@ -15,7 +15,10 @@ the other instances: CPU and memory (with sidecars), host ports, anti-affinity, 
 device (a whole-GPU request takes a device alone), NVMe space per device, and quotas (max per
 group; min reservations against the cluster's totals).
 
-Objective, lexicographic: fewest stateless moves; then fewest instances that stay but would get
+Preemptible instances that run are in the model too, each placed at most once; new preemptible work
+is not (the scheduler fills it in after, in priority order).
+
+Objective, lexicographic: fewest running preemptible instances evicted; then fewest stateless moves; then fewest instances that stay but would get
 other GPUs or another NVMe device (a restart); then fewest nodes used; then fewest GPUs touched
 (whole GPUs kept free), as the greedy scores prefer.
 """
@@ -78,7 +81,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
                 return found
             reason = "%s, and %s" % (reason, found.reason)
         return ExactResult(SKIPPED, time.monotonic() - started, reason=reason)
-    builder = _Model(problem, framework)
+    builder = _Model(problem, framework, modelled(problem.instances()))
     if builder.reason is not None:
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
     invalid = _unrepresentable(builder)
@@ -96,6 +99,12 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     return ExactResult(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, seconds, placements, cluster)
 
 
+def modelled(instances):
+    """The instances the model decides: the gang, and the preemptible instances that run (evicting one is
+    what the objective counts first). New preemptible work is filled in after, in priority order."""
+    return [instance for instance in instances if not instance.service.preemptible or instance.previous is not None]
+
+
 def _solve_around(problem, framework, time_limit, attempt, workers, started):
     """The unplaced instances of a failed greedy attempt, the nodes they could use and what greedy put on
     those nodes, solved exactly; every other placement stays where greedy put it.
@@ -108,7 +117,7 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
         return ExactResult(SKIPPED, 0.0, reason="quotas count across the whole cluster, so it cannot be cut around "
                                                 "the unplaced instances")
     placed = {placement.instance.name for placement in attempt.placements}
-    unplaced = [instance for instance in attempt.instances if instance.name not in placed]
+    unplaced = [instance for instance in attempt.gang if instance.name not in placed]
     cluster = ClusterState(problem)
     cluster.moves_allowed = True
     cluster.released = set()
@@ -220,6 +229,7 @@ class _Model:
         self.place = {}         # (instance index, node name) -> BoolVar
         self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
         self.nvme = {}          # (instance index, node name, device position) -> BoolVar
+        self.placed = {}        # instance index of a preemptible instance -> 1 when placed, as a linear expression
         self._by_node = None
         self._domains(framework)
         if self.reason is None:
@@ -233,17 +243,26 @@ class _Model:
         for index, instance in enumerate(self.instances):
             status, cycle, filters = framework.run_pre_filter(cluster, instance)
             if not status.ok:
+                if instance.service.preemptible:
+                    self.placed[index] = 0
+                    continue
                 self.reason = "%s: %s" % (instance.name, "; ".join(status.reasons))
                 return
             names = sorted(cycle.node_names) if cycle.node_names is not None else list(self.problem.nodes)
             allowed = [name for name in names if name in self.problem.nodes and framework.run_static_filters(
                 filters, instance, self.problem.nodes[name], instance.previous_node() == name).ok]
-            if not allowed:
+            optional = instance.service.preemptible
+            if not allowed and not optional:
                 self.reason = "%s: no node passes its filters" % instance.name
                 return
             for name in allowed:
                 self.place[index, name] = self.model.NewBoolVar("x_%d_%s" % (index, name))
-            self.model.AddExactlyOne(self.place[index, name] for name in allowed)
+            if optional:
+                # Not part of the gang: placed once, or left out (the objective counts it).
+                self.model.AddAtMostOne(self.place[index, name] for name in allowed)
+                self.placed[index] = sum(self.place[index, name] for name in allowed) if allowed else 0
+            else:
+                self.model.AddExactlyOne(self.place[index, name] for name in allowed)
             self._devices(index, instance, allowed)
 
     def _devices(self, index, instance, allowed):
@@ -323,10 +342,11 @@ class _Model:
         occupied = {}
         for index in members:
             service = self.instances[index].service
-            usage["cpu"] += self.requests[service.name].cpu
-            usage["memory"] += self.requests[service.name].memory
+            placed = self.placed.get(index, 1)      # a preemptible instance counts only when placed
+            usage["cpu"] += self.requests[service.name].cpu * placed
+            usage["memory"] += self.requests[service.name].memory * placed
             if service.resources.nvme is not None:
-                usage["nvme"] += service.resources.nvme.size
+                usage["nvme"] += service.resources.nvme.size * placed
         takes = {}
         for (index, node_name, position), (var, take) in self.gpu.items():
             if self.instances[index].service.quota == group:
@@ -367,12 +387,16 @@ class _Model:
     def _objective(self):
         model, problem = self.model, self.problem
         moves = []
+        dropped = []
         for index, instance in enumerate(self.instances):
             previous = instance.previous_node()
+            placed = self.placed.get(index, 1)
+            if index in self.placed:
+                dropped.append(1 - placed)
             if previous is None or instance.service.stateful:
                 continue
             stay = self.place.get((index, previous))
-            moves.append(1 if stay is None else 1 - stay)
+            moves.append(placed if stay is None else placed - stay)
         used_nodes = []
         for name in problem.nodes:
             here = self._on(name)
@@ -395,7 +419,8 @@ class _Model:
         nodes_weight = len(touched) + 1
         rebound_weight = nodes_weight * (len(used_nodes) + 1)
         moves_weight = rebound_weight * (len(rebound) + 1)
-        model.Minimize(moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
+        dropped_weight = moves_weight * (len(moves) + 1)
+        model.Minimize(dropped_weight * sum(dropped) + moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
                        + gpus_weight * sum(touched))
 
     def _rebound(self):
@@ -417,7 +442,9 @@ class _Model:
         """Start the search from a known plan (greedy's)."""
         self.model.ClearHints()
         for placement in placements:
-            index = self._index[placement.instance.name]
+            index = self._index.get(placement.instance.name)
+            if index is None:
+                continue        # new preemptible work: filled in after the solver
             for (i, node), var in self.place.items():
                 if i == index:
                     self.model.AddHint(var, node == placement.node)
@@ -438,7 +465,9 @@ class _Model:
         placements = []
         chosen = {index: node for (index, node), var in self.place.items() if solver.Value(var)}
         for index, instance in enumerate(self.instances):
-            name = chosen[index]
+            name = chosen.get(index)
+            if name is None:
+                continue        # a preemptible instance left out
             node_state = cluster.nodes[name]
             node = node_state.node
             request = self.requests[instance.service.name]

@@ -77,6 +77,9 @@ class Plugin:
     def __init__(self, problem):
         self.problem = problem
 
+    def configure(self, args):
+        """The plugin's args from a profile's plugin_config (already validated by profiles.py)."""
+
 
 class QueueSortPlugin(Plugin):
     def sort_key(self, instance, moves_allowed):
@@ -164,12 +167,19 @@ class BindPlugin(Plugin):
 class Framework:
     """Runs the configured plugins at each extension point, in order."""
 
-    def __init__(self, problem, plugin_classes, weights):
+    def __init__(self, problem, plugin_classes, weights, disabled=None, config=None):
         self.plugins = [cls(problem) for cls in plugin_classes]
         self.weights = dict(weights)
+        disabled = disabled or {}
+        config = config or {}
+        for plugin in self.plugins:
+            if plugin.name in config:
+                plugin.configure(config[plugin.name])
 
         def at(point):
-            return [plugin for plugin in self.plugins if isinstance(plugin, point)]
+            # A profile may disable a plugin at one extension point (profiles.py names them).
+            off = disabled.get(_POINT_NAMES.get(point), ())
+            return [plugin for plugin in self.plugins if isinstance(plugin, point) and plugin.name not in off]
 
         self.queue_sort = at(QueueSortPlugin)[0]
         self.pre_filters = at(PreFilterPlugin)
@@ -260,6 +270,9 @@ class Framework:
         for plugin in self.binders:
             result.update(plugin.bind(placements, cluster))
         return result
+
+
+_POINT_NAMES = {PreFilterPlugin: "pre_filter", FilterPlugin: "filter", ScorePlugin: "score"}
 
 
 def reasons_histogram(node_statuses: List[Tuple[str, Status]]):

@@ -35,6 +35,7 @@ MAX_ITEMS = 1024                # any other list or mapping: labels, taints, tol
 MAX_TOTAL = 2 ** 62             # a sum over the cluster or over all requests, in millicores or bytes
 MAX_ENTRIES = 1000000           # list items and mapping entries read in all: YAML aliases cannot multiply the work
 MAX_ERRORS = 100                # mistakes listed; reading stops after them
+MAX_PRIORITY = 1000000000       # |priority| of a service (kube's PriorityClass values are of this order)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,23 @@ class Service:
     tolerations: Tuple[Toleration, ...] = ()
     depends_on: Tuple[str, ...] = ()
     quota: Optional[str] = None
+    priority: int = 0               # higher is scheduled first; among preemptible work, left out last
+    preemptible: bool = False       # not part of the all-or-nothing gang: placed when room is left
+    every_node: bool = False        # one instance on every eligible node (<service>@<node>), like a DaemonSet
+    image: Optional[str] = None     # the container image: no built-in plugin reads it; user plugins may
+
+
+def every_node_eligible(service, node):
+    """Whether an every-node service gets an instance on ``node``: the node's own labels match its
+    node_selector and every NoSchedule or NoExecute taint is tolerated. Cordoned nodes are eligible
+    (kube's DaemonSet controller ignores unschedulable too); whether the instance fits is the filters'."""
+    for key, value in service.node_selector.items():
+        if node.labels.get(key) != value:
+            return False
+    for taint in node.taints:
+        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(t.tolerates(taint) for t in service.tolerations):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -155,13 +173,17 @@ class PreviousPlacement:
 
 @dataclass(frozen=True)
 class Instance:
-    """One replica of a service: ``<service>-<ordinal>``."""
+    """One replica of a service: ``<service>-<ordinal>``; of an every-node service: ``<service>@<node>``
+    (``node`` set, ``ordinal`` the node's position among the service's eligible nodes)."""
     service: Service
     ordinal: int
     previous: Optional[PreviousPlacement] = None
+    node: Optional[str] = None
 
     @property
     def name(self):
+        if self.node is not None:
+            return "%s@%s" % (self.service.name, self.node)
         return "%s-%d" % (self.service.name, self.ordinal)
 
     @property
@@ -185,6 +207,12 @@ class Problem:
         result = []
         for service in self.services.values():
             if service.sidecar:
+                continue
+            if service.every_node:
+                eligible = [name for name, node in self.nodes.items() if every_node_eligible(service, node)]
+                for ordinal, node_name in enumerate(eligible):
+                    name = "%s@%s" % (service.name, node_name)
+                    result.append(Instance(service, ordinal, self.previous.get(name), node_name))
                 continue
             for ordinal in range(service.replicas):
                 name = "%s-%d" % (service.name, ordinal)

@@ -10,6 +10,7 @@ run shows the user every mistake.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from graphlib import CycleError, TopologicalSorter
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
-    MAX_TOTAL, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    MAX_PRIORITY, MAX_TOTAL, every_node_eligible, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
@@ -33,13 +34,18 @@ _GPU_KEYS = ("index", "uuid", "model", "memory")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
 SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
-                "anti_affinity", "node_selector", "tolerations", "depends_on", "quota")
+                "anti_affinity", "node_selector", "tolerations", "depends_on", "quota", "priority", "preemptible",
+                "every_node")
+# A problem's service may also carry its image (for user plugins, profiles.py). In a catalog the image is a
+# deploy key (catalog.py checks it and hands it to the scheduler), so it is not among SERVICE_KEYS.
+_PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models")
 _NVME_REQUEST_KEYS = ("label", "size")
 _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
 _MAX_GPU_INDEX = 1023
+_MAX_IMAGE = 4096               # characters of an image reference
 _MAX_LABEL_DIGITS = 64          # an integer label value longer than this is not a label but a mistake
 
 
@@ -216,7 +222,7 @@ def parse_problem(data):
     top = reader.mapping(data, "", _TOP_KEYS, required=("nodes", "services"), optional_none=False)
     nodes = _parse_nodes(reader, top["nodes"]) if "nodes" in top else {}
     quotas = _parse_quotas(reader, top.get("quotas"))
-    services = _parse_services(reader, top["services"], quotas) if "services" in top else {}
+    services = _parse_services(reader, top["services"], quotas, nodes) if "services" in top else {}
     previous = _parse_previous(reader, top.get("previous"))
     if not reader.errors:
         _check_totals(reader, nodes, services)
@@ -389,14 +395,44 @@ def _parse_resources(reader, value, path):
     return Resources(cpu or 0, memory or 0, gpu, nvme)
 
 
-def _parse_services(reader, value, quotas):
+def _parse_kind(reader, spec, path, sidecar):
+    """priority, preemptible, every_node and image: (priority, preemptible, every_node, image)."""
+    priority = reader.integer(spec.get("priority"), join_path(path, "priority"), minimum=-MAX_PRIORITY,
+                              maximum=MAX_PRIORITY, default=0)
+    preemptible = reader.boolean(spec.get("preemptible"), join_path(path, "preemptible"))
+    every_node = reader.boolean(spec.get("every_node"), join_path(path, "every_node"))
+    image = None
+    if spec.get("image") is not None:
+        image = reader.string(spec["image"], join_path(path, "image"), "an image reference (a non-empty string)")
+        if image is not None and len(image) > _MAX_IMAGE:
+            reader.bad(join_path(path, "image"), image, "an image reference of at most %d characters" % _MAX_IMAGE)
+            image = None
+    if sidecar:
+        for key in ("priority", "preemptible", "every_node"):
+            if spec.get(key):
+                reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
+    if preemptible and spec.get("stateful") is True:
+        reader.bad(join_path(path, "preemptible"), True,
+                   "false for a stateful service (its data must not be given up for other work)")
+    if every_node:
+        if preemptible:
+            reader.bad(join_path(path, "every_node"), True,
+                       "false for a preemptible service (an every-node service runs on every eligible node, or the plan fails)")
+        for key in ("replicas", "scalable"):
+            if spec.get(key) is not None and spec.get(key) is not False:
+                reader.bad(join_path(path, key), spec[key],
+                           "no %s on an every-node service (one instance runs on every eligible node)" % key)
+    return priority if priority is not None else 0, preemptible, every_node, image
+
+
+def _parse_services(reader, value, quotas, nodes):
     raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
         if not _SERVICE_NAME.fullmatch(name):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
-        spec = reader.mapping(raw[name], path, SERVICE_KEYS)
+        spec = reader.mapping(raw[name], path, _PROBLEM_SERVICE_KEYS)
         sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))
         if sidecar and "replicas" in spec:
             reader.bad(join_path(path, "replicas"), spec["replicas"],
@@ -431,6 +467,7 @@ def _parse_services(reader, value, quotas):
                 reader.bad(join_path(path, "quota"), quota,
                            "a quota defined under quotas (%s)" % (", ".join(quotas) or "none defined"))
         resources = _parse_resources(reader, spec.get("resources"), join_path(path, "resources"))
+        priority, preemptible, every_node, image = _parse_kind(reader, spec, path, sidecar)
         if sidecar:
             for key in ("gpu", "nvme"):
                 if getattr(resources, key) is not None:
@@ -453,7 +490,15 @@ def _parse_services(reader, value, quotas):
             tolerations=tuple(tolerations),
             depends_on=reader.names(spec.get("depends_on"), join_path(path, "depends_on")),
             quota=quota,
+            priority=priority,
+            preemptible=preemptible,
+            every_node=every_node,
+            image=image,
         )
+        if every_node and not sidecar:
+            # One instance per eligible node: its count is known once the nodes are.
+            services[name] = dataclasses.replace(services[name], replicas=sum(
+                1 for node in nodes.values() if every_node_eligible(services[name], node)))
     _check_references(reader, services)
     return services
 
@@ -480,6 +525,7 @@ def _check_references(reader, services):
         # Instances are named <service>-<ordinal>: "web" replica 1 and a service "web-1" would clash.
         match = _INSTANCE_NAME.match(name)
         if match and match.group(1) in services and not services[match.group(1)].sidecar \
+                and not services[match.group(1)].every_node \
                 and int(match.group(2)) < services[match.group(1)].replicas:
             reader.bad(path, name, "a name that is not also an instance of service %s" % match.group(1))
     graph = {name: [d for d in s.depends_on if d in services] for name, s in services.items()}

@@ -49,6 +49,11 @@ def render_table(result):
         _path(result), len(result["placements"]), used_nodes, len(result["usage"]), len(result["moves"])))
     for move in result["moves"]:
         lines.append("  move %s: %s -> %s" % (move["instance"], move["from"], move["to"]))
+    preempted = result.get("preempted") or {}
+    if preempted:
+        lines.append("preempted: %d preemptible instance(s) left out" % len(preempted))
+        for instance, reason in preempted.items():
+            lines.append("  %s: %s" % (instance, reason))
     lines.append("ranks: " + "  ".join("%d: %s" % (rank, ", ".join(services))
                                        for rank, services in enumerate(result["ranks"])))
     return "\n".join(lines)

@@ -31,7 +31,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
     Framework, reasons_histogram,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement, PreviousPlacement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
@@ -46,38 +46,37 @@ EXACT = "exact"
 EXACT_SECONDS = 5.0
 
 
-def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
-    """Schedule a problem mapping; raises ProblemError when the problem is malformed."""
+def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
+    """Schedule a problem mapping; raises ProblemError when the problem is malformed. ``profile`` (a
+    profiles.Profile) replaces ``plugins`` and ``weights``."""
     started = time.monotonic()
-    result = schedule(parse_problem(data), plugins, weights, exact_seconds)
+    result = schedule(parse_problem(data), plugins, weights, exact_seconds, profile)
     # The only part of a result that differs between runs of the same problem.
     result["seconds"] = round(time.monotonic() - started, 3)
     return result
 
 
-def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS):
-    framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
-    attempt = Attempt(framework, problem, moves_allowed=False).run()
-    path = GREEDY
-    if attempt.unplaced and attempt.retry:
-        attempt = Attempt(framework, problem, moves_allowed=True).run()
-        path = GREEDY_WITH_MOVES
+def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
+    if profile is not None:
+        framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
+    else:
+        framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
+    attempt, path = _greedy(framework, problem)
     permit = framework.run_permit(attempt)
     if permit.ok:
-        result = {"feasible": True, "path": path}
-        result.update(framework.run_bind(attempt.placements, attempt.cluster))
-        result["ranks"] = ranks(problem.services)
-        if result["moves"] and exact_seconds > 0:
-            # Greedy releases or re-packs more instances than needed; the exact solver, started from
-            # greedy's plan, finds the fewest moves. Its plan is taken only when it moves fewer.
+        result = _feasible(framework, problem, attempt, path)
+        if (result["moves"] or result["evictions"]) and exact_seconds > 0:
+            # Greedy releases or re-packs more instances than needed, and evicts whatever lies under the
+            # gang; the exact solver, started from greedy's plan, finds the fewest evictions, then moves.
+            # Its plan is taken only when it is better in that order.
             found = exact.solve(problem, framework, exact_seconds, hint=attempt.placements)
             if found.placements is not None:
-                better = framework.run_bind(found.placements, found.cluster)
-                if len(better["moves"]) < len(result["moves"]):
-                    result = {"feasible": True, "path": EXACT,
-                              "exact": {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}}
-                    result.update(better)
-                    result["ranks"] = ranks(problem.services)
+                filled = _fill(framework, problem, found)
+                better = _feasible(framework, problem, filled, EXACT)
+                if _cost(better) < _cost(result):
+                    better["exact"] = {"status": found.status, "seconds": round(found.seconds, 3),
+                                       "time_limit": exact_seconds}
+                    result = better
         return result
     order = {instance.name: (instance.service.name, instance.ordinal) for instance in attempt.instances}
     infeasible = {
@@ -95,9 +94,8 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
     if found.placements is not None:
         if found.reason:
             report["scope"] = found.reason      # solved around the unplaced instances, not as a whole
-        result = {"feasible": True, "path": EXACT, "exact": report}
-        result.update(framework.run_bind(found.placements, found.cluster))
-        result["ranks"] = ranks(problem.services)
+        result = _feasible(framework, problem, _fill(framework, problem, found), EXACT)
+        result["exact"] = report
         return result
     if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
         # The solver never ran: the answer is still the greedy pass's, and says why no more was tried.
@@ -105,6 +103,72 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         return infeasible
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
+
+
+def _greedy(framework, problem):
+    """The greedy attempts, as (attempt, path): everything kept in place; then stateless instances may
+    move; then, when preemptible instances run, attempts in which the gang goes before them (they are
+    evicted where it needs their room)."""
+    attempt = Attempt(framework, problem, moves_allowed=False).run()
+    path = GREEDY
+    if attempt.unplaced and attempt.retry:
+        attempt = Attempt(framework, problem, moves_allowed=True).run()
+        path = GREEDY_WITH_MOVES
+    if attempt.unplaced and any(instance.previous is not None for instance in attempt.extra):
+        for moves_allowed in (False, True):
+            other = Attempt(framework, problem, moves_allowed=moves_allowed, keep_running=False).run()
+            if not other.unplaced:
+                return other, GREEDY_WITH_MOVES if moves_allowed else GREEDY
+            if not other.retry:
+                break
+    return attempt, path
+
+
+def _fill(framework, problem, found):
+    """The exact solver's plan (the gang and the preemptible instances that ran) with the new preemptible
+    work filled in greedily, as an attempt; or the plan alone when a node does not take it back."""
+    attempt = Attempt(framework, problem, moves_allowed=True)
+    queue_sort = framework.queue_sort
+    if hasattr(queue_sort, "feasible_nodes"):
+        queue_sort.feasible_nodes = attempt.feasible_nodes()
+    placed = set()
+    for placement in sorted(found.placements, key=lambda p: (p.instance.service.name, p.instance.ordinal)):
+        if not attempt.adopt(placement):
+            return _Found(found, problem)
+        placed.add(placement.instance.name)
+    attempt.fill([instance for instance in attempt.extra if instance.name not in placed])
+    return attempt
+
+
+class _Found:
+    """An exact plan as the parts of an attempt that _feasible reads."""
+
+    def __init__(self, found, problem):
+        self.placements = found.placements
+        self.cluster = found.cluster
+        placed = {p.instance.name for p in found.placements}
+        self.preempted = {instance.name: "left out: no room after the exact solver's plan" for instance
+                          in problem.instances() if instance.service.preemptible and instance.name not in placed}
+
+
+def _feasible(framework, problem, attempt, path):
+    """The result of an approved attempt: the binder's plan, what was preempted (and evicted), the ranks."""
+    result = {"feasible": True, "path": path}
+    result.update(framework.run_bind(attempt.placements, attempt.cluster))
+    by_name = {}
+    if attempt.preempted:
+        by_name = {instance.name: instance for instance in problem.instances() if instance.service.preemptible}
+    order = sorted(attempt.preempted, key=lambda name: (by_name[name].service.name, by_name[name].ordinal))
+    result["preempted"] = {name: attempt.preempted[name] for name in order}
+    result["evictions"] = [{"instance": name, "from": by_name[name].previous.node}
+                           for name in order if by_name[name].previous is not None]
+    result["ranks"] = ranks(problem.services)
+    return result
+
+
+def _cost(result):
+    """What the exact solver minimises first: evictions, then moves."""
+    return (len(result["evictions"]), len(result["moves"]))
 
 
 def _exact_summary(found, greedy_summary, exact_seconds):
@@ -121,12 +185,13 @@ def _exact_summary(found, greedy_summary, exact_seconds):
 def equivalence_key(problem, service, conflicts=None):
     """What decides where an instance of ``service`` may go and how nodes score for it (kube's
     equivalence classes): services with the same key share one candidate heap. The name is left out;
-    anti-affinity enters through the services each one conflicts with."""
+    anti-affinity enters through the services each one conflicts with. The image is in it for user plugins
+    (profiles.py), which may read it."""
     requests = pod_requests(problem.services, service)
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
-            service.tolerations, service.quota)
+            service.tolerations, service.quota, service.image)
 
 
 class _Candidates:
@@ -222,16 +287,21 @@ class _Candidates:
 class Attempt:
     """One pass over the gang against a fresh, empty cluster state."""
 
-    def __init__(self, framework, problem, moves_allowed):
+    def __init__(self, framework, problem, moves_allowed, keep_running=True):
         self.framework = framework
         self.problem = problem
         self.cluster = ClusterState(problem)
         self.cluster.moves_allowed = moves_allowed
         self.cluster.released = set()
         self.instances = problem.instances()
-        self.total = len(self.instances)
+        # The gang: every instance that is not preemptible; all of it is placed or the attempt fails.
+        self.gang = [instance for instance in self.instances if not instance.service.preemptible]
+        self.extra = [instance for instance in self.instances if instance.service.preemptible]
+        self.keep_running = keep_running
+        self.total = len(self.gang)
         self.placements = []
         self.unplaced = {}
+        self.preempted = {}             # preemptible instances left out -> why
         self.retry = False
         self._static = {}
         self.bound = []                 # node names in bind order: what each class heap must rescore
@@ -271,12 +341,20 @@ class Attempt:
         sort_key = queue_sort.sort_key
         moves_allowed = self.cluster.moves_allowed
         nodes = self.cluster.nodes
+        later = list(self.extra)
+        if self.keep_running and later:
+            # Running preemptible instances keep their node when it still has room, before the gang: they
+            # are evicted only when an attempt that keeps them cannot place the gang (schedule()).
+            running = [i for i in later if i.previous is not None and i.previous.node in nodes]
+            running.sort(key=lambda instance: sort_key(instance, False))
+            kept = {instance.name for instance in running if self._place_on(instance, instance.previous.node)}
+            later = [instance for instance in later if instance.name not in kept]
         # Stateless instances whose node is gone are new work: they must not go before those that stay.
-        in_place = [i for i in self.instances if i.pinned or (
+        in_place = [i for i in self.gang if i.pinned or (
             i.previous is not None and not moves_allowed and i.previous.node in nodes)]
         in_place.sort(key=lambda instance: sort_key(instance, moves_allowed))
         chosen = {instance.name for instance in in_place}
-        free = [instance for instance in self.instances if instance.name not in chosen]
+        free = [instance for instance in self.gang if instance.name not in chosen]
         for instance in in_place:
             if not self._schedule_one(instance, may_fail=instance.service.stateful):
                 # Its node no longer takes it: it moves, placed with the new work.
@@ -284,6 +362,7 @@ class Attempt:
                 free.append(instance)
         free.sort(key=lambda instance: sort_key(instance, True))
         self._schedule_all(free)
+        self.fill(later)
         return self
 
     def _schedule_all(self, queue):
@@ -309,6 +388,35 @@ class Attempt:
         if framework.run_expect(None):
             self.generation += 1        # later use of this attempt (Attempt.place) scores against the catalog
 
+    def fill(self, extra):
+        """Preemptible work into what the gang left: priority first (the queue sort's order); those that
+        fit nowhere are left out, with the reason, in ``preempted``. One that ran may move (the previous
+        node still scores best)."""
+        sort_key = self.framework.queue_sort.sort_key
+        self.cluster.released.update(instance.name for instance in extra)
+        for instance in sorted(extra, key=lambda instance: sort_key(instance, True)):
+            self._schedule_one(instance, may_fail=True)
+
+    def adopt(self, placement):
+        """Reserve a placement decided elsewhere (the exact solver's) on its node, with its devices;
+        False when the node does not take it."""
+        instance = placement.instance
+        chosen = Instance(instance.service, instance.ordinal, PreviousPlacement(
+            placement.node, tuple(claim.device.uuid for claim in placement.gpus),
+            placement.nvme.name if placement.nvme is not None else None), instance.node)
+        return self._place_on(chosen, placement.node, record_as=instance, exact=placement)
+
+    def _place_on(self, instance, node_name, record_as=None, exact=None):
+        """Place ``instance`` on ``node_name`` or nowhere; True when it was placed."""
+        framework, cluster = self.framework, self.cluster
+        status, cycle, filters = framework.run_pre_filter(cluster, instance)
+        if not status.ok or (cycle.node_names is not None and node_name not in cycle.node_names):
+            return False
+        if self._evaluate(instance, cycle, filters, cluster.nodes[node_name], scored=False) is None:
+            return False
+        placement = self._bind(instance, cycle, cluster.nodes[node_name], record_as)
+        return exact is None or (placement.gpus == exact.gpus and placement.nvme == exact.nvme)
+
     def _schedule_one(self, instance, may_fail):
         framework, cluster = self.framework, self.cluster
         status, cycle, filters = framework.run_pre_filter(cluster, instance)
@@ -328,12 +436,16 @@ class Attempt:
             if may_fail:
                 self._fail(instance, status, cycle, filters)
             return False
-        node_state = cluster.nodes[best[1]]
-        placement = {"gpus": (), "nvme": None, "nvme_size": 0}
-        framework.run_reserve(cycle, cluster, instance, node_state, placement)
-        self.placements.append(Placement(instance, node_state.name, **placement))
-        self.bound.append(node_state.name)
+        self._bind(instance, cycle, cluster.nodes[best[1]])
         return True
+
+    def _bind(self, instance, cycle, node_state, record_as=None):
+        placement = {"gpus": (), "nvme": None, "nvme_size": 0}
+        self.framework.run_reserve(cycle, self.cluster, instance, node_state, placement)
+        placed = Placement(record_as or instance, node_state.name, **placement)
+        self.placements.append(placed)
+        self.bound.append(node_state.name)
+        return placed
 
     def place(self, instance):
         """Schedule one more instance into this attempt (online use: earlier ones stay where they are);
@@ -354,13 +466,15 @@ class Attempt:
             candidates = self._classes[key] = _Candidates(self, service)
         return candidates
 
-    def _evaluate(self, instance, cycle, filters, node_state):
+    def _evaluate(self, instance, cycle, filters, node_state, scored=True):
         """Full per-instance evaluation of one node: (score, name) or None."""
         staying = instance.previous_node() == node_state.name
         if not self.static_ok(instance, node_state.node, filters, staying):
             return None
         if not self.framework.run_filters(filters, cycle, self.cluster, instance, node_state).ok:
             return None
+        if not scored:
+            return (0.0, node_state.name)
         score = self.framework.run_score(self.framework.scorers, cycle, self.cluster, instance, node_state)
         return (score, node_state.name)
 
@@ -379,6 +493,12 @@ class Attempt:
                 if shared:
                     # Nothing was bound since: the next instance of the class fails the same way.
                     candidates.diagnosis = (len(self.bound), message)
+        if instance.service.preemptible:
+            # Not part of the gang: left out, and nothing is retried for it.
+            if instance.previous is not None:
+                message = "evicted from %s: %s" % (instance.previous.node, message)
+            self.preempted[instance.name] = message
+            return
         self.unplaced[instance.name] = message
         if self.framework.run_post_filter(self, instance, message) is not None:
             self.retry = True

@@ -60,3 +60,23 @@ def test_bad_input_exits_1_without_traceback(content, expected):
 def test_missing_file():
     result = run("/nonexistent/problem.yml")
     assert result.returncode == 1 and "cannot read /nonexistent/problem.yml" in result.stderr
+
+
+def test_profile_with_the_example_user_plugin():
+    examples = os.path.join(ROOT, "docs", "examples")
+    problem = os.path.join(examples, "image_affinity_problem.yml")
+    planned = run(problem, "--json", "--profile", os.path.join(examples, "image_affinity_profile.yml"))
+    assert planned.returncode == 0, planned.stderr
+    nodes = {name: placement["node"] for name, placement in json.loads(planned.stdout)["placements"].items()}
+    # The reserved node takes only the CAD image; web spreads (LeastAllocated) over the other two.
+    assert nodes == {"cad-0": "cad-node", "web-0": "node-a", "web-1": "node-b"}
+    default = json.loads(run(problem, "--json").stdout)
+    assert {p["node"] for p in default["placements"].values()} == {"cad-node"}
+
+
+def test_bad_profile_names_the_path(tmp_path):
+    profile = tmp_path / "profile.yml"
+    profile.write_text("plugins: {filter: {disabled: [NoSuchPlugin]}}\n")
+    completed = run(os.path.join(ROOT, "examples", "cluster.yml"), "--profile", str(profile))
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr
+    assert "profile.plugins.filter.disabled[0]: got \"NoSuchPlugin\"; expected a filter plugin" in completed.stderr

@@ -37,6 +37,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.node_facts impo
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
@@ -164,9 +165,13 @@ PROBLEM = {
         "log": {"sidecar": True, "resources": {"cpu": "100m", "memory": "128Mi"}, "ports": [9100],
                 "image": "localhost/log:1", "env": {"LEVEL": "info"}},
         "web": {"replicas": 2, "resources": {"cpu": "500m", "memory": "512Mi"}, "ports": [80], "anti_affinity": ["db"]},
+        "batch": {"replicas": 3, "preemptible": True, "priority": -5, "resources": {"cpu": 1, "memory": "8Gi"}},
+        "agent": {"every_node": True, "priority": 100, "resources": {"cpu": "50m", "memory": "32Mi"},
+                  "tolerations": [{"key": "dedicated"}], "image": "localhost/agent:1"},
     },
     "quotas": {"compute": {"min": {"gpu": 1}, "max": {"gpu": 3, "gpu_memory": "100Gi", "cpu": 8}}},
-    "previous": {"db-0": {"node": "node-b"}, "web-0": {"node": "node-c"},
+    "previous": {"db-0": {"node": "node-b"}, "web-0": {"node": "node-c"}, "batch-2": {"node": "node-c"},
+                 "agent@node-a": {"node": "node-a"},
                  "infer-0": {"node": "node-a", "gpus": [{"uuid": "GPU-a0"}], "nvme": {"name": "nvme0n1"}}},
 }
 
@@ -179,6 +184,31 @@ def run_planner(problem):
         _check_errors(error.errors)
         return "rejected"
     violations = check_plan(split_problem(problem), result)
+    return "violation: " + "; ".join(violations[:3]) if violations else "ok"
+
+
+# --- scheduler profiles (parse_profile, then the planner with it) ----------------------------------------
+
+PROFILE = {
+    "user_plugins": [os.path.join(ROOT, "docs", "examples", "image_affinity.py")],
+    "plugins": {"filter": {"enabled": ["ImageAffinity"], "disabled": ["NodeSelector"]},
+                "score": {"enabled": [{"name": "ImageAffinity", "weight": 20}, {"name": "GPU", "weight": 3}],
+                          "disabled": ["GPUFragmentation"]}},
+    "plugin_config": {"NodeResourcesFit": {"strategy": "LeastAllocated"}},
+}
+
+
+def run_profile(profile):
+    """A profile: rejected (ProblemError naming profile.<path>), or a plan of PROBLEM the checker accepts."""
+    try:
+        parsed = parse_profile(profile)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        if not all(path.startswith("profile") for path, _message in error.errors):
+            raise AssertionError("profile error outside profile: %r" % (error.errors[:3],))
+        return "rejected"
+    result = plan_catalog(copy.deepcopy(PROBLEM), exact_seconds=EXACT_SECONDS, profile=parsed)
+    violations = check_plan(split_problem(PROBLEM), result, disabled_filters=parsed.disabled.get("filter", ()))
     return "violation: " + "; ".join(violations[:3]) if violations else "ok"
 
 
@@ -467,6 +497,7 @@ ENTRY_POINTS = {
     "planner": (lambda choose: mutate(PROBLEM, choose, mutations=1), run_planner),
     "catalog": (lambda choose: mutate(PROBLEM["services"], choose), run_catalog),
     "scale": (lambda choose: mutate(SCALE_REQUEST, choose, mutations=1), run_scale),
+    "profile": (lambda choose: mutate(PROFILE, choose, mutations=1), run_profile),
     "facts": (lambda choose: mutate(HOSTVARS, choose), run_facts),
     "lock_file": (lock_contents, run_lock_file),
     "record_file": (record_contents, run_record_file),

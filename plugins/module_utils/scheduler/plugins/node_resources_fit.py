@@ -7,6 +7,9 @@ The score is kube-scheduler's MostAllocated strategy (noderesources/most_allocat
 the mean over CPU and memory of requested-after-placing / allocatable, times 100.
 Packing few nodes full leaves whole nodes free for large work that comes later.
 
+A profile may choose kube's LeastAllocated instead (plugin_config, strategy): the mean of
+free-after-placing / allocatable, which spreads work over the nodes.
+
 Except on GPU nodes when the catalog has GPU work: there a node's CPU and memory are what its
 GPUs need, and packing them first strands the GPUs (on the openb trace, most rejected GPU pods
 were "Insufficient cpu" with GPUs idle). Those nodes score 0 here and GPUFragmentation, which
@@ -25,8 +28,13 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
+        self.least_allocated = False
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._gpu_work = any(s.resources.gpu is not None and not s.sidecar for s in problem.services.values())
+
+    def configure(self, args):
+        # A profile's plugin_config: LeastAllocated spreads (kube's noderesources/least_allocated.go).
+        self.least_allocated = args.get("strategy") == "LeastAllocated"
 
     def filter_static(self, instance, node, staying):
         requests = self._requests[instance.service.name]
@@ -55,7 +63,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
             shares.append((node_state.cpu_used + requests.cpu) / node.cpu)
         if node.memory:
             shares.append((node_state.memory_used + requests.memory) / node.memory)
-        return 100.0 * sum(shares) / len(shares) if shares else 0.0
+        if not shares:
+            return 0.0
+        if self.least_allocated:
+            return 100.0 * sum(1.0 - min(share, 1.0) for share in shares) / len(shares)
+        return 100.0 * sum(shares) / len(shares)
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
         node_state.cpu_used += cycle["requests"].cpu

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import AntiAffinity
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.coscheduling import Coscheduling
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.every_node import EveryNode
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_ports import NodePorts
@@ -34,6 +35,7 @@ PLUGINS = (
     HeavyFirst,           # QueueSort
     Sidecars,             # PreFilter: the instance's total request, sidecars included
     Stickiness,           # PreFilter, Score
+    EveryNode,            # PreFilter: an every-node instance goes to its own node
     NodeUnschedulable,    # Filter
     TaintToleration,      # Filter, Score
     NodeSelector,         # Filter

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""QueueSort: instances that already run somewhere first, then the most constrained, then the heaviest.
+"""QueueSort: instances that already run somewhere first, then the highest priority, then the most
+constrained, then the heaviest.
 
 Constrained first: an instance that only a few nodes can take (a GPU model, a selector) goes before
 work that fits almost anywhere, which could otherwise fill those few nodes first (the scheduler
@@ -55,8 +56,10 @@ class HeavyFirst(QueueSortPlugin):
             first = 1
         else:
             first = 2
-        feasible = self.feasible_nodes.get(instance.service.name)
+        service = instance.service
+        # An every-node instance has one node: the most constrained there is.
+        feasible = 0 if service.every_node else self.feasible_nodes.get(service.name)
         constrained = feasible.bit_length() if feasible is not None else 0
-        gpu_memory, gpu_count, nvme, cpu, memory = self._weights[instance.service.name]
-        return (first, constrained, -gpu_memory, -gpu_count, -nvme, -cpu, -memory, instance.service.name,
+        gpu_memory, gpu_count, nvme, cpu, memory = self._weights[service.name]
+        return (first, -service.priority, constrained, -gpu_memory, -gpu_count, -nvme, -cpu, -memory, instance.service.name,
                 instance.ordinal)

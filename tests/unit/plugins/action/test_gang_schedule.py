@@ -140,3 +140,13 @@ def test_an_invalid_scale_request_changes_nothing():
     result = run(scale={"service": "db", "replicas": 2})
     assert result["failed"] is True and "record" not in result
     assert result["errors"][0]["path"] == "scale.service" and "nothing was changed" in result["msg"]
+
+
+def test_scaling_a_preemptible_service_records_the_ask_and_reports_what_runs():
+    services = dict(SERVICES, batch={"scalable": True, "preemptible": True, "priority": -1, "resources": {"cpu": 8}})
+    result = run(services=services, scale={"service": "batch", "replicas": 10})
+    assert not result.get("failed") and result["record"]["replicas"] == {"batch": 10}
+    report = result["scale"]
+    assert report["service"] == "batch" and report["asked"] == 10 and 0 < report["running"] < 10
+    assert len(result["preempted"]) == 10 - report["running"]
+    assert all(name.startswith("batch-") for name in result["preempted"])

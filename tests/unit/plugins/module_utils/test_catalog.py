@@ -86,7 +86,9 @@ def test_every_deploy_key_is_read_and_converted():
 def test_split_hands_the_scheduler_only_its_own_keys():
     entry = api(command=["x"], env={"A": 1}, depends_on=[], resources={"cpu": 1})
     scheduling, deploy = split_catalog({"api": entry})
-    assert scheduling == {"api": {"replicas": 1, "ports": [8080], "depends_on": [], "resources": {"cpu": 1}}}
+    # The image is a deploy key, checked here, and handed on for the scheduler's user plugins (profiles).
+    assert scheduling == {"api": {"replicas": 1, "ports": [8080], "depends_on": [], "resources": {"cpu": 1},
+                                  "image": "localhost/app:1"}}
     assert set(deploy) == {"api"}
     assert entry["image"] == "localhost/app:1"        # the caller's mapping is not changed
 
@@ -301,7 +303,8 @@ def test_unknown_keys_list_both_key_sets():
     errors = errors_of({"api": api(colour="red", volumes=["/a:/b"])})
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
-    assert expected.endswith("quota, image, command, env, init, stop_timeout, restart_policy, health, config, nvme_path")
+    assert expected.endswith("quota, priority, preemptible, every_node, image, command, env, init, stop_timeout, restart_policy, "
+                             "health, config, nvme_path")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 

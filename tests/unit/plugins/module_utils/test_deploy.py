@@ -530,3 +530,25 @@ def test_nothing_is_evicted_for_a_container_that_is_kept():
     old_web["HostConfig"] = {"PortBindings": {"8080/tcp": [{"HostIp": "", "HostPort": "8080"}]}}
     result = rollout("h1", planned, rendered_for(planned), deployed + [old_web])
     assert result["evict"] == [] and result["stale"] == ["h1-web-3"]
+
+
+def test_every_node_instance_container_and_a_preempted_instance_is_removed():
+    """An every-node instance <service>@<host> runs as <host>-<service>; a preemptible instance the plan left
+    out is no longer bound to the host, so its running container is stale and stopped."""
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+    assert container_name("h1", "agent@h1") == "h1-agent"
+    services = dict(SERVICES, agent={"every_node": True, "image": "localhost/agent:1"},
+                    batch={"replicas": 2, "preemptible": True, "image": "localhost/batch:1", "resources": {"cpu": 1}})
+    keys = ("every_node", "replicas", "preemptible", "resources", "sidecars", "sidecar")
+    scheduling = {name: {key: value for key, value in spec.items() if key in keys}
+                  for name, spec in services.items() if name in ("agent", "batch", "job")}
+    planned = plan({"nodes": {HOST: {"cpu": 1, "memory": "1Gi"}}, "services": scheduling,
+                    "previous": {"batch-0": {"node": HOST}, "batch-1": {"node": HOST}}})
+    assert list(planned["preempted"]) == ["batch-1"]
+    instances = {name: dict(placement, rank=0) for name, placement in planned["placements"].items()}
+    specs = containers(instances, services)
+    assert sorted(by_name(specs)) == ["h1-agent", "h1-batch-0", "h1-job-0"]
+    managed = {"gangplank.io/managed": "true", "gangplank.io/node": HOST}
+    existing = as_deployed(rollout(HOST, specs, rendered_for(specs), [])) + [
+        inspect("h1-batch-1", labels=dict(managed, **{"gangplank.io/instance": "batch-1"}))]
+    assert rollout(HOST, specs, rendered_for(specs), existing)["stale"] == ["h1-batch-1"]

@@ -140,6 +140,9 @@ class _Model:
                                  t.get("effect")) for t in spec.get("tolerations") or []],
                 "depends_on": list(spec.get("depends_on") or []),
                 "quota": spec.get("quota"),
+                "priority": spec.get("priority") or 0,
+                "preemptible": bool(spec.get("preemptible", False)),
+                "every_node": bool(spec.get("every_node", False)),
             }
         self.quotas = {}
         for name, spec in (problem.get("quotas") or {}).items():
@@ -147,10 +150,29 @@ class _Model:
             self.quotas[name] = {"min": _quota_amounts(spec.get("min")), "max": _quota_amounts(spec.get("max"))}
         self.previous = {name: entry["node"] for name, entry in (problem.get("previous") or {}).items()}
         self.instances = {}
+        self.own_node = {}      # every-node instance -> its node
         for name, service in self.services.items():
-            if not service["sidecar"]:
-                for ordinal in range(service["replicas"]):
-                    self.instances["%s-%d" % (name, ordinal)] = (name, ordinal)
+            if service["sidecar"]:
+                continue
+            if service["every_node"]:
+                # docs: <service>@<node> on every node whose labels match the selector and whose NoSchedule
+                # and NoExecute taints are tolerated; cordoned nodes included.
+                eligible = [node for node in sorted(self.nodes) if self.eligible(service, node)]
+                for ordinal, node in enumerate(eligible):
+                    self.instances["%s@%s" % (name, node)] = (name, ordinal)
+                    self.own_node["%s@%s" % (name, node)] = node
+                continue
+            for ordinal in range(service["replicas"]):
+                self.instances["%s-%d" % (name, ordinal)] = (name, ordinal)
+        self.gang = {name for name, (service, _ordinal) in self.instances.items()
+                     if not self.services[service]["preemptible"]}
+
+    def eligible(self, service, node_name):
+        node = self.nodes[node_name]
+        if any(node["labels"].get(key) != value for key, value in service["node_selector"].items()):
+            return False
+        return all(any(_tolerates(toleration, taint) for toleration in service["tolerations"])
+                   for taint in node["taints"] if taint[2] in (NO_SCHEDULE, NO_EXECUTE))
 
     def capacity(self):
         """The cluster's totals per quota dimension."""
@@ -243,9 +265,12 @@ def reservations_exceed_cluster(problem):
     return _Model(problem).reservations_exceed_cluster()
 
 
-def check_plan(problem, result):
-    """Every violated constraint of ``result`` for ``problem``, as readable strings."""
+def check_plan(problem, result, disabled_filters=()):
+    """Every violated constraint of ``result`` for ``problem``, as readable strings. ``disabled_filters``: the
+    static filters a scheduler profile turned off (NodeUnschedulable, TaintToleration, NodeSelector), whose
+    rules are then not checked."""
     model = _Model(problem)
+    model.disabled = frozenset(disabled_filters)
     violations = []
     if not isinstance(result, dict):
         return ["result: not a mapping: %r" % (result,)]
@@ -291,13 +316,13 @@ def _check_infeasible(model, result, violations):
     # Nobody to blame only when there is no instance, or when the quotas' min reservations
     # alone exceed the cluster (docs: "unschedulable may be empty").
     if not isinstance(unschedulable, dict) or (
-            not unschedulable and model.instances and not model.reservations_exceed_cluster()):
+            not unschedulable and model.gang and not model.reservations_exceed_cluster()):
         violations.append("infeasible result names no unschedulable instance: %r" % (unschedulable,))
         return
     prefix = "0/%d nodes are available" % len(model.nodes)
     for name, message in unschedulable.items():
-        if name not in model.instances:
-            violations.append("unschedulable: %s is not an instance of the problem" % name)
+        if name not in model.gang:
+            violations.append("unschedulable: %s is not a (non-preemptible) instance of the problem" % name)
         if not isinstance(message, str) or not message.startswith(prefix):
             violations.append("unschedulable %s: message %r does not start with %r" % (name, message, prefix))
             continue
@@ -320,9 +345,10 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
     if result.get("unschedulable"):
         violations.append("feasible result lists unschedulable instances: %r" % (result["unschedulable"],))
 
-    # Every instance exactly once, nothing else; placements name the right service and ordinal.
-    for name in sorted(set(model.instances) - set(placements)):
+    # Every instance of the gang exactly once, nothing else; placements name the right service and ordinal.
+    for name in sorted(model.gang - set(placements)):
         violations.append("instance %s is not placed" % name)
+    _check_preempted(model, result, placements, violations)
     for name in sorted(set(placements) - set(model.instances)):
         violations.append("placement %s is not an instance of the problem" % name)
     ordered = [name for name in placements if name in model.instances]
@@ -391,20 +417,23 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
             placement = placements[name]
             staying = model.previous.get(name) == node_name
             # Node selector: the node's own labels.
-            for key, value in sorted(service["node_selector"].items()):
+            for key, value in sorted(service["node_selector"].items() if "NodeSelector" not in model.disabled else ()):
                 if node["labels"].get(key) != value:
                     violations.append("%s on %s: node selector %s=%s not matched (node has %r)" % (
                         name, node_name, key, value, node["labels"].get(key)))
             # Taints.
-            for taint in node["taints"]:
+            for taint in node["taints"] if "TaintToleration" not in model.disabled else ():
                 if any(_tolerates(toleration, taint) for toleration in service["tolerations"]):
                     continue
                 if taint[2] == NO_EXECUTE or (taint[2] == NO_SCHEDULE and not staying):
                     violations.append("%s on %s: untolerated %s taint %s=%s%s" % (
                         name, node_name, taint[2], taint[0], taint[1],
                         "" if taint[2] == NO_EXECUTE else " (not its previous node)"))
-            # Unschedulable nodes.
-            if node["unschedulable"] and not staying:
+            # Every-node instances: on their own node, nowhere else.
+            if name in model.own_node and model.own_node[name] != node_name:
+                violations.append("%s on %s: an every-node instance must run on %s" % (name, node_name, model.own_node[name]))
+            # Unschedulable nodes (every-node services run on cordoned nodes too).
+            if node["unschedulable"] and not staying and not service["every_node"] and "NodeUnschedulable" not in model.disabled:
                 violations.append("%s on %s: node is unschedulable and is not the instance's previous node" % (
                     name, node_name))
 
@@ -530,6 +559,62 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                     node_name, node_labels[node_name], expected))
 
     _check_usage(model, result.get("usage"), on_node, gpu_taken, nvme_taken, violations)
+
+
+def _check_preempted(model, result, placements, violations):
+    """Preemptible instances: placed, or listed in preempted (never both); evictions are the preempted ones that
+    ran; the ones left out are the lowest priority (within a service, the highest ordinals)."""
+    preempted = result.get("preempted")
+    if not isinstance(preempted, dict):
+        violations.append("preempted: not a mapping: %r" % (preempted,))
+        return
+    for name in sorted(preempted):
+        if name not in model.instances or name in model.gang:
+            violations.append("preempted: %s is not a preemptible instance of the problem" % name)
+        elif name in placements:
+            violations.append("preempted: %s is placed too" % name)
+        elif not isinstance(preempted[name], str) or not preempted[name]:
+            violations.append("preempted %s: no reason given: %r" % (name, preempted[name]))
+    for name in sorted(set(model.instances) - model.gang - set(placements) - set(preempted)):
+        violations.append("preemptible instance %s is neither placed nor preempted" % name)
+    expected = [{"instance": name, "from": model.previous[name]} for name in preempted if name in model.previous]
+    if result.get("evictions") != expected:
+        violations.append("evictions: got %r, expected %r" % (result.get("evictions"), expected))
+    # Priority order, for new work only (a running instance keeps its node; it is not evicted for other
+    # preemptible work). Within a service the same request goes in ordinal order.
+    fresh = [name for name in model.instances if name not in model.gang and name not in model.previous]
+    for left_out in sorted(name for name in fresh if name in preempted):
+        service_name, ordinal = model.instances[left_out]
+        for placed in sorted(name for name in fresh if name in placements):
+            other, other_ordinal = model.instances[placed]
+            if other == service_name and other_ordinal > ordinal:
+                violations.append("preempted %s while %s of the same service is placed" % (left_out, placed))
+            elif other != service_name and model.services[other]["priority"] < model.services[service_name]["priority"] \
+                    and _would_fit_instead(model, service_name, other, placements[placed].get("node")):
+                violations.append("preempted %s (priority %d) while %s (priority %d, a larger request) is placed on %s" % (
+                    left_out, model.services[service_name]["priority"], placed, model.services[other]["priority"],
+                    placements[placed].get("node")))
+
+
+def _plain(model, service_name):
+    """A service whose instances need CPU and memory only: no devices, ports, anti-affinity or quota."""
+    service = model.services[service_name]
+    listed = any(service_name in other["anti_affinity"] for other in model.services.values())
+    return not listed and service["gpu"] is None and service["nvme"] is None and service["quota"] is None and not any(
+        model.services[member]["ports"] or model.services[member]["anti_affinity"] for member in model.pod(service_name))
+
+
+def _would_fit_instead(model, wanted, placed, node_name):
+    """Whether an instance of ``wanted`` surely fits where an instance of ``placed`` went (both plain, and no larger)."""
+    if node_name not in model.nodes or not _plain(model, wanted) or not _plain(model, placed):
+        return False
+    if model.pod_cpu(wanted) > model.pod_cpu(placed) or model.pod_memory(wanted) > model.pod_memory(placed):
+        return False
+    node = model.nodes[node_name]
+    service = model.services[wanted]
+    if model.disabled:
+        return False
+    return not node["unschedulable"] and model.eligible(service, node_name)
 
 
 def _check_quotas(model, placements, instance_gpu_memory, violations):
