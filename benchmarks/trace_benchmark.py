@@ -198,7 +198,8 @@ class Replay:
     def online(self, moves=False):
         """Allocation ratio per arrived percent; with ``moves``, a batch that does not fit as it is may re-pack."""
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        attempt.instances = []
+        attempt.instances = attempt.gang = []
+        attempt.extra = []
         attempt.total = 0
         # What Attempt.run does before sorting: the queue sort's constrained-first key.
         self.framework.queue_sort.feasible_nodes = attempt.feasible_nodes()
@@ -231,7 +232,8 @@ class Replay:
             entries.append((Instance(instance.service, instance.ordinal, previous), gpus))
         entries.extend(failed)
         again = Attempt(self.framework, self.problem, moves_allowed=True)
-        again.instances = [entry[0] for entry in entries]
+        again.instances = again.gang = [entry[0] for entry in entries]
+        again.extra = []
         again.total = len(entries)
         again.run()
         now = {p.instance.name for p in again.placements}
@@ -246,7 +248,9 @@ class Replay:
         """Every pod that arrived up to 100%, planned at once."""
         entries = [entry for percent, batch in self.batches if percent <= MEASURE_AT for entry in batch]
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        attempt.instances = [entry[0] for entry in entries]
+        # The gang is what Attempt.run places (issue 15: preemptible instances are its ``extra``).
+        attempt.instances = attempt.gang = [entry[0] for entry in entries]
+        attempt.extra = []
         attempt.total = len(entries)
         attempt.run()
         gpus = {entry[0].name: entry[1] for entry in entries}
