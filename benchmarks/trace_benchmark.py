@@ -6,7 +6,7 @@ beside the published ones.
 
     .venv/bin/python benchmarks/trace_benchmark.py NODES.csv PODS.csv [PODS.csv ...]
         [--expected fgd_expected_allocation.csv] [--seeds 42-51] [--modes online,gang,moves]
-        [--weights GPUFragmentation=0,...] [--check] [--json]
+        [--weights GPUFragmentation=0,...] [--check] [--json] [--restrict-models 0.33] [--cpu-nodes 310]
 
 The trace files are arguments; nothing of the trace ships here (see ../shared/openb/README.md for
 where they come from and how a pod maps to a problem). A benchmark, not a test: it exits 0 (2 on bad
@@ -82,6 +82,36 @@ def read_pods(path):
             pods.append((int(row["cpu_milli"]), int(row["memory_mib"]), int(row["num_gpu"]), int(row["gpu_milli"]),
                          models))
     return pods
+
+
+def restrict_models(pods, nodes, fraction, seed=0):
+    """The issue's first scenario: ``fraction`` of the GPU pods that accept any model, drawn at random
+    (``random.Random(seed)``), restricted to one model, drawn in proportion to the cluster's GPUs of each."""
+    supply = {}
+    for spec in nodes.values():
+        for device in spec["gpus"]:
+            supply[device["model"]] = supply.get(device["model"], 0) + 1
+    models = sorted(supply)
+    weights = [supply[model] for model in models]
+    rng = random.Random(seed)
+    result = []
+    for pod in pods:
+        cpu, memory, count, milli, accepted = pod
+        if count and not accepted and rng.random() < fraction:
+            pod = (cpu, memory, count, milli, (rng.choices(models, weights)[0],))
+        result.append(pod)
+    return result
+
+
+def add_cpu_nodes(nodes, count):
+    """The issue's second scenario: ``count`` CPU-only nodes, each with the CPU and memory of a GPU node
+    (taken in turn, by name), named cpu-node-0000...; the cluster's GPUs are unchanged."""
+    sizes = [(spec["cpu"], spec["memory"]) for _name, spec in sorted(nodes.items())]
+    result = dict(nodes)
+    for index in range(count):
+        cpu, memory = sizes[index % len(sizes)]
+        result["cpu-node-%04d" % index] = {"cpu": cpu, "memory": memory, "gpus": []}
+    return result
 
 
 def pod_gpus(pod):
@@ -168,7 +198,8 @@ class Replay:
     def online(self, moves=False):
         """Allocation ratio per arrived percent; with ``moves``, a batch that does not fit as it is may re-pack."""
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        attempt.instances = []
+        attempt.instances = attempt.gang = []
+        attempt.extra = []
         attempt.total = 0
         # What Attempt.run does before sorting: the queue sort's constrained-first key.
         self.framework.queue_sort.feasible_nodes = attempt.feasible_nodes()
@@ -201,7 +232,8 @@ class Replay:
             entries.append((Instance(instance.service, instance.ordinal, previous), gpus))
         entries.extend(failed)
         again = Attempt(self.framework, self.problem, moves_allowed=True)
-        again.instances = [entry[0] for entry in entries]
+        again.instances = again.gang = [entry[0] for entry in entries]
+        again.extra = []
         again.total = len(entries)
         again.run()
         now = {p.instance.name for p in again.placements}
@@ -216,7 +248,9 @@ class Replay:
         """Every pod that arrived up to 100%, planned at once."""
         entries = [entry for percent, batch in self.batches if percent <= MEASURE_AT for entry in batch]
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        attempt.instances = [entry[0] for entry in entries]
+        # The gang is what Attempt.run places (issue 15: preemptible instances are its ``extra``).
+        attempt.instances = attempt.gang = [entry[0] for entry in entries]
+        attempt.extra = []
         attempt.total = len(entries)
         attempt.run()
         gpus = {entry[0].name: entry[1] for entry in entries}
@@ -295,10 +329,13 @@ def check(replay, attempt):
     return len(placed), len(kept), violations
 
 
-def one_plan(nodes, pods, seed, count, node_count):
+def one_plan(nodes, pods, seed, count, node_count, exact_seconds=0.0):
     """One plan() of the first ``count`` arrivals, each pod its own single-replica service, on the first
-    ``node_count`` nodes: (seconds, feasible, placed, violations from the plan checker)."""
-    kept_nodes = dict(sorted(nodes.items())[:node_count])
+    ``node_count`` GPU nodes (and every CPU-only node): (seconds, CPU seconds, the result, placed, unplaced,
+    violations from the plan checker)."""
+    ordered = sorted(nodes.items())
+    # The first NODES GPU nodes, and every CPU-only node (--cpu-nodes).
+    kept_nodes = dict([item for item in ordered if item[1]["gpus"]][:node_count] + [item for item in ordered if not item[1]["gpus"]])
     gpus = sum(len(spec["gpus"]) for spec in kept_nodes.values())
     order = arrivals(pods, gpus, seed)[:count]
     services = {}
@@ -313,11 +350,11 @@ def one_plan(nodes, pods, seed, count, node_count):
         services["pod-%05d" % index] = {"resources": resources}
     mapping = {"nodes": kept_nodes, "services": services}
     started, cpu_started = time.perf_counter(), time.process_time()
-    result = plan(json.loads(json.dumps(mapping)), exact_seconds=0)
+    result = plan(json.loads(json.dumps(mapping)), exact_seconds=exact_seconds)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     violations = check_plan(mapping, result)
     placed = len(result["placements"])
-    return seconds, cpu_seconds, result["feasible"], placed, len(result.get("unschedulable", {})), violations
+    return seconds, cpu_seconds, result, placed, len(result.get("unschedulable", {})), violations
 
 
 def main(argv=None):
@@ -332,30 +369,48 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     parser.add_argument("--one-plan", metavar="PODSxNODES", help="instead: time one plan() of the first PODS arrivals "
                         "(first seed), each pod its own service, on the first NODES nodes, e.g. 7500x1200")
+    parser.add_argument("--restrict-models", type=float, default=0.0, metavar="FRACTION",
+                        help="restrict this fraction of the GPU pods that accept any model to one model (drawn by "
+                        "GPU supply; the issue's scenario: 0.33)")
+    parser.add_argument("--cpu-nodes", type=int, default=0, metavar="COUNT",
+                        help="add COUNT CPU-only nodes (the issue's scenario: 310); more capacity must never place less")
+    parser.add_argument("--exact-seconds", type=float, default=0.0,
+                        help="with --one-plan: the exact solver's time limit (default 0: greedy only)")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.restrict_models <= 1.0 or args.cpu_nodes < 0 or not 0.0 <= args.exact_seconds <= 3600.0:
+        parser.error("--restrict-models is a fraction 0..1, --cpu-nodes a count >= 0, --exact-seconds 0..3600")
+    nodes, gpus = read_nodes(args.nodes)
+    nodes = add_cpu_nodes(nodes, args.cpu_nodes)
+
+    def pods_of(path):
+        pods = read_pods(path)
+        return restrict_models(pods, nodes, args.restrict_models) if args.restrict_models else pods
+
     if args.one_plan:
         count, node_count = (int(part) for part in args.one_plan.lower().split("x"))
-        nodes, _gpus = read_nodes(args.nodes)
         for path in args.pods:
-            seconds, cpu_seconds, feasible, placed, unplaced, violations = one_plan(
-                nodes, read_pods(path), args.seeds[0], count, node_count)
+            seconds, cpu_seconds, result, placed, unplaced, violations = one_plan(
+                nodes, pods_of(path), args.seeds[0], count, node_count, args.exact_seconds)
             shown = "".join("\n  " + v for v in violations[:5])
-            print("%s: %d single-replica services on %d nodes: plan() %.2f s (%.2f s of CPU), feasible %s, %d placed, "
-                  "%d unplaced, plan checker: %d violation(s)%s"
-                  % (path.rsplit("/", 1)[-1], count, node_count, seconds, cpu_seconds, feasible, placed, unplaced,
+            exact = result.get("exact")
+            print("%s: %d single-replica services on %d nodes: plan() %.2f s (%.2f s of CPU), feasible %s, path %s%s, "
+                  "%d placed, %d unplaced, plan checker: %d violation(s)%s"
+                  % (path.rsplit("/", 1)[-1], count, node_count, seconds, cpu_seconds, result["feasible"], result["path"],
+                     " (exact %s)" % json.dumps(exact, sort_keys=True) if exact else "", placed, unplaced,
                      len(violations), shown))
+            if not result["feasible"]:
+                print("  summary: %s" % result["summary"][:400])
         return 0
     modes = [mode for mode in args.modes.split(",") if mode]
     if any(mode not in MODES for mode in modes):
         parser.error("--modes: expected some of %s" % ", ".join(MODES))
 
     started = time.monotonic()
-    nodes, gpus = read_nodes(args.nodes)
     expected = published(args.expected) if args.expected else {}
     rows = []
     for path in args.pods:
         workload = path.rsplit("/", 1)[-1].replace("openb_pod_list_", "").replace(".csv", "")
-        pods = read_pods(path)
+        pods = pods_of(path)
         figures = {mode: [] for mode in modes}
         details = []
         for seed in args.seeds:

@@ -102,6 +102,10 @@ class FilterPlugin(Plugin):
     reservations are added (the scheduler re-checks a cached node just before binding).
     """
 
+    # True when ``filter`` reads nothing of the attempt's state but this node's (what is reserved on it): a node
+    # whose version has not changed since it passed still passes, and only the other filters are run again.
+    node_local = False
+
     def filter_static(self, instance, node, staying):
         return OK
 
@@ -122,6 +126,18 @@ class ScorePlugin(Plugin):
 
     def score(self, cycle, cluster, instance, node_state):
         raise NotImplementedError
+
+    def expect(self, remaining):
+        """The work an attempt has still to place, told as it moves on to another equivalence class:
+        ``remaining`` maps a service name to its instances not yet tried (read during the call only), None when
+        the attempt is over. Returns True when that changed this plugin's score of every node (the scheduler
+        then scores every node again). Most plugins ignore it."""
+        return False
+
+    def scores_alike(self):
+        """True when this plugin would give every node the same score for this problem (kube's PreScore
+        answering Skip, decided once per problem): the framework then leaves it out, which changes no choice."""
+        return False
 
 
 class NormalizeScorePlugin(Plugin):
@@ -169,9 +185,10 @@ class Framework:
         self.pre_filters = at(PreFilterPlugin)
         self.filters = at(FilterPlugin)
         self.post_filters = at(PostFilterPlugin)
-        self.scorers = [p for p in at(ScorePlugin) if self.weights.get(p.name, 0)]
+        self.scorers = [p for p in at(ScorePlugin) if self.weights.get(p.name, 0) and not p.scores_alike()]
         self._normalizers = {p.name for p in self.scorers if isinstance(p, NormalizeScorePlugin)}
         self.shared_scorers = [p for p in self.scorers if not p.instance_specific]
+        self.expecting = [p for p in self.scorers if type(p).expect is not ScorePlugin.expect]
         self.specific_scorers = [p for p in self.scorers if p.instance_specific]
         self._steps = {}
         self.reservers = at(ReservePlugin)
@@ -221,6 +238,13 @@ class Framework:
                 raw = normalize(raw)
             total += weight * min(max(raw, 0.0), MAX_NODE_SCORE)
         return total
+
+    def run_expect(self, remaining):
+        """Tell the scorers that follow the work still to place; True when a score of every node changed."""
+        changed = False
+        for plugin in self.expecting:
+            changed = plugin.expect(remaining) or changed
+        return changed
 
     def run_reserve(self, cycle, cluster, instance, node_state, placement):
         for plugin in self.reservers:

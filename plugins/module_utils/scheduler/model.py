@@ -10,6 +10,7 @@ immutable; what changes during a scheduling attempt lives in ``state.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping, Optional, Tuple
 
 NO_SCHEDULE = "NoSchedule"
@@ -97,10 +98,15 @@ class GPURequest:
     models: Tuple[str, ...] = ()
 
     def matches(self, device):
-        if not self.models:
-            return True
-        name = device.model.lower()
-        return any(model.lower() in name for model in self.models)
+        return not self.models or _model_matches(self.models, device.model)
+
+
+@lru_cache(maxsize=4096)
+def _model_matches(models, device_model):
+    """True when one of ``models`` is a case-insensitive substring of the device's model. Remembered (bounded):
+    the scheduler asks it for every device a GPU request looks at, and a cluster has few distinct models."""
+    name = device_model.lower()
+    return any(model.lower() in name for model in models)
 
 
 @dataclass(frozen=True)

@@ -207,14 +207,19 @@ class _Candidates:
         self.instance = Instance(service, 0, None)
         framework, cluster = attempt.framework, attempt.cluster
         self.status, self.cycle, self.filters = framework.run_pre_filter(cluster, self.instance)
+        # What a node on top of the heap is checked against again before use: its version says whether its own
+        # state changed; only filters that read the rest of the cluster (quotas) can have turned stricter.
+        self.recheck = [plugin for plugin in self.filters if not plugin.node_local]
         self.heap = []
         self.diagnosis = None
         self.seen = len(attempt.bound)
+        self.generation = attempt.generation
         if self.status.ok:
             self._fill()
 
     def _fill(self):
         self.heap = []
+        self.generation = self.attempt.generation
         for node_state in self.attempt.cluster.nodes.values():
             self.push(node_state, heap=False)
         heapq.heapify(self.heap)
@@ -237,6 +242,11 @@ class _Candidates:
     def refresh(self):
         """Rescore the nodes bound since this heap last looked (all of them, past a third of the cluster)."""
         bound = self.attempt.bound
+        if self.generation != self.attempt.generation:
+            # A score of every node changed (Framework.run_expect): all of them are scored again.
+            self.seen = len(bound)
+            self._fill()
+            return
         if self.seen == len(bound):
             return
         changed = set(bound[self.seen:])
@@ -263,8 +273,8 @@ class _Candidates:
             if name == skip:
                 set_aside.append(heapq.heappop(self.heap))
                 continue
-            if not attempt.framework.run_filters(self.filters, self.cycle, attempt.cluster, self.instance,
-                                                 node_state).ok:
+            if self.recheck and not attempt.framework.run_filters(self.recheck, self.cycle, attempt.cluster,
+                                                                  self.instance, node_state).ok:
                 heapq.heappop(self.heap)        # a cluster-wide limit (quota) was reached
                 continue
             found = (-negative, name)
@@ -298,6 +308,7 @@ class Attempt:
         self._conflicts = service_conflicts(problem.services)
         self._class_of = {}             # service name -> equivalence key
         self._classes = {}              # equivalence key -> _Candidates
+        self.generation = 0             # bumped when every node's score changed: class heaps refill
 
     def static_ok(self, instance, node, filters, staying=False):
         key = (instance.service.name, node.name, staying)
@@ -350,10 +361,32 @@ class Attempt:
                 self.cluster.released.add(instance.name)
                 free.append(instance)
         free.sort(key=lambda instance: sort_key(instance, True))
-        for instance in free:
-            self._schedule_one(instance, may_fail=True)
+        self._schedule_all(free)
         self.fill(later)
         return self
+
+    def _schedule_all(self, queue):
+        """Schedule the queue in order; scorers that follow the work still to place (GPUFragmentation's
+        expected mix) are told what is left whenever the queue moves on to another equivalence class."""
+        framework = self.framework
+        if not framework.expecting:
+            for instance in queue:
+                self._schedule_one(instance, may_fail=True)
+            return
+        remaining = {}
+        for instance in queue:
+            remaining[instance.service.name] = remaining.get(instance.service.name, 0) + 1
+        current = None
+        for instance in queue:
+            key = self._class_key(instance.service)
+            if key != current:
+                current = key
+                if framework.run_expect(remaining):
+                    self.generation += 1
+            self._schedule_one(instance, may_fail=True)
+            remaining[instance.service.name] -= 1
+        if framework.run_expect(None):
+            self.generation += 1        # later use of this attempt (Attempt.place) scores against the catalog
 
     def fill(self, extra):
         """Preemptible work into what the gang left: priority first (the queue sort's order); those that
@@ -420,10 +453,14 @@ class Attempt:
         self.total += 1
         return self._schedule_one(instance, may_fail=True)
 
-    def _candidates_for(self, service):
+    def _class_key(self, service):
         key = self._class_of.get(service.name)
         if key is None:
             key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+        return key
+
+    def _candidates_for(self, service):
+        key = self._class_key(service)
         candidates = self._classes.get(key)
         if candidates is None:
             candidates = self._classes[key] = _Candidates(self, service)

@@ -60,6 +60,7 @@ def gpu_choice(cycle, instance, node_state):
 
 class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "GPU"
+    node_local = True
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.gpu is not None else SKIPPED

@@ -14,6 +14,16 @@ occurs; the score is how little placing the instance grows it (a decrease scores
 The expected mix is the problem's own catalog: every GPU service's replicas, with their CPU and
 memory (sidecars included), GPU count, memory per device and models. The catalog is what a platform
 runs, and the replicas already placed (recorded placements) are part of it, so no history is needed.
+While a gang is being placed, the scheduler tells this plugin what is left of it (``expect``): the
+mix is then the GPU work still to place, taken again each time that work has halved (heavy first,
+the end of a gang is small shapes, which the whole catalog's mix would misjudge), and the catalog
+again once no GPU work is left or the attempt is over.
+
+Speed: the per-shape part of a node's fragmentation is remembered per node kind (the same devices),
+free memory per device, and how many of the mix's distinct CPU and memory amounts the node's free
+CPU and memory reach (only those decide which shapes fit); the part for idle GPUs the free CPU and
+memory cannot feed is a formula. A node's current state is cached per version, with the CPU and
+memory that CPU-only work may take there without changing anything.
 
 Units are GPUs: a device's free memory counts as the share of its memory that is free, so nodes of
 different GPU sizes compare. The raw score is fragmentation before minus after, in GPUs; it is mapped
@@ -26,30 +36,50 @@ this score sees as all of that node's free GPU memory turning into fragment.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from operator import sub, truediv
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import NormalizeScorePlugin, ScorePlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 MEMO_SIZE = 100000      # fragmentation values remembered at most (a few tens of MB)
+REFRESH = 2             # the expected mix follows the gang's remaining GPU work when that has shrunk this many times
 
 
-def expected_mix(problem):
+def expected_mix(problem, replicas=None):
     """The catalog's GPU request shapes: [(GPURequest, share of all GPU instances, ((cpu, memory, share), ...)), ...].
 
     Shapes with the same GPU request are one group, so the per-device work is done once per group;
     within a group the (cpu, memory) thresholds keep their own shares. Ordered for determinism.
+    ``replicas`` (service name -> instances) counts other instances than the catalog's replicas.
     """
-    groups = {}
-    total = 0
+    return _mix([(request, cpu, memory, service.replicas if replicas is None else replicas.get(service.name, 0))
+                 for service, request, cpu, memory in _gpu_services(problem)])
+
+
+def _gpu_services(problem):
+    """(service, GPU request, CPU, memory with sidecars) of every service that asks for GPUs."""
+    result = []
     for service in problem.services.values():
         request = service.resources.gpu
-        if service.sidecar or request is None or service.replicas <= 0:
+        if service.sidecar or request is None:
             continue
         requests = pod_requests(problem.services, service)
+        result.append((service, request, requests.cpu, requests.memory))
+    return result
+
+
+def _mix(counted):
+    """expected_mix from (GPU request, CPU, memory, instances) entries."""
+    groups = {}
+    total = 0
+    for request, cpu, memory, count in counted:
+        if count <= 0:
+            continue
         shapes = groups.setdefault(request, {})
-        shapes[requests.cpu, requests.memory] = shapes.get((requests.cpu, requests.memory), 0) + service.replicas
-        total += service.replicas
+        shapes[cpu, memory] = shapes.get((cpu, memory), 0) + count
+        total += count
     mix = []
     for request in sorted(groups, key=lambda r: (r.count, -1 if r.memory is None else r.memory, r.models)):
         shapes = groups[request]
@@ -62,12 +92,26 @@ def expected_mix(problem):
 def _scarcity(problem, mix):
     """Per GPU request of the mix: its weight over the share of the cluster's GPUs its models match
     (its weight when it accepts every model)."""
-    devices = [device for node in problem.nodes.values() for device in node.gpus]
+    devices = {}
+    for node in problem.nodes.values():
+        for device in node.gpus:
+            devices[device.model] = devices.get(device.model, 0) + 1
+    everything = sum(devices.values())
     scarcity = {}
     for request, weight, _shapes in mix:
-        matching = sum(1 for device in devices if request.matches(device))
-        scarcity[request] = weight * len(devices) / float(matching) if matching else weight
+        matching = everything if not request.models else sum(
+            count for model, count in devices.items() if request.matches(_Model(model)))
+        scarcity[request] = weight * everything / float(matching) if matching else weight
     return scarcity
+
+
+class _Model:
+    """A device as far as GPURequest.matches looks at it."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model):
+        self.model = model
 
 
 class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
@@ -75,37 +119,83 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._mix = expected_mix(problem)
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
-        self._layouts = {}      # node name -> per group, the positions of the devices its models match
-        self._needs = {}        # node name -> (CPU, memory) per GPU the mix asks
-        self._scarcity = _scarcity(problem, self._mix)
+        self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
+        self._catalog = expected_mix(problem)
         self._kinds = {}        # node name -> the name of the first node with the same devices
         self._kind_names = {}   # devices (model, memory) -> that first node's name
+        self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
+        self._basis = None      # GPU instances still to place when the mix was last taken from them
+        self._use(self._catalog)
+
+    def _use(self, mix):
+        """Score against this expected mix from now on; everything computed for another one is dropped."""
+        self._mix = mix
+        self._scarcity = _scarcity(self.problem, mix)
+        self._layouts = {}      # node kind -> per group, the positions of the devices its models match
+        self._needs = {}        # node kind -> (CPU, memory) per GPU the mix asks
         self._compiled_kinds = {}   # node kind -> what _compiled returns
-        self._memo = {}         # (node kind, free CPU, free memory, free per device) -> fragmentation
+        self._infos = {}        # node name -> what _info returns
+        self._kind_infos = {}   # node kind -> what _info returns
+        # The distinct CPU and memory amounts the mix's shapes ask, sorted: a shape fits a node's free CPU when its
+        # position here is below bisect_right(amounts, free CPU).
+        self._cpus = sorted({cpu for _r, _w, shapes in mix for cpu, _m, _s in shapes})
+        self._memories = sorted({memory for _r, _w, shapes in mix for _c, memory, _s in shapes})
+        self._memo = {}         # (node kind, CPU rank, memory rank, free per device) -> (idle GPUs, fragment per shape)
         # The most CPU and memory any expected shape asks: with that much left, every shape that fits still fits.
-        self._largest = (max([cpu for _r, _w, shapes in self._mix for cpu, _m, _s in shapes] or [0]),
-                         max([memory for _r, _w, shapes in self._mix for _c, memory, _s in shapes] or [0]))
-        self._current = {}      # node name -> (node state, its version, fragmentation): attempts have their own states
+        self._largest = (max([cpu for _r, _w, shapes in mix for cpu, _m, _s in shapes] or [0]),
+                         max([memory for _r, _w, shapes in mix for _c, memory, _s in shapes] or [0]))
+        self._current = {}      # node name -> what _now returns: attempts have their own states
+
+    def expect(self, remaining):
+        """The expected mix is the GPU work the gang has still to place while there is some (the gang knows it
+        exactly: what is left of it at its end are small shapes, not the catalog's mix), else the catalog. It is
+        taken again each time that work has shrunk to half of what it was (a new mix makes every node's
+        fragmentation be computed again, so at most about log2(instances) times)."""
+        mix = self._catalog
+        if remaining is not None:
+            left = sum(remaining.get(name, 0) for name, _request, _cpu, _memory in self._services)
+            if self._basis is not None and left * REFRESH > self._basis:
+                return False
+            self._basis = left
+            mix = _mix([(request, cpu, memory, remaining.get(name, 0)) for name, request, cpu, memory in self._services])
+            if not mix:
+                mix = self._catalog
+        else:
+            self._basis = None
+        if mix == self._mix:
+            return False
+        self._use(mix)
+        return True
 
     def _layout(self, node):
-        """Per group of the mix, the positions of this node's devices whose model it accepts (static, cached)."""
-        layout = self._layouts.get(node.name)
+        """Per group of the mix, the positions of this node's devices whose model it accepts (per node kind)."""
+        kind = self._kind(node)
+        layout = self._layouts.get(kind)
         if layout is None:
-            layout = self._layouts[node.name] = [
-                tuple(position for position, device in enumerate(node.gpus) if request.matches(device))
-                for request, _weight, _shapes in self._mix]
+            layout = self._layouts[kind] = [self._positions(kind, node, request) for request, _weight, _shapes in self._mix]
         return layout
 
+    def _positions(self, kind, node, request):
+        """The positions of the node's devices whose model the request accepts (kept across mixes)."""
+        key = (kind, request)
+        positions = self._matching.get(key)
+        if positions is None:
+            positions = self._matching[key] = tuple(position for position, device in enumerate(node.gpus)
+                                                    if request.matches(device))
+        return positions
+
     def _compiled(self, node):
-        """Per node kind: the summed scarcity of the shapes that cannot use it, and the others merged by what
-        they ask of it ((count, memory per device, usable positions) -> weight and (cpu, memory) shares)."""
+        """Per node kind: the summed weight of the mix (the shapes that cannot use the node counted by their
+        scarcity), and the others merged by what they ask of it: per (memory per device, usable positions), the
+        counts asked with their (CPU rank, memory rank, share) shapes."""
         kind = self._kind(node)
         compiled = self._compiled_kinds.get(kind)
         if compiled is None:
             absent = 0.0
             merged = {}
+            cpu_ranks = {cpu: rank for rank, cpu in enumerate(self._cpus)}
+            memory_ranks = {memory: rank for rank, memory in enumerate(self._memories)}
             for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
                 if not positions:
                     absent += self._scarcity[request]
@@ -114,15 +204,22 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 entry[0] += weight
                 for cpu, memory, share in shapes:
                     entry[1][cpu, memory] = entry[1].get((cpu, memory), 0.0) + share
-            groups = [(count, wanted, positions, weight, tuple((cpu, memory, share) for (cpu, memory), share in sorted(shapes.items())))
-                      for (count, wanted, positions), (weight, shapes) in sorted(
-                          merged.items(), key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1], item[0][2]))]
-            compiled = self._compiled_kinds[kind] = (absent, groups)
+            # Groups with the same device need and positions see the same usable devices: one block each.
+            blocks = {}
+            total = absent
+            for (count, wanted, positions), (weight, shapes) in sorted(
+                    merged.items(), key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1], item[0][2])):
+                total += weight
+                blocks.setdefault((wanted, positions), []).append(
+                    (count, tuple((cpu_ranks[cpu], memory_ranks[memory], share) for (cpu, memory), share in sorted(shapes.items()))))
+            compiled = self._compiled_kinds[kind] = (total, tuple(
+                (wanted, positions, tuple(members)) for (wanted, positions), members in blocks.items()))
         return compiled
 
     def _per_gpu(self, node):
         """(CPU, memory) the expected work asks per GPU it takes on this node: what idle GPUs will need."""
-        cached = self._needs.get(node.name)
+        kind = self._kind(node)
+        cached = self._needs.get(kind)
         if cached is None:
             cpu = memory = gpus = 0.0
             for (request, _weight, shapes), positions in zip(self._mix, self._layout(node)):
@@ -134,22 +231,52 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                     cpu += share * shape_cpu
                     memory += share * shape_memory
                     gpus += share * taken
-            cached = self._needs[node.name] = (cpu / gpus, memory / gpus) if gpus else (0.0, 0.0)
+            cached = self._needs[kind] = (cpu / gpus, memory / gpus) if gpus else (0.0, 0.0)
         return cached
+
+    def _info(self, node):
+        """What the fragmentation needs of a node, shared by its kind: (kind, device sizes as floats, device sizes,
+        CPU and memory per GPU the mix asks, the mix's summed weight, the blocks of _compiled)."""
+        info = self._infos.get(node.name)
+        if info is None:
+            kind = self._kind(node)
+            info = self._kind_infos.get(kind)
+            if info is None:
+                total, blocks = self._compiled(node)
+                info = self._kind_infos[kind] = (kind, tuple(float(device.memory) for device in node.gpus),
+                                                 tuple(device.memory for device in node.gpus)) + \
+                    self._per_gpu(node) + (total, blocks)
+            self._infos[node.name] = info
+        return info
 
     def fragmentation(self, node, cpu_free, memory_free, gpu_free):
         """Expected fragment, in GPUs, of a node with this much free CPU, memory and memory per device."""
-        devices = node.gpus
-        if not devices or not self._mix:
+        if not node.gpus or not self._mix:
             return 0.0
-        # Nodes of one kind pass through the same states (all of them start empty): remember each state's value.
-        key = (self._kind(node), cpu_free, memory_free, tuple(gpu_free))
-        value = self._memo.get(key)
-        if value is None:
+        return self._fragmentation(self._info(node), cpu_free, memory_free, gpu_free)
+
+    def _fragmentation(self, info, cpu_free, memory_free, gpu_free):
+        # Free CPU and memory decide which shapes fit only through how many of the mix's distinct amounts they
+        # reach, so the per-shape part is remembered per node kind, those two counts and the free memory per device
+        # (nodes of one kind pass through the same states: all of them start empty).
+        key = (info[0], bisect_right(self._cpus, cpu_free), bisect_right(self._memories, memory_free), tuple(gpu_free))
+        entry = self._memo.get(key)
+        if entry is None:
             if len(self._memo) >= MEMO_SIZE:
                 self._memo.clear()      # bounded: early states (the shared ones) are the ones worth keeping
-            value = self._memo[key] = self._fragmentation(node, cpu_free, memory_free, gpu_free)
-        return value
+            entry = self._memo[key] = self._shaped(info, key[1], key[2], gpu_free)
+        idle, shaped = entry
+        if idle <= 0.0:
+            return 0.0
+        # Beyond FGD, which asks only whether one more request of each shape fits: the idle GPUs that the
+        # node's free CPU and memory cannot feed at the mix's CPU and memory per GPU are stranded too.
+        cpu_per_gpu, memory_per_gpu = info[3], info[4]
+        starved = 0.0
+        if cpu_per_gpu > 0:
+            starved = max(starved, idle - max(cpu_free, 0) / cpu_per_gpu)
+        if memory_per_gpu > 0:
+            starved = max(starved, idle - max(memory_free, 0) / memory_per_gpu)
+        return starved + shaped
 
     def _kind(self, node):
         """Nodes whose devices are alike have the same layout and needs: one name stands for them all."""
@@ -159,27 +286,21 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             kind = self._kinds[node.name] = self._kind_names.setdefault(signature, node.name)
         return kind
 
-    def _fragmentation(self, node, cpu_free, memory_free, gpu_free):
-        devices = node.gpus
-        sizes = [device.memory for device in devices]
-        shares = [free / float(size) for free, size in zip(gpu_free, sizes)]
+    @staticmethod
+    def _shaped(info, cpu_rank, memory_rank, gpu_free):
+        """(idle GPUs, the fragment the mix's shapes see) for free CPU and memory that reach ``cpu_rank`` and
+        ``memory_rank`` of the mix's distinct CPU and memory amounts."""
+        sizes = info[2]
+        shares = list(map(truediv, gpu_free, info[1]))
         idle = sum(shares)
         if idle <= 0.0:
-            return 0.0
-        # Beyond FGD, which asks only whether one more request of each shape fits: the idle GPUs that the
-        # node's free CPU and memory cannot feed at the mix's CPU and memory per GPU are stranded too.
-        cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
-        result = 0.0
-        if cpu_per_gpu > 0:
-            result = max(result, idle - max(cpu_free, 0) / cpu_per_gpu)
-        if memory_per_gpu > 0:
-            result = max(result, idle - max(memory_free, 0) / memory_per_gpu)
-        absent, groups = self._compiled(node)
-        # A shape that cannot use this node's models at all counts its idle GPUs in proportion to how scarce its
-        # own models are (its share of the mix over its share of the cluster's GPUs), so work that fits anywhere
-        # leaves a scarce model to the work that needs it.
-        result += absent * idle
-        for count, wanted, positions, weight, shapes in groups:
+            return 0.0, 0.0
+        # Every shape strands all idle GPUs, except that a shape that fits strands only the devices too full for
+        # it: the usable devices' share is taken back for each. A shape that cannot use this node's models at all
+        # counts its idle GPUs in proportion to how scarce its own models are (its share of the mix over its share
+        # of the cluster's GPUs), so work that fits anywhere leaves a scarce model to the work that needs it.
+        result = info[5] * idle
+        for wanted, positions, members in info[6]:
             usable = 0
             usable_share = 0.0
             for position in positions:
@@ -187,53 +308,65 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 if (free == sizes[position]) if wanted is None else (free >= wanted):
                     usable += 1
                     usable_share += shares[position]
-            if usable < count:
-                result += weight * idle
+            if not usable:
                 continue
-            fitting = 0.0
-            for cpu, memory, share in shapes:
-                if cpu <= cpu_free and memory <= memory_free:
-                    fitting += share
-            # The shapes that fit leave stranded only the devices too full for them; the others, all idle GPUs.
-            result += fitting * (idle - usable_share) + (weight - fitting) * idle
-        return result
+            for count, shapes in members:
+                if usable >= count:
+                    for cpu, memory, share in shapes:
+                        if cpu < cpu_rank and memory < memory_rank:
+                            result -= share * usable_share
+        return idle, result
 
     def _now(self, node_state):
-        """(free memory per device, fragmentation) of the node as it is, cached per node state and version."""
+        """[state, version, free memory per device, free CPU, free memory, fragmentation or None, CPU and memory
+        that CPU work may take without changing the fragmentation, info] of the node as it is, cached per node state
+        and version; the fragmentation is computed when first asked."""
         cached = self._current.get(node_state.name)
         if cached is not None and cached[0] is node_state and cached[1] == node_state.version:
-            return cached[2], cached[3]
+            return cached
         node = node_state.node
-        free = tuple(device.memory - used for device, used in zip(node.gpus, node_state.gpu_used))
-        value = self.fragmentation(node, node.cpu - node_state.cpu_used, node.memory - node_state.memory_used, free)
-        self._current[node_state.name] = (node_state, node_state.version, free, value)
-        return free, value
+        info = self._info(node)
+        free = tuple(map(sub, info[2], node_state.gpu_used))
+        idle = sum(map(truediv, free, info[1]))
+        cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
+        if idle <= 0.0:
+            spare = (cpu_free, memory_free, True)      # no GPU memory left to strand: CPU work changes nothing here
+        else:
+            # CPU work that leaves enough for every shape and for feeding every idle GPU changes nothing either.
+            spare = (cpu_free - max(self._largest[0], idle * info[3]),
+                     memory_free - max(self._largest[1], idle * info[4]), False)
+        cached = self._current[node_state.name] = [node_state, node_state.version, free, cpu_free, memory_free, None,
+                                                   spare, info]
+        return cached
 
     def score(self, cycle, cluster, instance, node_state):
-        node = node_state.node
-        if not node.gpus or not self._mix:
+        if not node_state.node.gpus:
             return 0.0
+        now = self._now(node_state)
         requests = self._requests[instance.service.name]
+        free = now[2]
         if instance.service.resources.gpu is None:
-            idle = sum((device.memory - used) / float(device.memory) for device, used in zip(node.gpus, node_state.gpu_used))
-            if idle <= 0.0:
-                return 0.0      # no GPU memory left to strand: CPU work changes nothing here
-            # CPU work that leaves enough for every shape and for feeding every idle GPU changes nothing either.
-            cpu_per_gpu, memory_per_gpu = self._per_gpu(node)
-            if node.cpu - node_state.cpu_used - requests.cpu >= max(self._largest[0], idle * cpu_per_gpu) and \
-                    node.memory - node_state.memory_used - requests.memory >= max(self._largest[1], idle * memory_per_gpu):
+            spare = now[6]
+            if spare[2] or (requests.cpu <= spare[0] and requests.memory <= spare[1]):
                 return 0.0
-        free, now = self._now(node_state)
-        if instance.service.resources.gpu is not None:
+        else:
             free = list(free)
             for position, take in gpu_choice(cycle, instance, node_state) or ():
                 free[position] -= take
-        after = self.fragmentation(node, node.cpu - node_state.cpu_used - requests.cpu,
-                                   node.memory - node_state.memory_used - requests.memory, free)
-        return now - after
+        info = now[7]
+        before = now[5]
+        if before is None:
+            before = now[5] = self._fragmentation(info, now[3], now[4], now[2])
+        return before - self._fragmentation(info, now[3] - requests.cpu, now[4] - requests.memory, free)
+
+    def scores_alike(self):
+        # No GPU work in the catalog: every node would score the same.
+        return not self._catalog
 
     def normalize_score(self, raw):
         # The logistic of the change in GPUs, as the paper's simulator maps it (there in thousandths of a GPU / 1000).
+        if raw == 0.0:
+            return 50.0     # most nodes: the placement changes nothing
         if raw < -50.0:
             return 0.0
         return 100.0 / (1.0 + math.exp(-raw))

@@ -10,6 +10,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 
 class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = "NodePorts"
+    node_local = True
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if cycle["requests"].ports else SKIPPED

@@ -24,6 +24,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 
 class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
     name = "NodeResourcesFit"
+    node_local = True
 
     def __init__(self, problem):
         super().__init__(problem)

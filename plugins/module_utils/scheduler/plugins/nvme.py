@@ -31,6 +31,7 @@ def preferred_device(instance, node_name):
 
 class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "NVMe"
+    node_local = True
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.nvme is not None else SKIPPED
