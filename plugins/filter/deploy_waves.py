@@ -14,7 +14,7 @@ description:
   - C(active_ranks) are the ranks where some host creates, recreates or starts a container, or removes a stale one
     that holds a port; the other ranks only have containers that are kept.
   - Within a rank, the instances that restart (their container or a sidecar is recreated) go in waves of at most the
-    service's C(max_unavailable) (docs/catalog.md: default 1 for a stateful service, C(25%) rounded up for a stateless
+    service's C(max_unavailable) (see docs/catalog.md; default 1 for a stateful service, C(25%) rounded up for a stateless
     one, of its instances on every host), stateless ones in ascending ordinal order, stateful ones in descending order.
     New and stopped instances start in the first wave.
 options:

@@ -19,7 +19,7 @@ description:
   - 'The fingerprint is cheap to compute: the CPU count, MemTotal, the machine and system, the NVIDIA driver version, each
     GPU''s C(/proc/driver/nvidia/gpus/*/information) and the entries MIG instances add under
     C(/proc/driver/nvidia/capabilities), the NVMe controllers and namespaces with their sizes and mounts, and O(inputs).'
-  - It does not see state that only NVML reports (a GPU's Xid error, a MIG mode change before the GPU is reset): a full
+  - It does not see state that only NVML reports (a GPU's Xid error, a MIG mode change before the GPU is reset); a full
     gathering (site.yml) reads those.
 options:
   path:
