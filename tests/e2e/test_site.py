@@ -144,8 +144,7 @@ def test_config_change_restarts_only_its_instances_one_at_a_time(bed):
     assert len(probe.rounds) > 20
     assert [round_ for round_ in probe.rounds if not any(round_)] == []
     assert all(any(not round_[index] for round_ in probe.rounds) for index in range(2)), "a restart the probe never saw"
-    waves = [task for task in task_results(report, "Wait until every instance is healthy, rank 1, wave 1")]
-    assert waves, "rank 1 took a second wave"
+    assert list(task_results(report, "Wait until every instance is healthy, rank 1, wave 1")), "rank 1 took a second wave"
     after = containers()
     assert set(after) == set(before)
     changed = sorted(name for name in after if after[name][1] != before[name][1])
