@@ -101,6 +101,20 @@ def changes(record, result):
     }
 
 
+def hosts_changed(record, result, hosts):
+    """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound.
+
+    A change of the ranks changes every host's bindings (each instance carries its rank).
+    """
+    if (record.get("ranks") or []) != result["ranks"]:
+        return sorted(hosts)
+    old = record.get("placement") or {}
+    new = result["placements"]
+    touched = {placement["node"] for name, placement in new.items() if old.get(name) != placement}
+    touched |= {placement.get("node") for name, placement in old.items() if isinstance(placement, dict) and new.get(name) != placement}
+    return sorted(host for host in hosts if host in touched)
+
+
 def _host_text(placement, labels, host):
     lines = ["labels:"] + ["  %s: %s" % item for item in sorted(labels.get(host, {}).items())]
     lines.append("instances:")
@@ -211,6 +225,7 @@ class ActionModule(ActionBase):
             service = args["scale"]["service"]
             result["scale"] = {"service": service, "asked": new_record["replicas"].get(service),
                                "running": sum(1 for p in planned["placements"].values() if p["service"] == service)}
+        result["hosts_changed"] = hosts_changed(record, planned, args["hosts"])
         result["diff"] = host_diffs(record, planned, args["hosts"])
         # An AWX job's artifacts carry the placement (set_stats semantics).
         result["ansible_stats"] = {"data": {"gangplank_placement": {

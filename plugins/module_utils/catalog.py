@@ -23,7 +23,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
 
-DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path")
+DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
+               "max_unavailable")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
@@ -49,6 +50,35 @@ _VOLUME_SEPARATORS = re.compile(r"[:,\x00\n\r]")
 DEFAULT_NVME_PATH = "/mnt/nvme"
 DEFAULT_STOP_TIMEOUT = 10
 DEFAULT_RESTART_POLICY = "always"
+# How many instances of a service a rolling restart may have down at once (docs/catalog.md): a count or a percentage
+# of the service's instances, rounded up. Stateful services restart one at a time unless the catalog says otherwise.
+DEFAULT_MAX_UNAVAILABLE_STATEFUL = 1
+DEFAULT_MAX_UNAVAILABLE_STATELESS = "25%"
+MAX_UNAVAILABLE_LIMIT = 100000
+_PERCENT = re.compile(r"^([0-9]{1,3})%$")
+_MAX_UNAVAILABLE_EXPECTED = "an integer from 1 to %d, or a percentage from 1%% to 100%% such as '25%%'" % MAX_UNAVAILABLE_LIMIT
+
+
+def _max_unavailable(reader, spec, path):
+    """The catalog's max_unavailable as given (an integer, or 'N%'), or the default for a stateful or stateless service."""
+    value = spec.get("max_unavailable")
+    if value is None:
+        return DEFAULT_MAX_UNAVAILABLE_STATEFUL if spec.get("stateful") is True else DEFAULT_MAX_UNAVAILABLE_STATELESS
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_UNAVAILABLE_LIMIT:
+        return value
+    match = _PERCENT.match(value) if isinstance(value, str) else None
+    if match and 1 <= int(match.group(1)) <= 100:
+        return value
+    reader.bad(path, value, _MAX_UNAVAILABLE_EXPECTED)
+    return DEFAULT_MAX_UNAVAILABLE_STATEFUL
+
+
+def unavailable_count(max_unavailable, replicas):
+    """How many of ``replicas`` instances may be down at once: a percentage rounded up, at least 1."""
+    if isinstance(max_unavailable, str):
+        percent = int(max_unavailable.rstrip("%"))
+        return max(1, -(-percent * replicas // 100))
+    return max(1, max_unavailable)
 
 
 def _text(reader, value, path):
@@ -225,6 +255,7 @@ def _deploy_spec(reader, spec, path):
         "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
         "config": _config(reader, spec.get("config"), join_path(path, "config")),
         "nvme_path": nvme_path,
+        "max_unavailable": _max_unavailable(reader, spec, join_path(path, "max_unavailable")),
         "ports": ports,
     }
 

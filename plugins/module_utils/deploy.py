@@ -11,6 +11,9 @@ Pure functions behind the deploy role (docs/deploy.md):
   instance's container publishes the sidecar's ports too.
 - ``rollout`` compares them with the containers that exist and says, per container, whether it
   is created, recreated, started or kept, and which containers of this host are stale.
+- ``waves`` looks at every host's rollout at once and says which ranks have anything to do and, within
+  a rank, in which wave each restarted instance goes: at most ``max_unavailable`` instances of a service
+  restart at a time (stateful ones in descending ordinal order, as a StatefulSet does).
 
 A container's ``gangplank.io/spec-hash`` label is the hash of everything it is made from,
 its rendered config files included (kapp's versioned ConfigMaps): a change to any of them
@@ -23,7 +26,7 @@ import hashlib
 import json
 import posixpath
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog, unavailable_count
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
@@ -278,6 +281,62 @@ def rollout(host, containers, rendered, existing):
                         "restart": [c["name"] for c in planned if c["action"] == "recreate"],
                         "stop": stale,
                         "keep": [c["name"] for c in planned if c["action"] == "keep"]}}
+
+
+def _ordinal(instance):
+    _service, _dash, ordinal = instance.rpartition("-")
+    return int(ordinal) if ordinal.isdigit() else 0
+
+
+def waves(rollouts, services):
+    """The cluster-wide order of a rollout, from every host's ``rollout()``.
+
+    Returns ``active_ranks`` (the ranks where some host creates, recreates or starts a container, or evicts a
+    stale one: only these need a rollout step), ``waves`` (per active rank, as a string key, how many waves it
+    takes; at least 1) and ``wave_of`` (container name -> wave, for the restarted instances after the first
+    wave; every other container is in wave 0).
+
+    An instance restarts when its container or one of its sidecars is recreated. The restarting instances of a
+    service go in waves of at most ``max_unavailable`` (of the service's instances, counted over all hosts),
+    stateless ones in ascending ordinal order, stateful ones in descending order. New and stopped instances start
+    in wave 0, with the first restarts.
+    """
+    try:
+        scheduling, specs = split_catalog(services)
+    except ValueError as error:
+        raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
+    replicas, restarting, members, active = {}, {}, {}, set()
+    for plan in rollouts:
+        for entry in plan.get("evict") or []:
+            active.add(entry["rank"])
+        for container in plan["containers"]:
+            if container["action"] != "keep":
+                active.add(container["rank"])
+            main = container["labels"].get(SIDECAR_OF) or container["name"]
+            members.setdefault(main, []).append(container["name"])
+            if not container["sidecar"]:
+                replicas[container["service"]] = replicas.get(container["service"], 0) + 1
+        for container in plan["containers"]:
+            if container["action"] == "recreate":
+                main = container["labels"].get(SIDECAR_OF) or container["name"]
+                owner = next(item for item in plan["containers"] if item["name"] == main)
+                restarting[main] = (owner["rank"], owner["service"], owner["instance"])
+    by_service = {}
+    for main, (rank, service, instance) in restarting.items():
+        by_service.setdefault((rank, service), []).append((instance, main))
+    wave_of, count = {}, {}
+    for (rank, service), entries in sorted(by_service.items()):
+        stateful = (scheduling.get(service) or {}).get("stateful") is True
+        entries.sort(key=lambda entry: (-_ordinal(entry[0]) if stateful else _ordinal(entry[0]), entry[0]))
+        size = unavailable_count((specs.get(service) or {}).get("max_unavailable", 1), replicas.get(service, len(entries)))
+        for position, (_instance, main) in enumerate(entries):
+            wave = position // size
+            count[rank] = max(count.get(rank, 1), wave + 1)
+            for name in members[main]:
+                if wave:
+                    wave_of[name] = wave
+    ranks = sorted(active)
+    return {"active_ranks": ranks, "waves": {str(rank): count.get(rank, 1) for rank in ranks}, "wave_of": wave_of}
 
 
 def status_rows(host, containers, existing, probes):

@@ -163,6 +163,13 @@ ranks:
   returned: when feasible
   type: list
   elements: list
+hosts_changed:
+  description:
+    - The hosts whose instances change against the record (an instance added, removed, moved or rebound there), sorted;
+      every host when the ranks change. Only these need a deploy after a scale (playbooks/scale.yml).
+  returned: when feasible
+  type: list
+  elements: str
 errors:
   description: On invalid input, one entry per mistake, its path naming the variable (C(gangplank_services.infer.replicas)).
   returned: on invalid input

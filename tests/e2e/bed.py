@@ -133,6 +133,6 @@ def _failure_text(result):
     return text
 
 
-def get(url):
-    with urllib.request.urlopen(url, timeout=5) as response:
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.status, response.read().decode()

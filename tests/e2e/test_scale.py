@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, task_results
+from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, summaries, task_results
 
 HOSTS = {"node1": ("scale-n1", "127.0.0.51"), "node2": ("scale-n2", "127.0.0.52"), "node3": ("scale-n3", "127.0.0.53")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -53,6 +53,13 @@ def test_scale_up_starts_only_the_new_instances(bed):
     # Unaffected containers keep their start times.
     assert all(after[name][1] == before[name][1] for name in before)
     assert record(bed)["replicas"] == {"worker": 5}
+    # Only the host of the new worker ran the deploy role; every host's facts were reused, not gathered again.
+    new_node = next(labels["gangplank.io/node"] for _state, _at, labels in after.values()
+                    if labels["gangplank.io/instance"] == "worker-4")
+    assert set(summaries(report)) == {new_node}, summaries(report)
+    reused = next(task_results(report, "Reuse the hardware facts of the last full gathering while the hardware is unchanged"))
+    assert {host: result["valid"] for host, result in reused.items()} == {host: True for host in NAMES}
+    assert all(result.get("skipped") for result in next(task_results(report, "Read the GPUs")).values())
     result = artifacts(report)
     assert result["service"] == "worker" and int(result["replicas"]) == 5
     assert [item["instance"] for item in result["instances"]] == ["worker-%d" % n for n in range(5)]
@@ -105,3 +112,24 @@ def test_scale_down_removes_the_highest_ordinals_and_reset_restores_the_catalog(
     returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "reset=true")
     assert returncode == 0, failures(report)
     assert workers(containers()) == ["worker-0", "worker-1", "worker-2"] and record(bed)["replicas"] == {}
+
+
+def test_a_host_whose_facts_inputs_changed_is_read_again(bed):
+    """Another NVMe label on one host (a host variable) makes its stored facts stale: it is gathered again."""
+    host = NAMES[0]
+    extra = bed.base / "host_vars"
+    extra.mkdir(exist_ok=True)
+    (extra / ("%s.yml" % host)).write_text(json.dumps({"gangplank_nvme_labels": {"nvme0n1": ["cache", "scratch"]}}))
+    try:
+        returncode, report = bed.playbook("scale.yml", "-e", "service=worker", "-e", "replicas=3")
+    finally:
+        (extra / ("%s.yml" % host)).unlink()
+    assert returncode == 0, failures(report)
+    reused = next(task_results(report, "Reuse the hardware facts of the last full gathering while the hardware is unchanged"))
+    assert {name: result["valid"] for name, result in reused.items()} == {name: name != host for name in NAMES}
+    gathered = next(task_results(report, "Read the GPUs"))
+    assert [name for name, result in gathered.items() if not result.get("skipped")] == [host]
+    nvme = next(task_results(report, "Read the NVMe devices"))[host]["ansible_facts"]["gangplank_nvme"]
+    assert [device["labels"] for device in nvme] == [["cache", "scratch"]]
+    # No host's instances changed: nothing was deployed, and the lock the schedule kept is released.
+    assert summaries(report) == {} and not (bed.state() / "lock.json").exists()

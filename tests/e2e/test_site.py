@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -97,10 +98,53 @@ def test_check_mode_shows_the_restart_and_changes_nothing(bed):
     assert not (bed.state() / "lock.json").exists()
 
 
-def test_config_change_restarts_only_its_instances(bed):
+class ApiProbe(threading.Thread):
+    """Polls every api's published health page until stopped: per round, which of them answered."""
+
+    def __init__(self, urls):
+        super().__init__(daemon=True)
+        self.urls = urls
+        self.rounds = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            self.rounds.append(tuple(self.up(url) for url in self.urls))
+            time.sleep(0.02)
+
+    @staticmethod
+    def up(url):
+        try:
+            return get(url, timeout=1)[0] == 200
+        except OSError:
+            return False
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+
+
+def api_urls(bed):
+    record = json.loads((bed.state() / "placement.json").read_text())
+    return ["http://%s:8080/health" % bed.addresses[placement["node"]]
+            for _name, placement in sorted(record["placement"].items()) if placement["service"] == "api"]
+
+
+def test_config_change_restarts_only_its_instances_one_at_a_time(bed):
     before = containers()
-    returncode, report = bed.playbook("site.yml", "-e", "demo_api_log_level=debug")
+    probe = ApiProbe(api_urls(bed))
+    assert len(probe.urls) == 2 and all(probe.up(url) for url in probe.urls)
+    probe.start()
+    try:
+        returncode, report = bed.playbook("site.yml", "-e", "demo_api_log_level=debug")
+    finally:
+        probe.stop()
     assert returncode == 0, failures(report)
+    # A rolling restart (max_unavailable: 25% of 2, rounded up: 1): each api was seen down, never both at once.
+    assert len(probe.rounds) > 20
+    assert [round_ for round_ in probe.rounds if not any(round_)] == []
+    assert all(any(not round_[index] for round_ in probe.rounds) for index in range(2)), "a restart the probe never saw"
+    assert list(task_results(report, "Wait until every instance is healthy, rank 1, wave 1")), "rank 1 took a second wave"
     after = containers()
     assert set(after) == set(before)
     changed = sorted(name for name in after if after[name][1] != before[name][1])
@@ -114,6 +158,8 @@ def test_config_change_restarts_only_its_instances(bed):
 
 
 def test_failing_probe_stops_at_its_rank_with_a_report(bed):
+    """A config change with a probe that fails: the first wave of the api's rolling restart fails, the rollout stops
+    there, the other api still runs the old version, and the next run (probe fixed) finishes it."""
     before = containers()
     with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
         catalog = yaml.safe_load(handle)
@@ -121,20 +167,51 @@ def test_failing_probe_stops_at_its_rank_with_a_report(bed):
     services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
     broken = bed.base / "broken.yml"
     broken.write_text(yaml.safe_dump({"gangplank_services": services}))
-    returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=debug")
+    returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=warn")
     assert returncode != 0
     reports = [message for message in failures(report) if message.startswith("Rank 1 (api) failed on")]
     assert reports, failures(report)
-    text = reports[0]
-    assert "later ranks were not started" in text and "probe: http http://127.0.0.2" in text
-    assert "/missing, 3 attempt(s)" in text and "last probe output: HTTP 404" in text and "log lines:" in text
-    # Rank 2 was not touched, and the lock is released for the next run.
+    text = next(message for message in reports if "/missing, 3 attempt(s)" in message)
+    assert "in wave 1 of 2; later waves and ranks were not started" in text and "probe: http http://127.0.0.2" in text
+    assert "the instances of later waves still run the old version" in text
+    assert "last probe output: HTTP 404" in text and "log lines:" in text
+    # Rank 2 was not touched, nor the api of the second wave, and the lock is released for the next run.
     after = containers()
     assert all(after[name][1] == before[name][1] for name in after if after[name][2]["gangplank.io/rank"] == "2")
+    apis = sorted(name for name in after if after[name][2]["gangplank.io/service"] == "api")
+    assert [after[name][1] == before[name][1] for name in apis].count(True) == 1, "one api restarted, the other not yet"
+    assert api_log_levels(bed) == ["log_level = debug", "log_level = warn"], "the other api still serves the old config"
     assert not (bed.state() / "lock.json").exists()
-    returncode, report = bed.playbook("site.yml", "-e", "demo_api_log_level=debug")
+    returncode, report = bed.playbook("site.yml", "-e", "demo_api_log_level=warn")
     assert returncode == 0, failures(report)
-    assert containers() == after
+    repaired = containers()
+    assert all(repaired[name][1] == after[name][1] for name in after if after[name][2]["gangplank.io/rank"] != "1")
+    assert api_log_levels(bed) == ["log_level = warn", "log_level = warn"]
+
+
+def api_log_levels(bed):
+    """The log_level line of the config file each api serves (sorted)."""
+    levels = []
+    for url in api_urls(bed):
+        _status, body = get(url.replace("/health", "/api.conf"))
+        levels += [line for line in body.splitlines() if line.startswith("log_level")]
+    return sorted(levels)
+
+
+def test_an_unhealthy_kept_container_fails_the_run_before_anything_starts(bed):
+    before = containers()
+    with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
+        catalog = yaml.safe_load(handle)
+    services = catalog["gangplank_services"]
+    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
+    broken = bed.base / "broken.yml"
+    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    # The probe is no part of a container's spec: nothing restarts, and the kept apis are found unhealthy.
+    returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=warn")
+    assert returncode != 0
+    reports = [message for message in failures(report) if message.startswith("Containers this run keeps as they are")]
+    assert any("-api-" in message and "/missing, 3 attempt(s)" in message for message in reports), failures(report)
+    assert containers() == before and not (bed.state() / "lock.json").exists()
 
 
 def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):

@@ -150,3 +150,22 @@ def test_scaling_a_preemptible_service_records_the_ask_and_reports_what_runs():
     assert report["service"] == "batch" and report["asked"] == 10 and 0 < report["running"] < 10
     assert len(result["preempted"]) == 10 - report["running"]
     assert all(name.startswith("batch-") for name in result["preempted"])
+
+
+def test_hosts_changed_names_only_the_hosts_a_scale_touches():
+    services = dict(SERVICES, web=dict(SERVICES["web"], scalable=True))
+    first = run(services=services)
+    assert first["hosts_changed"] == ["a", "b", "c"] or set(first["hosts_changed"]) == {
+        placement["node"] for placement in first["plan"]["placements"].values()}
+    same = run(record=first["record"], services=services)
+    assert same["hosts_changed"] == []
+    up = run(record=first["record"], services=services, scale={"service": "web", "replicas": 3})
+    assert up["hosts_changed"] == [up["plan"]["placements"]["web-2"]["node"]]
+    down = run(record=up["record"], services=services, scale={"service": "web", "replicas": 2})
+    assert down["hosts_changed"] == [up["plan"]["placements"]["web-2"]["node"]]
+
+
+def test_hosts_changed_is_every_host_when_the_ranks_change():
+    first = run()
+    record = dict(first["record"], ranks=[["db", "web", "infer"]])
+    assert run(record=record)["hosts_changed"] == ["a", "b", "c"]

@@ -10,7 +10,7 @@ import yaml
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
-    plan_catalog, read_catalog, split_catalog,
+    plan_catalog, read_catalog, split_catalog, unavailable_count,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, SERVICE_KEYS
 
@@ -53,7 +53,7 @@ def test_defaults_of_a_service_without_deploy_keys():
     assert deploy_of({"replicas": 2}) == {
         "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
         "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
-        "ports": [],
+        "max_unavailable": "25%", "ports": [],
     }
     assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
 
@@ -304,7 +304,7 @@ def test_unknown_keys_list_both_key_sets():
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, image, command, env, init, stop_timeout, restart_policy, "
-                             "health, config, nvme_path")
+                             "health, config, nvme_path, max_unavailable")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 
@@ -387,3 +387,29 @@ def test_the_demo_catalog_is_valid_and_plans():
     result = plan_catalog({"nodes": nodes, "services": services, "quotas": demo["gangplank_quotas"]})
     assert result["feasible"] is True, result.get("unschedulable")
     assert result["ranks"] == [["db", "queue"], ["api"], ["infer", "worker"]]
+
+
+# -- max_unavailable --------------------------------------------------------------------------------------------------
+
+def test_max_unavailable_defaults_to_one_for_stateful_and_a_quarter_for_stateless():
+    assert deploy_of(api())["max_unavailable"] == "25%"
+    assert deploy_of(api(stateful=True))["max_unavailable"] == 1
+    assert deploy_of(api(max_unavailable=3))["max_unavailable"] == 3
+    assert deploy_of(api(stateful=True, max_unavailable="50%"))["max_unavailable"] == "50%"
+
+
+@pytest.mark.parametrize("value, shown", [
+    (0, "0"), (-1, "-1"), (True, "true"), ("0%", '"0%"'), ("101%", '"101%"'), ("25", '"25"'), (2.5, "2.5"),
+    (100001, "100001"), ("1e9%", '"1e9%"'), ([1], "[1]"),
+])
+def test_a_bad_max_unavailable_is_named_with_what_is_expected(value, shown):
+    errors = errors_of({"api": api(max_unavailable=value)})
+    assert errors == {"services.api.max_unavailable": "got %s; expected an integer from 1 to 100000, or a percentage "
+                                                      "from 1%% to 100%% such as '25%%'" % shown}
+
+
+@pytest.mark.parametrize("value, replicas, expected", [
+    ("25%", 2, 1), ("25%", 4, 1), ("25%", 5, 2), ("100%", 3, 3), ("1%", 1000, 10), (1, 5, 1), (3, 2, 3), ("50%", 0, 1),
+])
+def test_unavailable_count_rounds_a_percentage_up_and_is_at_least_one(value, replicas, expected):
+    assert unavailable_count(value, replicas) == expected

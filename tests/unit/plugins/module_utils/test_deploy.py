@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    CONFIG_HASH, DeployError, SPEC_HASH, container_name, desired_containers, render_status, rollout, status_rows,
+    CONFIG_HASH, DeployError, SPEC_HASH, container_name, desired_containers, render_status, rollout, status_rows, waves,
 )
 
 HOST = "h1"
@@ -552,3 +552,54 @@ def test_every_node_instance_container_and_a_preempted_instance_is_removed():
     existing = as_deployed(rollout(HOST, specs, rendered_for(specs), [])) + [
         inspect("h1-batch-1", labels=dict(managed, **{"gangplank.io/instance": "batch-1"}))]
     assert rollout(HOST, specs, rendered_for(specs), existing)["stale"] == ["h1-batch-1"]
+
+
+# -- waves ------------------------------------------------------------------------------------------------------------
+
+def _changed_api_configs(specs, instances=("api-0", "api-1")):
+    return rendered_for(specs, {DATA + "/h1-%s/config/0-api.conf" % name: "log_level = debug\n" for name in instances})
+
+
+def test_waves_of_a_first_rollout_and_of_a_rollout_without_changes():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    assert waves([first], SERVICES) == {"active_ranks": [0, 1, 2], "waves": {"0": 1, "1": 1, "2": 1}, "wave_of": {}}
+    again = rollout(HOST, containers(), rendered_for(specs), as_deployed(first))
+    assert waves([again], SERVICES) == {"active_ranks": [], "waves": {}, "wave_of": {}}
+
+
+def test_a_config_change_restarts_a_stateless_service_a_quarter_at_a_time_with_its_sidecars():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    second = rollout(HOST, specs, _changed_api_configs(specs), as_deployed(first))
+    assert waves([second], SERVICES) == {"active_ranks": [1], "waves": {"1": 2}, "wave_of": {"h1-api-1": 1, "h1-api-1-log": 1}}
+    # All at once when the catalog allows it.
+    services = dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="100%"))
+    assert waves([second], services) == {"active_ranks": [1], "waves": {"1": 1}, "wave_of": {}}
+
+
+def test_stateful_instances_restart_one_at_a_time_highest_ordinal_first_and_new_ones_start_in_the_first_wave():
+    instances = {"db-%d" % n: binding("db", n, 0) for n in range(3)}
+    services = dict(SERVICES, db=dict(SERVICES["db"], replicas=4))
+    specs = containers(instances, services)
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    instances["db-3"] = binding("db", 3, 0)
+    changed = dict(services, db=dict(services["db"], env={"MODE": "new"}))
+    second = rollout(HOST, containers(instances, changed), rendered_for(specs), as_deployed(first))
+    assert {c["name"]: c["action"] for c in second["containers"]} == {
+        "h1-db-0": "recreate", "h1-db-1": "recreate", "h1-db-2": "recreate", "h1-db-3": "create"}
+    assert waves([second], changed) == {"active_ranks": [0], "waves": {"0": 3}, "wave_of": {"h1-db-1": 1, "h1-db-0": 2}}
+
+
+def test_waves_count_a_service_over_every_host():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    second = rollout(HOST, specs, _changed_api_configs(specs, ["api-1"]), as_deployed(first))
+    # Two hosts' rollouts: h1 restarts api-1 only, the other restarts nothing.
+    idle = rollout(HOST, specs, rendered_for(specs), as_deployed(first))
+    assert waves([idle, second], SERVICES) == {"active_ranks": [1], "waves": {"1": 1}, "wave_of": {}}
+
+
+def test_waves_name_a_bad_catalog():
+    with pytest.raises(DeployError, match="services.api.max_unavailable"):
+        waves([], dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="0%")))

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+"""Day-2 operations on the local test bed at 3, 10 and 30 hosts (real Podman containers).
+
+For each size the demo catalog (inventories/local) is deployed once with site.yml, then timed:
+
+- scale +1: scale.yml -e service=worker -e replicas=4, request to healthy (the playbook returns
+  once the new worker passed its probe);
+- scale -1: scale.yml back to 3 replicas;
+- no-change site.yml;
+- config change: the api's rendered config file changes (its template gets one more line), site.yml
+  restarts the two api instances.
+
+Each figure is wall time, with the 1-minute load average before it and its ratio to the 3-host
+figure of the same checkout. Hosts d2-n1..N on 127.0.0.100-129: d2-n1 and d2-n2 have the simulated
+GPUs and NVMe of node1 and node2, the rest are like node3. Forks = number of hosts.
+
+Before/after: ``--checkout before=/path/to/old/tree --checkout after=.`` runs each size with every
+checkout in turn (interleaved, so both see the same machine load); each checkout's own playbooks
+and collection are used. Prints figures, asserts nothing about time; a step that fails or leaves
+the wrong containers is marked FAILED.
+
+Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image):
+    .venv/bin/python benchmarks/day2_benchmark.py [--hosts 3,10,30] [--checkout NAME=PATH ...] [--json]
+Removes its containers at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+LOCAL = os.path.join(ROOT, "inventories", "local")
+BUNDLE = os.path.join(ROOT, ".build", "testbed", "images", "gangplank-demo.tar")
+FIRST_ADDRESS = 100
+MAX_HOSTS = 30
+
+
+def load():
+    with open("/proc/loadavg") as handle:
+        return float(handle.read().split()[0])
+
+
+def host_name(index):
+    return "d2-n%d" % index
+
+
+def write_bed(base, count):
+    """An inventory of `count` hosts in base/, with the demo catalog and its template."""
+    shutil.copytree(os.path.join(LOCAL, "group_vars"), os.path.join(base, "group_vars"))
+    shutil.copytree(os.path.join(LOCAL, "templates"), os.path.join(base, "templates"))
+    with open(os.path.join(LOCAL, "hosts.yml")) as handle:
+        local = yaml.safe_load(handle)["all"]["hosts"]
+    hosts = {}
+    for index in range(1, count + 1):
+        model = local["node%d" % min(index, 3)]
+        spec = dict(model, gangplank_publish_address="127.0.0.%d" % (FIRST_ADDRESS + index - 1))
+        if index > 3:
+            spec["gangplank_labels"] = {"zone": "east" if index % 2 else "west"}
+        hosts[host_name(index)] = spec
+    inventory = {"all": {"hosts": hosts, "children": {"gangplank_control": {"hosts": {host_name(1): {}}}}}}
+    with open(os.path.join(base, "hosts.yml"), "w") as handle:
+        yaml.safe_dump(inventory, handle)
+    with open(os.path.join(base, "group_vars", "all", "zz_day2.yml"), "w") as handle:
+        yaml.safe_dump({"gangplank_testbed_dir": os.path.join(base, "testbed"), "facts_show_table": False,
+                        "gangplank_image_bundles": [{"path": BUNDLE, "images": ["localhost/gangplank-demo:1"]}]}, handle)
+    return os.path.join(base, "hosts.yml")
+
+
+def checkout_env(checkout):
+    """ansible-playbook's environment for a checkout: its own collection shim first."""
+    shim = os.path.join(checkout, ".build", "collections")
+    link = os.path.join(shim, "ansible_collections", "gangplank", "platform")
+    if not os.path.lexists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(os.path.join("..", "..", "..", ".."), link)
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=shim + os.pathsep + sysconfig.get_paths()["purelib"],
+                ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+
+
+class Run:
+    """One checkout on one bed size."""
+
+    def __init__(self, checkout, inventory, count):
+        self.checkout = checkout
+        self.inventory = inventory
+        self.names = [host_name(index) for index in range(1, count + 1)]
+        self.env = dict(checkout_env(checkout), ANSIBLE_FORKS=str(max(count, 5)))
+
+    def playbook(self, name, *extra):
+        started = time.monotonic()
+        completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", self.inventory,
+                                    os.path.join(self.checkout, "playbooks", name), *extra],
+                                   cwd=self.checkout, env=self.env, capture_output=True, text=True, check=False)
+        seconds = time.monotonic() - started
+        tasks = changed = 0
+        try:
+            report = json.loads(completed.stdout)
+            tasks = sum(len(play["tasks"]) for play in report["plays"])
+            changed = sum(stats["changed"] for stats in report["stats"].values())
+        except (ValueError, KeyError):
+            report = None
+        error = None
+        if completed.returncode != 0:
+            error = "%s failed (rc %d): %s" % (name, completed.returncode, (completed.stdout + completed.stderr)[-2000:])
+        return {"seconds": seconds, "tasks": tasks, "changed": changed, "error": error}
+
+    def containers(self):
+        out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
+                             capture_output=True, text=True, check=True).stdout
+        found = {}
+        for item in json.loads(out or "[]"):
+            labels = item.get("Labels") or {}
+            if labels.get("gangplank.io/node") in self.names:
+                found[labels["gangplank.io/instance"] + ("/" + labels["gangplank.io/sidecar-of"]
+                                                         if labels.get("gangplank.io/sidecar-of") else "")] = item["State"]
+        return found
+
+    def workers(self):
+        found = self.containers()
+        return sorted(name for name, state in found.items() if name.startswith("worker-") and state == "running")
+
+    def teardown(self):
+        return self.playbook("teardown.yml", "-e", "teardown_remove_data=true", "-e", "gangplank_break_lock=true")
+
+
+def timed(run, label, name, *extra, expect=None):
+    before = load()
+    result = run.playbook(name, *extra)
+    result.update(label=label, load=before)
+    if result["error"] is None and expect is not None:
+        problem = expect()
+        if problem:
+            result["error"] = problem
+    return result
+
+
+def expect_workers(run, count):
+    def check():
+        workers = run.workers()
+        wanted = ["worker-%d" % n for n in range(count)]
+        return None if workers == wanted else "running workers %s, expected %s" % (workers, wanted)
+    return check
+
+
+def expect_all_running(run):
+    def check():
+        stopped = sorted(name for name, state in run.containers().items() if state != "running")
+        return "not running: %s" % stopped if stopped else None
+    return check
+
+
+def one_size(checkout, count):
+    with tempfile.TemporaryDirectory(prefix="gangplank-day2-") as base:
+        inventory = write_bed(base, count)
+        run = Run(checkout, inventory, count)
+        run.teardown()
+        results = []
+        try:
+            results.append(timed(run, "initial site.yml", "site.yml", expect=expect_all_running(run)))
+            if results[-1]["error"] is None:
+                results.append(timed(run, "scale +1 (request to healthy)", "scale.yml", "-e", "service=worker", "-e", "replicas=4",
+                                     expect=expect_workers(run, 4)))
+                results.append(timed(run, "scale -1", "scale.yml", "-e", "service=worker", "-e", "replicas=3",
+                                     expect=expect_workers(run, 3)))
+                results.append(timed(run, "no-change site.yml", "site.yml", expect=expect_all_running(run)))
+                with open(os.path.join(base, "templates", "api.conf.j2"), "a") as handle:
+                    handle.write("# day-2 benchmark: a config change\n")
+                results.append(timed(run, "config change (api) site.yml", "site.yml", expect=expect_all_running(run)))
+        finally:
+            run.teardown()
+    return results
+
+
+def parse_checkouts(values):
+    checkouts = []
+    for value in values or ["current=%s" % ROOT]:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not os.path.isdir(os.path.join(path, "playbooks")):
+            sys.exit("--checkout NAME=PATH: %r is not a name and a checkout with playbooks/" % value)
+        checkouts.append((name, os.path.abspath(path)))
+    return checkouts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--hosts", default="3,10,30", help="comma-separated bed sizes, 1-%d (default 3,10,30)" % MAX_HOSTS)
+    parser.add_argument("--checkout", action="append", help="NAME=PATH of a checkout to run (repeatable; default this one)")
+    parser.add_argument("--json", action="store_true", help="also print every figure as one JSON document")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(size) for size in args.hosts.split(",") if size]
+    except ValueError:
+        parser.error("--hosts: expected comma-separated integers, got %r" % args.hosts)
+    if not sizes or any(size < 1 or size > MAX_HOSTS for size in sizes):
+        parser.error("--hosts: each size must be 1-%d (the bed's loopback range 127.0.0.100-129)" % MAX_HOSTS)
+    if not os.path.exists(BUNDLE):
+        sys.exit("the test bed image is missing: source scripts/lib/testbed.sh first (%s)" % BUNDLE)
+    checkouts = parse_checkouts(args.checkout)
+    figures = {}
+    for count in sizes:
+        for name, path in checkouts:
+            print("== %s, %d hosts (%s)" % (name, count, path), flush=True)
+            figures[(name, count)] = one_size(path, count)
+            for result in figures[(name, count)]:
+                base = figures.get((name, sizes[0]), [])
+                reference = next((item["seconds"] for item in base if item["label"] == result["label"]), None)
+                ratio = " %5.2fx of %d hosts" % (result["seconds"] / reference, sizes[0]) if reference else ""
+                print("  %-32s %7.1f s  %3d tasks  %3d changed  load %5.2f%s%s"
+                      % (result["label"], result["seconds"], result["tasks"], result["changed"], result["load"], ratio,
+                         "  FAILED: " + result["error"] if result["error"] else ""), flush=True)
+    print("\nsummary (seconds; ratio to %d hosts)" % sizes[0])
+    print("%-32s %s" % ("", "  ".join("%-16s" % ("%s@%d" % key) for key in figures)))
+    labels = [result["label"] for result in next(iter(figures.values()))]
+    for label in labels:
+        cells = []
+        for (name, _count), results in figures.items():
+            result = next((item for item in results if item["label"] == label), None)
+            reference = next((item["seconds"] for item in figures.get((name, sizes[0]), []) if item["label"] == label), None)
+            cells.append("%-16s" % ("-" if result is None else "%.1f (%.2fx)%s" % (
+                result["seconds"], result["seconds"] / reference if reference else 0, "!" if result["error"] else "")))
+        print("%-32s %s" % (label, "  ".join(cells)))
+    if args.json:
+        print(json.dumps([{"checkout": name, "hosts": count, "results": results} for (name, count), results in figures.items()]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

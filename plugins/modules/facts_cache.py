@@ -1,0 +1,146 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: facts_cache
+short_description: Keep a host's hardware facts on the host, and reuse them while its hardware is unchanged
+version_added: 0.1.0
+description:
+  - With O(state=write), stores the facts the gang scheduler reads (C(processor_vcpus), C(memtotal_mb), C(architecture),
+    C(system), C(gangplank_gpus), C(gangplank_gpu_driver), C(gangplank_nvme)) with a fingerprint of the host's hardware in a JSON file (mode C(0600)).
+    The file is only written when its content changes.
+  - With O(state=read), computes the fingerprint again and, when it equals the stored one, returns the stored facts as
+    C(ansible_facts), so a play can skip gathering them (playbooks/scale.yml).
+  - 'The fingerprint is cheap to compute: the CPU count, MemTotal, the machine and system, the NVIDIA driver version, each
+    GPU''s C(/proc/driver/nvidia/gpus/*/information) and the entries MIG instances add under
+    C(/proc/driver/nvidia/capabilities), the NVMe controllers and namespaces with their sizes and mounts, and O(inputs).'
+  - It does not see state that only NVML reports (a GPU's Xid error, a MIG mode change before the GPU is reset); a full
+    gathering (site.yml) reads those.
+options:
+  path:
+    description: The cache file.
+    type: path
+    required: true
+  state:
+    description: C(read) returns the stored facts when they are still valid; C(write) stores O(facts).
+    type: str
+    choices: [read, write]
+    default: read
+  inputs:
+    description: What else the facts depend on (the facts role's simulated devices and NVMe labels); part of the fingerprint.
+    type: raw
+    default: {}
+  facts:
+    description: For O(state=write), the host's facts (C(ansible_facts)); only the keys the scheduler reads are stored.
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Reuse the facts of the last full gathering when the hardware is unchanged
+  gangplank.platform.facts_cache:
+    path: /var/lib/gangplank/hardware-facts.json
+    inputs: {simulated_gpus: [], simulated_nvme: [], nvme_labels: {}}
+  register: cache
+
+- name: Store the facts after a full gathering
+  gangplank.platform.facts_cache:
+    path: /var/lib/gangplank/hardware-facts.json
+    state: write
+    inputs: {simulated_gpus: [], simulated_nvme: [], nvme_labels: {}}
+    facts: "{{ ansible_facts }}"
+"""
+
+RETURN = r"""
+valid:
+  description: With O(state=read), whether the stored facts were returned (the fingerprint is unchanged).
+  returned: always
+  type: bool
+reason:
+  description: Why the stored facts were or were not used.
+  returned: always
+  type: str
+  sample: the hardware or the facts role's inputs changed since the cache was written
+ansible_facts:
+  description: With O(state=read) and a valid cache, the stored facts.
+  returned: when valid
+  type: dict
+fingerprint:
+  description: The host's fingerprint now (sha256, hex).
+  returned: always
+  type: str
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import MAX_CACHE_BYTES, cache_content, cached_facts, fingerprint
+from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write, read_json
+
+FILE_MODE = 0o600
+
+
+def read_cache(path):
+    """The cache file's content, or None when it is missing, too large or not JSON (then it is simply not used)."""
+    try:
+        if os.path.getsize(path) > MAX_CACHE_BYTES:
+            return None
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            state=dict(type="str", choices=["read", "write"], default="read"),
+            inputs=dict(type="raw", default={}),
+            facts=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    path, state = module.params["path"], module.params["state"]
+    print_ = fingerprint(module.params["inputs"])
+    current = read_cache(path)
+    if state == "read":
+        facts, reason = cached_facts(current, print_)
+        result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
+        if facts is not None:
+            result["ansible_facts"] = facts
+        module.exit_json(**result)
+    content = cache_content(module.params["facts"], print_)
+    try:
+        text = json.dumps(content, sort_keys=True, indent=2) + "\n"
+    except (TypeError, ValueError) as error:
+        module.fail_json(msg="cannot store the facts as JSON: %s" % error)
+    if current == json.loads(text):
+        module.exit_json(changed=False, valid=True, reason="the cache is up to date", fingerprint=print_)
+    if not module.check_mode:
+        try:
+            atomic_write(path, text.encode("utf-8"), FILE_MODE)
+        except OSError as error:
+            module.fail_json(msg="cannot write %s: %s" % (path, error))
+    module.exit_json(changed=True, valid=True, reason="the cache was written", fingerprint=print_)
+
+
+if __name__ == "__main__":
+    main()
