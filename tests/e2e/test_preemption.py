@@ -59,6 +59,7 @@ def test_scaling_preemptible_work_beyond_room_runs_what_fits_and_keeps_the_ask(b
     record = json.loads((bed.state() / "placement.json").read_text())
     assert record["replicas"] == {"batch": 5}
     assert int(report["global_custom_stats"]["gangplank_scale"]["replicas"]) == 3
+    assert int(report["global_custom_stats"]["gangplank_scale"]["asked"]) == 5
 
 
 def test_non_preemptible_work_evicts_and_their_containers_go(bed):

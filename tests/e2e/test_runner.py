@@ -111,7 +111,7 @@ def test_a_scale_job_returns_the_instances_in_its_artifacts(bed):
     job = Job(bed, "playbooks/scale.yml", answers(service="worker", replicas=4))
     assert (job.runner.status, job.runner.rc) == ("successful", 0), job.failures()
     result = job.artifacts()["gangplank_scale"]
-    assert result["service"] == "worker" and int(result["replicas"]) == 4
+    assert result["service"] == "worker" and int(result["replicas"]) == 4 and int(result["asked"]) == 4
     assert [item["instance"] for item in result["instances"]] == ["worker-%d" % n for n in range(4)]
     addresses = dict(HOSTS.values())
     assert all(item["address"] == addresses[item["node"]] for item in result["instances"])
@@ -123,6 +123,7 @@ def test_a_reset_job_returns_the_catalogs_count(bed):
     job = Job(bed, "playbooks/scale.yml", answers(service="worker", reset="true"))
     assert (job.runner.status, job.runner.rc) == ("successful", 0), job.failures()
     result = job.artifacts()["gangplank_scale"]
+    assert int(result["asked"]) == 3
     assert int(result["replicas"]) == 3 and [item["instance"] for item in result["instances"]] == ["worker-0", "worker-1", "worker-2"]
 
 
