@@ -111,6 +111,8 @@ def test_a_failing_probe_stops_at_its_rank_with_a_report_from_each_engine(bed):
     with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "catalog.yml")) as handle:
         services = yaml.safe_load(handle)["gangplank_services"]
     services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
+    # Both apis in one wave, so each engine's host reports (a rolling restart would stop after the first).
+    services["api"]["max_unavailable"] = "100%"
     broken = bed.base / "broken.yml"
     broken.write_text(yaml.safe_dump({"gangplank_services": services}))
     returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=debug")

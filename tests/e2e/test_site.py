@@ -157,16 +157,21 @@ def test_config_change_restarts_only_its_instances_one_at_a_time(bed):
             assert "log_level = debug" in body
 
 
+def _catalog_with_a_failing_api_probe(bed):
+    """The demo catalog with the api's probe on a path that answers 404, as a file for -e @FILE."""
+    with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
+        services = yaml.safe_load(handle)["gangplank_services"]
+    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
+    broken = bed.base / "broken.yml"
+    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    return broken
+
+
 def test_failing_probe_stops_at_its_rank_with_a_report(bed):
     """A config change with a probe that fails: the first wave of the api's rolling restart fails, the rollout stops
     there, the other api still runs the old version, and the next run (probe fixed) finishes it."""
     before = containers()
-    with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
-        catalog = yaml.safe_load(handle)
-    services = catalog["gangplank_services"]
-    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
-    broken = bed.base / "broken.yml"
-    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    broken = _catalog_with_a_failing_api_probe(bed)
     returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=warn")
     assert returncode != 0
     reports = [message for message in failures(report) if message.startswith("Rank 1 (api) failed on")]
@@ -200,12 +205,7 @@ def api_log_levels(bed):
 
 def test_an_unhealthy_kept_container_fails_the_run_before_anything_starts(bed):
     before = containers()
-    with open(os.path.join(LOCAL, "group_vars", "all", "catalog.yml")) as handle:
-        catalog = yaml.safe_load(handle)
-    services = catalog["gangplank_services"]
-    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
-    broken = bed.base / "broken.yml"
-    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    broken = _catalog_with_a_failing_api_probe(bed)
     # The probe is no part of a container's spec: nothing restarts, and the kept apis are found unhealthy.
     returncode, report = bed.playbook("site.yml", "-e", "@%s" % broken, "-e", "demo_api_log_level=warn")
     assert returncode != 0

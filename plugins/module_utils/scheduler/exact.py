@@ -385,7 +385,7 @@ class _Model:
             model.Add(sum(total) <= capacity[dimension])
 
     def _objective(self):
-        model, problem = self.model, self.problem
+        model = self.model
         moves = []
         dropped = []
         for index, instance in enumerate(self.instances):
@@ -397,23 +397,7 @@ class _Model:
                 continue
             stay = self.place.get((index, previous))
             moves.append(placed if stay is None else placed - stay)
-        used_nodes = []
-        for name in problem.nodes:
-            here = self._on(name)
-            if here:
-                used = model.NewBoolVar("u_%s" % name)
-                for _index, var in here:
-                    model.AddImplication(var, used)
-                used_nodes.append(used)
-        touched = []
-        devices = {}
-        for (_index, node_name, position), (var, _take) in self.gpu.items():
-            devices.setdefault((node_name, position), []).append(var)
-        for (node_name, position), members in sorted(devices.items()):
-            busy = model.NewBoolVar("t_%s_%d" % (node_name, position))
-            for var in members:
-                model.AddImplication(var, busy)
-            touched.append(busy)
+        used_nodes, touched = self._in_use()
         rebound = self._rebound()
         gpus_weight = 1
         nodes_weight = len(touched) + 1
@@ -422,6 +406,28 @@ class _Model:
         dropped_weight = moves_weight * (len(moves) + 1)
         model.Minimize(dropped_weight * sum(dropped) + moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
                        + gpus_weight * sum(touched))
+
+    def _in_use(self):
+        """Indicators of what the plan occupies, as (nodes, GPU devices): each is 1 when any instance is on it."""
+        model = self.model
+        used_nodes = []
+        for name in self.problem.nodes:
+            here = self._on(name)
+            if here:
+                used = model.NewBoolVar("u_%s" % name)
+                for _index, var in here:
+                    model.AddImplication(var, used)
+                used_nodes.append(used)
+        devices = {}
+        for (_index, node_name, position), (var, _take) in self.gpu.items():
+            devices.setdefault((node_name, position), []).append(var)
+        touched = []
+        for (node_name, position), members in sorted(devices.items()):
+            busy = model.NewBoolVar("t_%s_%d" % (node_name, position))
+            for var in members:
+                model.AddImplication(var, busy)
+            touched.append(busy)
+        return used_nodes, touched
 
     def _rebound(self):
         """Device choices that would restart an instance that stays on its node: GPUs or an NVMe device it did not use."""

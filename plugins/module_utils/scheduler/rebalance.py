@@ -171,23 +171,7 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
                 model.AddImplication(var, restart)
             disrupted.append(restart)
         model.Add(sum(disrupted) <= self.max_moves)
-        used_nodes = []
-        for name in problem.nodes:
-            here = self._on(name)
-            if here:
-                used = model.NewBoolVar("u_%s" % name)
-                for _index, var in here:
-                    model.AddImplication(var, used)
-                used_nodes.append(used)
-        devices = {}
-        for (_index, node_name, position), (var, _take) in self.gpu.items():
-            devices.setdefault((node_name, position), []).append(var)
-        touched = []
-        for (node_name, position), members in sorted(devices.items()):
-            busy = model.NewBoolVar("t_%s_%d" % (node_name, position))
-            for var in members:
-                model.AddImplication(var, busy)
-            touched.append(busy)
+        used_nodes, touched = self._in_use()
         disrupted_weight = 1
         nodes_weight = len(disrupted) + 1
         gpus_weight = nodes_weight * (len(used_nodes) + 1)
