@@ -155,7 +155,7 @@ def test_cached_fragmentation_equals_the_shape_by_shape_definition():
                                  "l4": service(replicas=2, cpu=4, resources={"gpu": {"memory": "8Gi", "models": ["L4"]}}),
                                  "web": service(replicas=9)}})
     plugin = GPUFragmentation(problem)
-    for _ in range(400):
+    for _case in range(400):
         node_spec = problem.nodes[rng.choice(["mixed", "plain"])]
         gpu_free = [rng.choice([device.memory, device.memory // 2, 8 * GI, 0, device.memory - 10 * GI])
                     for device in node_spec.gpus]
