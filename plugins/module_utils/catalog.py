@@ -333,29 +333,25 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
 
     Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
     """
-    errors = []
-    if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
-        scheduling, _deploy, errors = read_catalog(problem["services"])
-        problem = dict(problem, services=scheduling)
-    try:
-        result = plan(problem, exact_seconds=exact_seconds, profile=profile)
-    except ProblemError as error:
-        raise ProblemError(errors + error.errors)
-    if errors:
-        raise ProblemError(errors)
-    return result
+    return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile))
 
 
 def rebalance_catalog(problem, max_moves, exact_seconds):
     """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys."""
     from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 
+    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds))
+
+
+def _without_deploy_keys(problem, run):
+    """``run`` (a scheduler entry point) on the problem with its services' deploy keys read off; one ProblemError
+    with the deploy keys' mistakes and the scheduler's together."""
     errors = []
     if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
         scheduling, _deploy, errors = read_catalog(problem["services"])
         problem = dict(problem, services=scheduling)
     try:
-        result = rebalance(problem, max_moves=max_moves, exact_seconds=exact_seconds)
+        result = run(problem)
     except ProblemError as error:
         raise ProblemError(errors + error.errors)
     if errors:

@@ -24,21 +24,8 @@ options:
       - Fail the task when the gang does not fit. The result still carries the report.
     type: bool
     default: true
-  exact_timeout:
-    description:
-      - Seconds the exact solver (OR-Tools CP-SAT) may search when the greedy pass cannot place the gang; 0 turns it off.
-      - It either finds a plan (with the fewest stateless moves), proves that none exists, or reports
-        C(no plan found within N s); the result's C(exact.status) says which.
-    type: float
-    default: 5.0
-  profile:
-    description:
-      - A scheduler profile (the collection's C(docs/problem-format.md), section Profiles), like kube-scheduler's profiles.
-      - C(plugins) enables or disables plugins per extension point (C(pre_filter), C(filter), C(score)) and sets score
-        weights; C(plugin_config) picks the C(NodeResourcesFit) strategy (C(MostAllocated) or C(LeastAllocated));
-        C(user_plugins) lists Python files of the operator's own plugins, relative to the playbook's folder.
-      - Omitted or empty, the default profile. A bad profile fails the task naming C(profile.<path>).
-    type: dict
+extends_documentation_fragment:
+  - gangplank.platform.scheduler
 attributes:
   action:
     support: full
