@@ -19,8 +19,9 @@ mix is then the GPU work still to place, taken again each time that work has hal
 the end of a gang is small shapes, which the whole catalog's mix would misjudge), and the catalog
 again once no GPU work is left or the attempt is over.
 
-Speed: the per-shape part of a node's fragmentation is remembered per node kind (the same devices),
-free memory per device, and how many of the mix's distinct CPU and memory amounts the node's free
+Speed: the per-shape part of a node's fragmentation is remembered per node kind (the same devices, in
+whatever order: a node's devices are looked at sorted by model and memory, as fragmentation does not
+depend on their order), free memory per device, and how many of the mix's distinct CPU and memory amounts the node's free
 CPU and memory reach (only those decide which shapes fit); the part for idle GPUs the free CPU and
 memory cannot feed is a formula. A node's current state is cached per version, with the CPU and
 memory that CPU-only work may take there without changing anything.
@@ -105,6 +106,11 @@ def _scarcity(problem, mix):
     return scarcity
 
 
+def _sorted_free(order, values):
+    """Per-device values of a node in its kind's sorted device order (``order`` None: already in it)."""
+    return tuple(values) if order is None else tuple(values[position] for position in order)
+
+
 class _Model:
     """A device as far as GPURequest.matches looks at it."""
 
@@ -122,8 +128,9 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
         self._catalog = expected_mix(problem)
-        self._kinds = {}        # node name -> the name of the first node with the same devices
-        self._kind_names = {}   # devices (model, memory) -> that first node's name
+        self._kinds = {}        # node name -> (kind, its devices' positions sorted by model and memory)
+        self._kind_names = {}   # sorted devices (model, memory) -> the kind: the name of the first node with them
+        self._kind_devices = {}  # kind -> its devices, sorted
         self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
         self._basis = None      # GPU instances still to place when the mix was last taken from them
         self._use(self._catalog)
@@ -168,35 +175,33 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._use(mix)
         return True
 
-    def _layout(self, node):
-        """Per group of the mix, the positions of this node's devices whose model it accepts (per node kind)."""
-        kind = self._kind(node)
+    def _layout(self, kind):
+        """Per group of the mix, the positions (in the kind's sorted order) of the devices whose model it accepts."""
         layout = self._layouts.get(kind)
         if layout is None:
-            layout = self._layouts[kind] = [self._positions(kind, node, request) for request, _weight, _shapes in self._mix]
+            layout = self._layouts[kind] = [self._positions(kind, request) for request, _weight, _shapes in self._mix]
         return layout
 
-    def _positions(self, kind, node, request):
-        """The positions of the node's devices whose model the request accepts (kept across mixes)."""
+    def _positions(self, kind, request):
+        """The positions of the kind's devices whose model the request accepts (kept across mixes)."""
         key = (kind, request)
         positions = self._matching.get(key)
         if positions is None:
-            positions = self._matching[key] = tuple(position for position, device in enumerate(node.gpus)
+            positions = self._matching[key] = tuple(position for position, device in enumerate(self._kind_devices[kind])
                                                     if request.matches(device))
         return positions
 
-    def _compiled(self, node):
+    def _compiled(self, kind):
         """Per node kind: the summed weight of the mix (the shapes that cannot use the node counted by their
         scarcity), and the others merged by what they ask of it: per (memory per device, usable positions), the
         counts asked with their (CPU rank, memory rank, share) shapes."""
-        kind = self._kind(node)
         compiled = self._compiled_kinds.get(kind)
         if compiled is None:
             absent = 0.0
             merged = {}
             cpu_ranks = {cpu: rank for rank, cpu in enumerate(self._cpus)}
             memory_ranks = {memory: rank for rank, memory in enumerate(self._memories)}
-            for (request, weight, shapes), positions in zip(self._mix, self._layout(node)):
+            for (request, weight, shapes), positions in zip(self._mix, self._layout(kind)):
                 if not positions:
                     absent += self._scarcity[request]
                     continue
@@ -216,16 +221,16 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 (wanted, positions, tuple(members)) for (wanted, positions), members in blocks.items()))
         return compiled
 
-    def _per_gpu(self, node):
-        """(CPU, memory) the expected work asks per GPU it takes on this node: what idle GPUs will need."""
-        kind = self._kind(node)
+    def _per_gpu(self, kind):
+        """(CPU, memory) the expected work asks per GPU it takes on a node of this kind: what idle GPUs will need."""
         cached = self._needs.get(kind)
         if cached is None:
+            devices = self._kind_devices[kind]
             cpu = memory = gpus = 0.0
-            for (request, _weight, shapes), positions in zip(self._mix, self._layout(node)):
+            for (request, _weight, shapes), positions in zip(self._mix, self._layout(kind)):
                 if not positions:
                     continue
-                size = float(max(node.gpus[position].memory for position in positions))
+                size = float(max(devices[position].memory for position in positions))
                 taken = request.count * (1.0 if request.memory is None else min(1.0, request.memory / size))
                 for shape_cpu, shape_memory, share in shapes:
                     cpu += share * shape_cpu
@@ -236,24 +241,28 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
 
     def _info(self, node):
         """What the fragmentation needs of a node, shared by its kind: (kind, device sizes as floats, device sizes,
-        CPU and memory per GPU the mix asks, the mix's summed weight, the blocks of _compiled)."""
+        CPU and memory per GPU the mix asks, the mix's summed weight, the blocks of _compiled, the node's device
+        positions in the kind's sorted order or None when they are already in it). Sizes are in sorted order."""
         info = self._infos.get(node.name)
         if info is None:
-            kind = self._kind(node)
-            info = self._kind_infos.get(kind)
-            if info is None:
-                total, blocks = self._compiled(node)
-                info = self._kind_infos[kind] = (kind, tuple(float(device.memory) for device in node.gpus),
-                                                 tuple(device.memory for device in node.gpus)) + \
-                    self._per_gpu(node) + (total, blocks)
-            self._infos[node.name] = info
+            kind, order = self._kind(node)
+            shared = self._kind_infos.get(kind)
+            if shared is None:
+                devices = self._kind_devices[kind]
+                total, blocks = self._compiled(kind)
+                shared = self._kind_infos[kind] = (kind, tuple(float(device.memory) for device in devices),
+                                                   tuple(device.memory for device in devices)) + \
+                    self._per_gpu(kind) + (total, blocks)
+            info = self._infos[node.name] = shared + (order,)
         return info
 
     def fragmentation(self, node, cpu_free, memory_free, gpu_free):
-        """Expected fragment, in GPUs, of a node with this much free CPU, memory and memory per device."""
+        """Expected fragment, in GPUs, of a node with this much free CPU, memory and memory per device (in the
+        node's own device order)."""
         if not node.gpus or not self._mix:
             return 0.0
-        return self._fragmentation(self._info(node), cpu_free, memory_free, gpu_free)
+        info = self._info(node)
+        return self._fragmentation(info, cpu_free, memory_free, _sorted_free(info[7], gpu_free))
 
     def _fragmentation(self, info, cpu_free, memory_free, gpu_free):
         # Free CPU and memory decide which shapes fit only through how many of the mix's distinct amounts they
@@ -279,12 +288,16 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         return starved + shaped
 
     def _kind(self, node):
-        """Nodes whose devices are alike have the same layout and needs: one name stands for them all."""
-        kind = self._kinds.get(node.name)
-        if kind is None:
-            signature = tuple((device.model, device.memory) for device in node.gpus)
-            kind = self._kinds[node.name] = self._kind_names.setdefault(signature, node.name)
-        return kind
+        """Nodes whose devices are alike, in any order, have the same layout and needs: one name stands for them
+        all. (kind, the node's device positions sorted by model and memory, or None when already sorted)."""
+        found = self._kinds.get(node.name)
+        if found is None:
+            order = tuple(sorted(range(len(node.gpus)), key=lambda p: (node.gpus[p].model, node.gpus[p].memory, p)))
+            signature = tuple((node.gpus[p].model, node.gpus[p].memory) for p in order)
+            kind = self._kind_names.setdefault(signature, node.name)
+            self._kind_devices.setdefault(kind, tuple(node.gpus[p] for p in order))
+            found = self._kinds[node.name] = (kind, None if order == tuple(range(len(order))) else order)
+        return found
 
     @staticmethod
     def _shaped(info, cpu_rank, memory_rank, gpu_free):
@@ -326,7 +339,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             return cached
         node = node_state.node
         info = self._info(node)
-        free = tuple(map(sub, info[2], node_state.gpu_used))
+        free = tuple(map(sub, info[2], _sorted_free(info[7], node_state.gpu_used)))
         idle = sum(map(truediv, free, info[1]))
         cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
         if idle <= 0.0:
@@ -351,8 +364,10 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 return 0.0
         else:
             free = list(free)
+            info = now[7]
+            order = info[7]
             for position, take in gpu_choice(cycle, instance, node_state) or ():
-                free[position] -= take
+                free[position if order is None else order.index(position)] -= take
         info = now[7]
         before = now[5]
         if before is None:

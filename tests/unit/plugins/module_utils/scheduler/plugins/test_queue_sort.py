@@ -12,7 +12,7 @@ def order(problem_mapping, moves_allowed=False):
     return [i.name for i in sorted(problem.instances(), key=lambda i: sorter.sort_key(i, moves_allowed))]
 
 
-def test_pinned_first_then_gpu_memory_gpu_count_nvme_share_then_name():
+def test_pinned_first_then_whole_gpus_nvme_cpu_memory_gpu_share_then_name():
     nodes = {"a": node(cpu=100, memory="100Gi", gpus=[gpu(0), gpu(1)],
                        nvme=[{"name": "n0", "size": "1Ti", "labels": ["c"]}])}
     services = {
@@ -27,11 +27,20 @@ def test_pinned_first_then_gpu_memory_gpu_count_nvme_share_then_name():
     }
     previous = {"db-0": {"node": "a"}, "web-0": {"node": "a"}}
     assert order({"nodes": nodes, "services": services, "previous": previous}) == [
-        "db-0", "web-0", "whole-gpu-0", "big-gpu-0", "small-gpu-0", "disk-0", "cpu-heavy-0",
+        "db-0", "web-0", "whole-gpu-0", "disk-0", "cpu-heavy-0", "big-gpu-0", "small-gpu-0",
         "cpu-light-0", "cpu-light-1"]
     # When stateless instances may move, only stateful ones stay ahead.
     assert order({"nodes": nodes, "services": services, "previous": previous}, moves_allowed=True)[:2] == \
         ["db-0", "whole-gpu-0"]
+
+
+def test_a_gpu_share_that_asks_more_cpu_goes_before_one_that_asks_more_gpu_memory():
+    # A share is a fraction of one device: what leaves it nowhere to go once nodes fill is CPU (the openb trace).
+    nodes = {"a": node(cpu=16, gpus=[gpu(0), gpu(1)])}
+    services = {"cpu-share": service(cpu=8, resources={"gpu": {"memory": "10Gi"}}),
+                "memory-share": service(cpu=2, resources={"gpu": {"memory": "40Gi"}}),
+                "whole": service(cpu=1, resources={"gpu": {"count": 1}})}
+    assert order({"nodes": nodes, "services": services}) == ["whole-0", "cpu-share-0", "memory-share-0"]
 
 
 def test_an_instance_few_nodes_can_take_goes_before_work_that_fits_anywhere():
