@@ -29,20 +29,18 @@ SKIP = "Skip"
 class Status:
     """The outcome of a plugin call: a code, the reasons, and who said it."""
 
-    __slots__ = ("code", "reasons", "plugin")
+    __slots__ = ("code", "reasons", "plugin", "ok")
 
     def __init__(self, code=SUCCESS, reasons=(), plugin=""):
         self.code = code
         self.reasons = tuple(reasons)
         self.plugin = plugin
+        # An attribute, not a property: it is read for every filter of every node tried.
+        self.ok = code == SUCCESS
 
     @classmethod
     def unschedulable(cls, reason, plugin=""):
         return cls(UNSCHEDULABLE, (reason,), plugin)
-
-    @property
-    def ok(self):
-        return self.code == SUCCESS
 
     def __repr__(self):
         return "Status(%s, %r, %s)" % (self.code, self.reasons, self.plugin)
@@ -139,6 +137,12 @@ class ScorePlugin(Plugin):
         answering Skip, decided once per problem): the framework then leaves it out, which changes no choice."""
         return False
 
+    def scores_alike_for(self, service):
+        """The same per service (kube's PreScore answering Skip for one pod): True when every node scores the
+        same for instances of ``service``, whatever their history; the framework then skips this plugin for
+        them. It must depend on the service alone."""
+        return False
+
 
 class NormalizeScorePlugin(Plugin):
     def normalize_score(self, raw):
@@ -226,12 +230,15 @@ class Framework:
 
     def run_score(self, scorers, cycle, cluster, instance, node_state):
         total = 0.0
-        steps = self._steps.get(id(scorers))
+        service = instance.service
+        key = (id(scorers), service.name)
+        steps = self._steps.get(key)
         if steps is None or steps[0] is not scorers:
-            # Per list of scorers, once: the bound methods and weights (this runs for every node scored).
-            steps = self._steps[id(scorers)] = (scorers, [
+            # Per list of scorers and service, once: the bound methods and weights of the plugins that do not skip
+            # the service (this runs for every node scored).
+            steps = self._steps[key] = (scorers, [
                 (plugin.score, plugin.normalize_score if plugin.name in self._normalizers else None,
-                 self.weights[plugin.name]) for plugin in scorers])
+                 self.weights[plugin.name]) for plugin in scorers if not plugin.scores_alike_for(service)])
         for score, normalize, weight in steps[1]:
             raw = score(cycle, cluster, instance, node_state)
             if normalize is not None:

@@ -203,7 +203,15 @@ class Problem:
     previous: Mapping[str, PreviousPlacement]
 
     def instances(self):
-        """Every instance the catalog asks for, in name order, with its history."""
+        """Every instance the catalog asks for, in name order, with its history (a new list each call; the
+        problem is immutable, so it is built once)."""
+        cached = self.__dict__.get("_instances")
+        if cached is None:
+            cached = self._build_instances()
+            object.__setattr__(self, "_instances", cached)
+        return list(cached)
+
+    def _build_instances(self):
         result = []
         for service in self.services.values():
             if service.sidecar:

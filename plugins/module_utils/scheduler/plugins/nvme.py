@@ -53,6 +53,9 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
             return Status.unschedulable("Insufficient NVMe space (%s)" % request.label, self.name)
         return OK
 
+    def scores_alike_for(self, service):
+        return service.resources.nvme is None
+
     def score(self, cycle, cluster, instance, node_state):
         request = instance.service.resources.nvme
         if request is None:

@@ -38,6 +38,8 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
         super().__init__(problem)
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._reserved = sorted({dim for quota in problem.quotas.values() for dim in quota.min})
+        self._limits = {name: sorted(quota.max.items()) for name, quota in problem.quotas.items()}
+        self._base = {}     # service name -> its request without devices (copied, never changed)
 
     def _request(self, cluster, instance, devices=None):
         """The instance's request per dimension.
@@ -47,31 +49,33 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
         shared memory asked for.
         """
         service = instance.service
-        requests = self._requests[service.name]
-        gpu = service.resources.gpu
-        request = dict.fromkeys(QUOTA_DIMENSIONS, 0)
-        request["cpu"] = requests.cpu
-        request["memory"] = requests.memory
-        if gpu is not None and devices is None:
-            request["gpu_memory"] = gpu.count * (gpu.memory or 0)
-        elif gpu is not None:
-            occupied = cluster.quota_devices.get(service.quota, cluster.unquoted_devices)
-            request["gpu"] = len({uuid for uuid, _taken in devices} - occupied)
-            request["gpu_memory"] = sum(taken for _uuid, taken in devices)
-        if service.resources.nvme is not None:
-            request["nvme"] = service.resources.nvme.size
+        base = self._base.get(service.name)
+        if base is None:
+            requests = self._requests[service.name]
+            base = self._base[service.name] = dict.fromkeys(QUOTA_DIMENSIONS, 0)
+            base["cpu"] = requests.cpu
+            base["memory"] = requests.memory
+            if service.resources.gpu is not None:
+                base["gpu_memory"] = service.resources.gpu.count * (service.resources.gpu.memory or 0)
+            if service.resources.nvme is not None:
+                base["nvme"] = service.resources.nvme.size
+        if devices is None or service.resources.gpu is None:
+            return base
+        request = dict(base)
+        occupied = cluster.quota_devices.get(service.quota, cluster.unquoted_devices)
+        request["gpu"] = len({uuid for uuid, _taken in devices} - occupied)
+        request["gpu_memory"] = sum(taken for _uuid, taken in devices)
         return request
 
     def _check(self, cluster, instance, request):
         group = instance.service.quota if instance is not None else None
         if group is not None:
-            quota = self.problem.quotas[group]
             used = cluster.quota_used[group]
-            for dim in sorted(quota.max):
-                if used[dim] + request[dim] > quota.max[dim]:
+            for dim, limit in self._limits[group]:
+                if used[dim] + request[dim] > limit:
                     return Status.unschedulable(
                         "quota %s: %s would be %s, above its max %s" % (
-                            group, dim, _show(dim, used[dim] + request[dim]), _show(dim, quota.max[dim])),
+                            group, dim, _show(dim, used[dim] + request[dim]), _show(dim, limit)),
                         self.name)
         for dim in self._reserved:
             total = cluster.unquoted_used[dim] + (request[dim] if group is None and instance is not None else 0)

@@ -31,6 +31,15 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self._scores = {}
+        self._preferred_off = {taint for node in problem.nodes.values() for taint in node.taints
+                               if taint.effect == PREFER_NO_SCHEDULE}
+
+    def scores_alike(self):
+        return not self._preferred_off
+
+    def scores_alike_for(self, service):
+        # Every node scores 100 unless one of its PreferNoSchedule taints is not tolerated.
+        return not untolerated(service, self._preferred_off)
 
     def score(self, cycle, cluster, instance, node_state):
         # Depends only on the service and the node's taints: computed once per pair.
