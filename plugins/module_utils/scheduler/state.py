@@ -17,10 +17,11 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
 
     def __init__(self, node):
         self.node = node
+        self.name = node.name
         self.cpu_used = 0
         self.memory_used = 0
         self.gpu_used = [0] * len(node.gpus)        # bytes taken, per device position
@@ -28,10 +29,6 @@ class NodeState:
         self.ports = set()
         self.services = set()                       # services (and sidecars) running here
         self.version = 0
-
-    @property
-    def name(self):
-        return self.node.name
 
     def gpu_free(self, position):
         return self.node.gpus[position].memory - self.gpu_used[position]

@@ -338,8 +338,10 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if cached is not None and cached[0] is node_state and cached[1] == node_state.version:
             return cached
         node = node_state.node
-        info = self._info(node)
-        free = tuple(map(sub, info[2], _sorted_free(info[7], node_state.gpu_used)))
+        info = self._infos.get(node.name) or self._info(node)
+        order = info[7]
+        used = node_state.gpu_used
+        free = tuple(map(sub, info[2], used if order is None else [used[position] for position in order]))
         idle = sum(map(truediv, free, info[1]))
         cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
         if idle <= 0.0:
@@ -355,20 +357,22 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
     def score(self, cycle, cluster, instance, node_state):
         if not node_state.node.gpus:
             return 0.0
-        now = self._now(node_state)
-        requests = self._requests[instance.service.name]
+        now = self._current.get(node_state.name)
+        if now is None or now[0] is not node_state or now[1] != node_state.version:
+            now = self._now(node_state)
+        service = instance.service
+        requests = self._requests[service.name]
         free = now[2]
-        if instance.service.resources.gpu is None:
+        info = now[7]
+        if service.resources.gpu is None:
             spare = now[6]
             if spare[2] or (requests.cpu <= spare[0] and requests.memory <= spare[1]):
                 return 0.0
         else:
             free = list(free)
-            info = now[7]
             order = info[7]
             for position, take in gpu_choice(cycle, instance, node_state) or ():
                 free[position if order is None else order.index(position)] -= take
-        info = now[7]
         before = now[5]
         if before is None:
             before = now[5] = self._fragmentation(info, now[3], now[4], now[2])
