@@ -155,6 +155,11 @@ class ReservePlugin(Plugin):
         """Record the instance's use of the node; may fill in the placement's devices."""
         raise NotImplementedError
 
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        """Undo ``reserve`` for this placement (a model.Placement): kube's Unreserve. The scheduler's repair pass
+        uses it to take an instance off its node again."""
+        raise NotImplementedError
+
 
 class PermitPlugin(Plugin):
     def permit(self, attempt):
@@ -256,6 +261,12 @@ class Framework:
     def run_reserve(self, cycle, cluster, instance, node_state, placement):
         for plugin in self.reservers:
             plugin.reserve(cycle, cluster, instance, node_state, placement)
+        node_state.version += 1
+
+    def run_unreserve(self, cycle, cluster, instance, node_state, placement):
+        """Undo run_reserve, in reverse order (as kube runs Unreserve)."""
+        for plugin in reversed(self.reservers):
+            plugin.unreserve(cycle, cluster, instance, node_state, placement)
         node_state.version += 1
 
     def run_post_filter(self, attempt, instance, diagnosis) -> Optional[Status]:

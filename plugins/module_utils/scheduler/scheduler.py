@@ -11,8 +11,9 @@ byte-identical for the same input. Pipeline per attempt:
 2. Each instance goes through PreFilter, Filter, Score (normalized, weighted),
    picks the best node (ties: node name) and Reserves it on the attempt's state.
 3. An instance that fits nowhere gets kube's "0/N nodes are available: ..."
-   diagnosis; PostFilter may ask for a second attempt in which stateless
-   instances may move.
+   diagnosis. A repair pass then tries to make room for it: one placed instance
+   that may go elsewhere leaves its node (Unreserve) and is scheduled again.
+   PostFilter may ask for a second attempt in which stateless instances may move.
 4. Permit approves the gang only if every instance was placed; Bind writes the plan.
 
 Speed: a node's score depends only on that node (see framework.py), and the
@@ -44,6 +45,9 @@ GREEDY_WITH_MOVES = "greedy_with_moves"
 EXACT = "exact"
 # Seconds CP-SAT may search when the greedy pass cannot place the gang; 0 turns it off.
 EXACT_SECONDS = 5.0
+# The repair pass's bounds: (unplaced, placed) instance pairs it looks at, and swaps it tries.
+REPAIR_PAIRS = 2000000
+REPAIR_SWAPS = 20000
 
 
 def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
@@ -362,8 +366,140 @@ class Attempt:
                 free.append(instance)
         free.sort(key=lambda instance: sort_key(instance, True))
         self._schedule_all(free)
+        if self.unplaced:
+            self._repair()
         self.fill(later)
         return self
+
+    def _movable(self, instance):
+        """Whether the repair pass may take this placed instance off its node: it was placed anew by this attempt,
+        or it is stateless and this attempt lets such instances move; never a pinned or every-node instance."""
+        if instance.pinned or instance.node is not None or instance.service.preemptible:
+            return False
+        return instance.previous is None or (self.cluster.moves_allowed and not instance.service.stateful)
+
+    def _repair(self):
+        """Local search after the greedy pass: each instance that fits nowhere (in queue order) looks for a node
+        where it would fit without one placed, movable instance, which is then scheduled again elsewhere (its
+        class heap, as in the greedy pass); when that fails, both go back as they were. Greedy fills nodes one
+        request at a time and leaves holes no single request fits: one swap often closes one. Bounded by
+        REPAIR_PAIRS pairs looked at and REPAIR_SWAPS swaps tried; a class that found no swap is not looked
+        at again until another swap succeeds (nothing changed for it)."""
+        framework, cluster = self.framework, self.cluster
+        order = {instance.name: position for position, instance in enumerate(self.gang)}
+        waiting = [instance for instance in self.gang if instance.name in self.unplaced]
+        waiting.sort(key=lambda instance: order[instance.name])
+        by_node = {}
+        for placement in self.placements:
+            by_node.setdefault(placement.node, []).append(placement)
+        requests = {}
+
+        def request_of(service):
+            found = requests.get(service.name)
+            if found is None:
+                found = requests[service.name] = pod_requests(self.problem.services, service)
+            return found
+
+        self._removed = set()
+        pairs = swaps = 0
+        hopeless = set()            # classes that found no swap since the last one that succeeded
+        for instance in waiting:
+            key = self._class_key(instance.service)
+            if key in hopeless:
+                continue
+            status, cycle, filters = framework.run_pre_filter(cluster, instance)
+            if not status.ok or cycle.node_names is not None:
+                continue
+            wanted = request_of(instance.service)
+            gpu = instance.service.resources.gpu
+            done = False
+            for name, node_state in cluster.nodes.items():
+                node = node_state.node
+                if not self.static_ok(instance, node, filters):
+                    continue
+                cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
+                for placement in list(by_node.get(name, ())):
+                    pairs += 1
+                    if pairs > REPAIR_PAIRS or swaps >= REPAIR_SWAPS:
+                        self._compact()
+                        return
+                    other = placement.instance
+                    got = request_of(other.service)
+                    if cpu_free + got.cpu < wanted.cpu or memory_free + got.memory < wanted.memory:
+                        continue
+                    if gpu is not None and not _gpu_room(node_state, placement, gpu):
+                        continue
+                    if not self._movable(other) or not self._fits_elsewhere(other, name):
+                        continue
+                    swaps += 1
+                    placed, other_placed = self._swap(instance, node_state, placement)
+                    here = by_node[name]
+                    here.remove(placement)
+                    if placed is not None:
+                        here.append(placed)
+                    if other_placed is not None:
+                        by_node.setdefault(other_placed.node, []).append(other_placed)
+                    if placed is not None:
+                        del self.unplaced[instance.name]
+                        hopeless.clear()
+                        done = True
+                        break
+                if done:
+                    break
+            if not done:
+                hopeless.add(key)
+        self._compact()
+
+    def _fits_elsewhere(self, instance, node_name):
+        """Whether a node other than ``node_name`` takes ``instance`` now (its class heap's answer; an instance with
+        a history is asked of every node)."""
+        if instance.previous is None:
+            candidates = self._candidates_for(instance.service)
+            return candidates.status.ok and candidates.best(skip=node_name) is not None
+        framework, cluster = self.framework, self.cluster
+        status, cycle, filters = framework.run_pre_filter(cluster, instance)
+        if not status.ok:
+            return False
+        names = sorted(cycle.node_names) if cycle.node_names is not None else cluster.nodes
+        return any(name != node_name and self._evaluate(instance, cycle, filters, cluster.nodes[name], scored=False)
+                   is not None for name in names)
+
+    def _swap(self, instance, node_state, placement):
+        """``instance`` onto ``node_state`` in place of ``placement``'s instance, which is scheduled again. Returns
+        (the instance's placement, the other's new placement) when it worked, else (None, the other's placement
+        restored where it was)."""
+        framework, cluster = self.framework, self.cluster
+        other = placement.instance
+        status, other_cycle, _filters = framework.run_pre_filter(cluster, other)
+        if not status.ok:
+            return None, placement
+        self._unbind(placement, other_cycle)
+        status, cycle, filters = framework.run_pre_filter(cluster, instance)
+        if status.ok and cycle.node_names is None and \
+                self._evaluate(instance, cycle, filters, node_state, scored=False) is not None:
+            placed = self._bind(instance, cycle, node_state)
+            if self._schedule_one(other, may_fail=False):
+                return placed, self.placements[-1]
+            self._unbind(placed, cycle)
+        # Back where it was, on the same devices (its placement as history: Stickiness keeps it to that node). The
+        # node took it before and has the same room again; should it not, it is scheduled like any other.
+        count = len(self.placements)
+        self.adopt(placement)
+        if len(self.placements) == count and not self._schedule_one(other, may_fail=True):
+            return None, None
+        return None, self.placements[-1]
+
+    def _unbind(self, placement, cycle):
+        node_state = self.cluster.nodes[placement.node]
+        self.framework.run_unreserve(cycle, self.cluster, placement.instance, node_state, placement)
+        self.bound.append(node_state.name)      # class heaps rescore it
+        self._removed.add(id(placement))
+
+    def _compact(self):
+        """Drop the placements the repair pass took back (held until now, so no id is reused)."""
+        if self._removed:
+            self.placements = [p for p in self.placements if id(p) not in self._removed]
+        self._removed = set()
 
     def _schedule_all(self, queue):
         """Schedule the queue in order; scorers that follow the work still to place (GPUFragmentation's
@@ -515,6 +651,20 @@ class Attempt:
                 status = self.framework.run_filters(filters, cycle, self.cluster, instance, node_state)
             statuses.append((name, status))
         return statuses
+
+
+def _gpu_room(node_state, placement, request):
+    """Whether ``request`` could have its devices on this node once ``placement`` has left it: a quick bound
+    before the real check (the filters)."""
+    given = {claim.device.uuid: claim.memory for claim in placement.gpus}
+    usable = 0
+    for position, device in enumerate(node_state.node.gpus):
+        if not request.matches(device):
+            continue
+        used = node_state.gpu_used[position] - given.get(device.uuid, 0)
+        if (used == 0) if request.memory is None else (device.memory - used >= request.memory):
+            usable += 1
+    return usable >= request.count
 
 
 class _Reason:

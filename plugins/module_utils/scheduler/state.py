@@ -9,7 +9,7 @@ it, so an attempt that fails is simply dropped (all or nothing).
 
 from __future__ import annotations
 
-from typing import Dict, Set
+from typing import Dict, Optional, Set
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 
@@ -17,7 +17,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "service_counts",
+                 "version")
 
     def __init__(self, node):
         self.node = node
@@ -28,6 +29,7 @@ class NodeState:
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
         self.ports = set()
         self.services = set()                       # services (and sidecars) running here
+        self.service_counts = {}                    # service -> instances here that bring it (for Unreserve)
         self.version = 0
 
     def gpu_free(self, position):
@@ -47,6 +49,8 @@ class ClusterState:
         # GPU uuids each quota group (and the ungrouped services) occupies: its "gpu" usage.
         self.quota_devices: Dict[str, Set[str]] = {name: set() for name in problem.quotas}
         self.unquoted_devices: Set[str] = set()
+        # Per quota group (None: the ungrouped services), how many of its instances hold each GPU (for Unreserve).
+        self.device_holders: Dict[Optional[str], Dict[str, int]] = {}
         self.capacity = _capacity(problem.nodes.values())
 
 

@@ -43,3 +43,15 @@ class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
         node_state.services.update(cycle["requests"].services)
+        counts = node_state.service_counts
+        for name in cycle["requests"].services:
+            counts[name] = counts.get(name, 0) + 1
+
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        # Replicas of a service may share a node: the service leaves it with the last of them.
+        counts = node_state.service_counts
+        for name in cycle["requests"].services:
+            counts[name] -= 1
+            if not counts[name]:
+                del counts[name]
+                node_state.services.discard(name)

@@ -24,3 +24,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
         node_state.ports.update(cycle["requests"].ports)
+
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        # A host port is one instance's on a node (Filter), so it is this one's to give back.
+        node_state.ports.difference_update(cycle["requests"].ports)

@@ -72,3 +72,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
     def reserve(self, cycle, cluster, instance, node_state, placement):
         node_state.cpu_used += cycle["requests"].cpu
         node_state.memory_used += cycle["requests"].memory
+
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        node_state.cpu_used -= cycle["requests"].cpu
+        node_state.memory_used -= cycle["requests"].memory

@@ -74,3 +74,8 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         node_state.nvme_used[position] += request.size
         placement["nvme"] = node_state.node.nvme[position]
         placement["nvme_size"] = request.size
+
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        if placement.nvme is not None:
+            position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
+            node_state.nvme_used[position] -= placement.nvme_size

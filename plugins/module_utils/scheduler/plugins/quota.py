@@ -121,6 +121,29 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
             used[dim] += request[dim]
         occupied = cluster.quota_devices[group] if group else cluster.unquoted_devices
         occupied.update(uuid for uuid, _taken in devices)
+        holders = cluster.device_holders.setdefault(group, {})
+        for uuid, _taken in devices:
+            holders[uuid] = holders.get(uuid, 0) + 1
+
+    def unreserve(self, cycle, cluster, instance, node_state, placement):
+        # A GPU counts for its group until the last of the group's instances on it leaves.
+        group = instance.service.quota
+        occupied = cluster.quota_devices[group] if group else cluster.unquoted_devices
+        holders = cluster.device_holders.setdefault(group, {})
+        freed = 0
+        for claim in placement.gpus:
+            uuid = claim.device.uuid
+            holders[uuid] -= 1
+            if not holders[uuid]:
+                del holders[uuid]
+                occupied.discard(uuid)
+                freed += 1
+        request = dict(self._request(cluster, instance))
+        request["gpu"] = freed
+        request["gpu_memory"] = sum(claim.memory for claim in placement.gpus)
+        used = cluster.quota_used[group] if group else cluster.unquoted_used
+        for dim in QUOTA_DIMENSIONS:
+            used[dim] -= request[dim]
 
     def permit(self, attempt):
         # The per-instance checks hold the reservations as instances are placed; this also holds
