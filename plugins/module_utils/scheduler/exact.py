@@ -172,7 +172,7 @@ def _apply(cluster, placement, request):
     node_state.cpu_used += request.cpu
     node_state.memory_used += request.memory
     node_state.ports.update(request.ports)
-    node_state.services.update(request.services)
+    node_state.add_services(request.services)
     positions = {device.uuid: position for position, device in enumerate(node_state.node.gpus)}
     for claim in placement.gpus:
         node_state.gpu_used[positions[claim.device.uuid]] += claim.memory
@@ -480,7 +480,7 @@ class _Model:
             node_state.cpu_used += request.cpu
             node_state.memory_used += request.memory
             node_state.ports.update(request.ports)
-            node_state.services.update(request.services)
+            node_state.add_services(request.services)
             claims = []
             for position in range(len(node.gpus)):
                 entry = self.gpu.get((index, name, position))

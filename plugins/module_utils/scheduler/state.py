@@ -17,8 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "service_counts",
-                 "version")
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
 
     def __init__(self, node):
         self.node = node
@@ -28,9 +27,15 @@ class NodeState:
         self.gpu_used = [0] * len(node.gpus)        # bytes taken, per device position
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
         self.ports = set()
-        self.services = set()                       # services (and sidecars) running here
-        self.service_counts = {}                    # service -> instances here that bring it (for Unreserve)
+        # Services (and sidecars) running here -> how many instances here bring each (Unreserve takes one away).
+        self.services: Dict[str, int] = {}
         self.version = 0
+
+    def add_services(self, names):
+        """Record one more instance here that brings these services (its own and its sidecars)."""
+        services = self.services
+        for name in names:
+            services[name] = services.get(name, 0) + 1
 
     def gpu_free(self, position):
         return self.node.gpus[position].memory - self.gpu_used[position]

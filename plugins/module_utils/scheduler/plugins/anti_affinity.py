@@ -42,16 +42,12 @@ class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
         return OK
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.services.update(cycle["requests"].services)
-        counts = node_state.service_counts
-        for name in cycle["requests"].services:
-            counts[name] = counts.get(name, 0) + 1
+        node_state.add_services(cycle["requests"].services)
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
         # Replicas of a service may share a node: the service leaves it with the last of them.
-        counts = node_state.service_counts
+        services = node_state.services
         for name in cycle["requests"].services:
-            counts[name] -= 1
-            if not counts[name]:
-                del counts[name]
-                node_state.services.discard(name)
+            services[name] -= 1
+            if not services[name]:
+                del services[name]

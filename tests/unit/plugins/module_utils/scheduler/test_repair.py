@@ -33,7 +33,7 @@ def _instance(attempt, name):
 def _snapshot(attempt):
     cluster = attempt.cluster
     nodes = {name: (state.cpu_used, state.memory_used, list(state.gpu_used), list(state.nvme_used), set(state.ports),
-                    set(state.services), dict(state.service_counts)) for name, state in cluster.nodes.items()}
+                    dict(state.services)) for name, state in cluster.nodes.items()}
     return (nodes, copy.deepcopy(cluster.quota_used), dict(cluster.unquoted_used),
             {name: set(devices) for name, devices in cluster.quota_devices.items()}, set(cluster.unquoted_devices),
             {group: dict(holders) for group, holders in cluster.device_holders.items() if holders})
@@ -69,7 +69,7 @@ def test_unreserve_gives_back_everything_reserve_took():
     attempt._unbind(placements["infer-0"], cycle)
     # infer-1 still holds the shared GPU, the log sidecar's service and its NVMe space.
     assert attempt.cluster.quota_used["compute"]["gpu"] == 2
-    assert attempt.cluster.nodes["a"].services == {"infer", "log", "train"}
+    assert attempt.cluster.nodes["a"].services == {"infer": 1, "log": 1, "train": 1}
     for name in ("infer-1", "train-0"):
         _status, cycle, _filters = framework.run_pre_filter(attempt.cluster, placements[name].instance)
         attempt._unbind(placements[name], cycle)
