@@ -21,8 +21,8 @@ How it measures, per pod list and seed (the paper's way, plus ours):
   (requested GPUs over the cluster's GPUs) grows by 1%; each batch is planned by the scheduler with
   every earlier placement pinned where it is (one attempt of the scheduler's own loop, kept across
   batches), a pod that fits nowhere is dropped, nothing ever moves;
-- ``gang``: every pod that arrived up to 100% planned at once, as one gang, heavy first; what does not
-  fit is dropped;
+- ``gang``: every pod that arrived up to 100% planned at once, as one gang, in queue order, then the
+  repair pass (one placed pod makes room for one that fits nowhere); what does not fit is dropped;
 - ``moves``: online, but when a batch does not fit as it is, the whole cluster (earlier pods and the
   batch) is planned again with stateless moves allowed, and that plan is kept when it places more;
 - the figure: the GPU allocation ratio (GPUs allocated, a shared GPU's share counted as a fraction,
@@ -318,7 +318,8 @@ def check(replay, attempt):
         if ordinals and ordinals == set(range(len(ordinals))):
             services[name] = dict(spec, replicas=len(ordinals))
     kept = [p for p in attempt.placements if p.instance.service.name in services]
-    result = {"feasible": True, "path": "greedy"}
+    # What scheduler._feasible returns besides the binder's plan (nothing here is preemptible).
+    result = {"feasible": True, "path": "greedy", "preempted": {}, "evictions": []}
     result.update(DefaultBinder(replay.problem).bind(kept, attempt.cluster))
     mapping = {"nodes": mapping["nodes"], "services": services}
     result["ranks"] = [sorted(services)]
@@ -365,7 +366,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=_seeds, default=list(DEFAULT_SEEDS), help="e.g. 42-51 or 42,45 (default 42-51)")
     parser.add_argument("--modes", default="online,gang", help="comma-separated of %s (default online,gang)" % ",".join(MODES))
     parser.add_argument("--weights", type=_weights, default=dict(WEIGHTS), help="score weights to change, e.g. GPUFragmentation=0")
-    parser.add_argument("--check", action="store_true", help="run the plan checker on each final online plan")
+    parser.add_argument("--check", action="store_true", help="run the plan checker on each final online and gang plan")
     parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     parser.add_argument("--one-plan", metavar="PODSxNODES", help="instead: time one plan() of the first PODS arrivals "
                         "(first seed), each pod its own service, on the first NODES nodes, e.g. 7500x1200")
@@ -426,9 +427,11 @@ def main(argv=None):
                 if args.check:
                     detail["check"] = check(replay, attempt)
             if "gang" in modes:
-                ratio, _attempt = replay.gang()
+                ratio, gang_attempt = replay.gang()
                 figures["gang"].append(100.0 * ratio)
                 detail["gang"] = 100.0 * ratio
+                if args.check:
+                    detail["gang_check"] = check(replay, gang_attempt)
             if "moves" in modes:
                 curve, _attempt, replans = replay.online(moves=True)
                 figures["moves"].append(100.0 * curve[MEASURE_AT])
@@ -441,10 +444,11 @@ def main(argv=None):
                     "%s %.2f%%" % (mode, detail[mode]) for mode in modes), detail["seconds"]), flush=True)
                 if "diagnosis" in detail:
                     print("    %s" % json.dumps(detail["diagnosis"], sort_keys=True), flush=True)
-                if "check" in detail:
-                    print("    plan checker: %d placed, %d checked, %d violation(s)%s" % (
-                        detail["check"][0], detail["check"][1], len(detail["check"][2]),
-                        "".join("\n      " + v for v in detail["check"][2][:5])), flush=True)
+                for key, what in (("check", "online"), ("gang_check", "gang")):
+                    if key in detail:
+                        print("    plan checker (%s): %d placed, %d checked, %d violation(s)%s" % (
+                            what, detail[key][0], detail[key][1], len(detail[key][2]),
+                            "".join("\n      " + v for v in detail[key][2][:5])), flush=True)
         row = {"workload": workload, "seeds": args.seeds, "details": details,
                "ours": {mode: statistics.mean(values) for mode, values in figures.items()},
                "published": {policy: expected.get((workload, policy)) for policy in POLICIES}}
