@@ -200,6 +200,7 @@ class Framework:
         self.expecting = [p for p in self.scorers if type(p).expect is not ScorePlugin.expect]
         self.specific_scorers = [p for p in self.scorers if p.instance_specific]
         self._steps = {}
+        self._filters_without = {}
         self.reservers = at(ReservePlugin)
         self.permits = at(PermitPlugin)
         self.binders = at(BindPlugin)
@@ -207,15 +208,19 @@ class Framework:
     def run_pre_filter(self, cluster, instance):
         """Returns (status, cycle, filters to run)."""
         cycle = CycleState()
-        skipped = set()
+        skipped = ()
         for plugin in self.pre_filters:
             status = plugin.pre_filter(cycle, cluster, instance)
             if status.code == SKIP:
-                skipped.add(plugin.name)
+                skipped += (plugin.name,)
             elif not status.ok:
                 status.plugin = status.plugin or plugin.name
                 return status, cycle, []
-        return OK, cycle, [p for p in self.filters if p.name not in skipped]
+        # One list per set of skipped plugins (a handful per problem); callers only read it.
+        filters = self._filters_without.get(skipped)
+        if filters is None:
+            filters = self._filters_without[skipped] = [p for p in self.filters if p.name not in skipped]
+        return OK, cycle, filters
 
     @staticmethod
     def run_static_filters(filters, instance, node, staying):

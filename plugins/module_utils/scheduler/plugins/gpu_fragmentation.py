@@ -133,6 +133,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._kind_devices = {}  # kind -> its devices, sorted
         self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
         self._basis = None      # GPU instances still to place when the mix was last taken from them
+        self._devices_now = {}  # node name -> (state, memory used per device, free per device sorted, idle GPUs)
         self._use(self._catalog)
 
     def _use(self, mix):
@@ -339,10 +340,16 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             return cached
         node = node_state.node
         info = self._infos.get(node.name) or self._info(node)
-        order = info[7]
         used = node_state.gpu_used
-        free = tuple(map(sub, info[2], used if order is None else [used[position] for position in order]))
-        idle = sum(map(truediv, free, info[1]))
+        # Most reservations on a GPU node take CPU and memory only: the devices' part is kept while they are unchanged.
+        devices = self._devices_now.get(node_state.name)
+        if devices is not None and devices[0] is node_state and devices[1] == used:
+            free, idle = devices[2], devices[3]
+        else:
+            order = info[7]
+            free = tuple(map(sub, info[2], used if order is None else [used[position] for position in order]))
+            idle = sum(map(truediv, free, info[1]))
+            self._devices_now[node_state.name] = (node_state, list(used), free, idle)
         cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
         if idle <= 0.0:
             spare = (cpu_free, memory_free, True)      # no GPU memory left to strand: CPU work changes nothing here
