@@ -451,18 +451,11 @@ class Attempt:
         self._compact()
 
     def _fits_elsewhere(self, instance, node_name):
-        """Whether a node other than ``node_name`` takes ``instance`` now (its class heap's answer; an instance with
-        a history is asked of every node)."""
-        if instance.previous is None:
-            candidates = self._candidates_for(instance.service)
-            return candidates.status.ok and candidates.best(skip=node_name) is not None
-        framework, cluster = self.framework, self.cluster
-        status, cycle, filters = framework.run_pre_filter(cluster, instance)
-        if not status.ok:
-            return False
-        names = sorted(cycle.node_names) if cycle.node_names is not None else cluster.nodes
-        return any(name != node_name and self._evaluate(instance, cycle, filters, cluster.nodes[name], scored=False)
-                   is not None for name in names)
+        """Whether a node other than ``node_name`` takes ``instance`` now: its class heap's answer. That holds for
+        a movable instance with a history too: it may move (else it is not movable), and its history only widens
+        what its own node accepts (a NoSchedule taint lets it stay), which is the node it leaves."""
+        candidates = self._candidates_for(instance.service)
+        return candidates.status.ok and candidates.best(skip=node_name) is not None
 
     def _swap(self, instance, node_state, placement):
         """``instance`` onto ``node_state`` in place of ``placement``'s instance, which is scheduled again. Returns
