@@ -696,6 +696,8 @@ def _inf_quota(plant):
             quota["max"] = {"gpu": needed - 1}
             return ("quota gpu-team: its services need at least %d GPU device(s) (%d whole, and %s shared on devices of at most %s),"
                     " max gpu is %d" % (needed, whole_devices, _gi(shared_memory), _gi(largest), needed - 1))
+    if memory < 1:
+        return None     # the team asks no GPU memory (no replicas): no GPU limit can refuse it (seed 1116 made "-1Gi")
     quota["max"] = {"gpu_memory": _gi(memory - 1)}
     return "quota gpu-team: its services take at least %s of GPU memory, max gpu_memory is %s" % (_gi(memory), _gi(memory - 1))
 
