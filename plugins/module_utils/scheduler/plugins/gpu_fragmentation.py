@@ -154,6 +154,10 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._largest = (max([cpu for _r, _w, shapes in mix for cpu, _m, _s in shapes] or [0]),
                          max([memory for _r, _w, shapes in mix for _c, memory, _s in shapes] or [0]))
         self._current = {}      # node name -> what _now returns: attempts have their own states
+        # (service, node kind, free CPU, free memory, free memory per device and the devices taken, in the kind's
+        # order) -> score: nodes of one kind in the same state score the same for an instance with no history (they
+        # all start empty).
+        self._scores = {}
 
     def expect(self, remaining):
         """The expected mix is the GPU work the gang has still to place while there is some (the gang knows it
@@ -375,15 +379,32 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             spare = now[6]
             if spare[2] or (requests.cpu <= spare[0] and requests.memory <= spare[1]):
                 return 0.0
-        else:
-            free = list(free)
+        chosen = ()
+        if service.resources.gpu is not None:
             order = info[7]
-            for position, take in gpu_choice(cycle, instance, node_state) or ():
-                free[position if order is None else order.index(position)] -= take
+            chosen = tuple((position if order is None else order.index(position), take)
+                           for position, take in gpu_choice(cycle, instance, node_state) or ())
+        key = None
+        if instance.previous is None:
+            # The score is a function of this key: the node's kind and state in the kind's device order, and the
+            # devices the instance would take there (GPU's best fit breaks ties by index, which differs by node).
+            key = (service.name, info[0], now[3], now[4], free, chosen)
+            known = self._scores.get(key)
+            if known is not None:
+                return known
+        if chosen:
+            free = list(free)
+            for position, take in chosen:
+                free[position] -= take
         before = now[5]
         if before is None:
             before = now[5] = self._fragmentation(info, now[3], now[4], now[2])
-        return before - self._fragmentation(info, now[3] - requests.cpu, now[4] - requests.memory, free)
+        score = before - self._fragmentation(info, now[3] - requests.cpu, now[4] - requests.memory, free)
+        if key is not None:
+            if len(self._scores) >= MEMO_SIZE:
+                self._scores.clear()
+            self._scores[key] = score
+        return score
 
     def scores_alike(self):
         # No GPU work in the catalog: every node would score the same.
