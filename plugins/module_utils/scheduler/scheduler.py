@@ -313,6 +313,7 @@ class Attempt:
         self._class_of = {}             # service name -> equivalence key
         self._classes = {}              # equivalence key -> _Candidates
         self.generation = 0             # bumped when every node's score changed: class heaps refill
+        self._removed = set()           # ids of placements the repair pass took back, until _compact drops them
 
     def static_ok(self, instance, node, filters, staying=False):
         key = (instance.service.name, node.name, staying)
@@ -379,28 +380,18 @@ class Attempt:
         return instance.previous is None or (self.cluster.moves_allowed and not instance.service.stateful)
 
     def _repair(self):
-        """Local search after the greedy pass: each instance that fits nowhere (in queue order) looks for a node
-        where it would fit without one placed, movable instance, which is then scheduled again elsewhere (its
-        class heap, as in the greedy pass); when that fails, both go back as they were. Greedy fills nodes one
+        """Local search after the greedy pass: each instance that fits nowhere (in the gang's order, by name) looks
+        for a node where it would fit without one placed, movable instance, which is then scheduled again elsewhere
+        (its class heap, as in the greedy pass); when that fails, both go back as they were. Greedy fills nodes one
         request at a time and leaves holes no single request fits: one swap often closes one. Bounded by
         REPAIR_PAIRS pairs looked at and REPAIR_SWAPS swaps tried; a class that found no swap is not looked
         at again until another swap succeeds (nothing changed for it)."""
         framework, cluster = self.framework, self.cluster
-        order = {instance.name: position for position, instance in enumerate(self.gang)}
         waiting = [instance for instance in self.gang if instance.name in self.unplaced]
-        waiting.sort(key=lambda instance: order[instance.name])
         by_node = {}
         for placement in self.placements:
             by_node.setdefault(placement.node, []).append(placement)
-        requests = {}
-
-        def request_of(service):
-            found = requests.get(service.name)
-            if found is None:
-                found = requests[service.name] = pod_requests(self.problem.services, service)
-            return found
-
-        self._removed = set()
+        requests = {name: pod_requests(self.problem.services, service) for name, service in self.problem.services.items()}
         pairs = swaps = 0
         hopeless = set()            # classes that found no swap since the last one that succeeded
         for instance in waiting:
@@ -410,7 +401,7 @@ class Attempt:
             status, cycle, filters = framework.run_pre_filter(cluster, instance)
             if not status.ok or cycle.node_names is not None:
                 continue
-            wanted = request_of(instance.service)
+            wanted = requests[instance.service.name]
             gpu = instance.service.resources.gpu
             done = False
             for name, node_state in cluster.nodes.items():
@@ -424,7 +415,7 @@ class Attempt:
                         self._compact()
                         return
                     other = placement.instance
-                    got = request_of(other.service)
+                    got = requests[other.service.name]
                     if cpu_free + got.cpu < wanted.cpu or memory_free + got.memory < wanted.memory:
                         continue
                     if gpu is not None and not _gpu_room(node_state, placement, gpu):

@@ -21,8 +21,8 @@ again once no GPU work is left or the attempt is over.
 
 Speed: the per-shape part of a node's fragmentation is remembered per node kind (the same devices, in
 whatever order: a node's devices are looked at sorted by model and memory, as fragmentation does not
-depend on their order), free memory per device, and how many of the mix's distinct CPU and memory amounts the node's free
-CPU and memory reach (only those decide which shapes fit); the part for idle GPUs the free CPU and
+depend on their order), free memory per device, and how many of the mix's distinct CPU and memory
+amounts the node's free CPU and memory reach (only those decide which shapes fit); the part for idle GPUs the free CPU and
 memory cannot feed is a formula. A node's current state is cached per version, with the CPU and
 memory that CPU-only work may take there without changing anything.
 
@@ -350,8 +350,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if devices is not None and devices[0] is node_state and devices[1] == used:
             free, idle = devices[2], devices[3]
         else:
-            order = info[7]
-            free = tuple(map(sub, info[2], used if order is None else [used[position] for position in order]))
+            free = tuple(map(sub, info[2], _sorted_free(info[7], used)))
             idle = sum(map(truediv, free, info[1]))
             self._devices_now[node_state.name] = (node_state, list(used), free, idle)
         cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
@@ -379,8 +378,8 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             spare = now[6]
             if spare[2] or (requests.cpu <= spare[0] and requests.memory <= spare[1]):
                 return 0.0
-        chosen = ()
-        if service.resources.gpu is not None:
+            chosen = ()
+        else:
             order = info[7]
             chosen = tuple((position if order is None else order.index(position), take)
                            for position, take in gpu_choice(cycle, instance, node_state) or ())

@@ -63,7 +63,6 @@ def test_unreserve_gives_back_everything_reserve_took():
     assert attempt.cluster.quota_used["compute"]["gpu"] == 2
     full = _snapshot(attempt)
 
-    attempt._removed = set()
     framework = attempt.framework
     _status, cycle, _filters = framework.run_pre_filter(attempt.cluster, placements["infer-0"].instance)
     attempt._unbind(placements["infer-0"], cycle)
@@ -77,15 +76,19 @@ def test_unreserve_gives_back_everything_reserve_took():
     assert full != empty
 
 
-def test_repair_moves_an_instance_placed_anew_to_make_room():
-    # "big" (3 cores) went to "a" first; "pinned" can only use "a" and needs 2 of its 4 cores.
-    mapping = {"nodes": {"a": node(cpu=4, labels={"zone": "a"}), "b": node(cpu=4, labels={"zone": "b"})},
+def _big_on_a_and_pinned_waiting(b_cpu):
+    """"big" (3 cores) went to "a" first; "pinned" can only use "a" and needs 2 of its 4 cores: it waits."""
+    mapping = {"nodes": {"a": node(cpu=4, labels={"zone": "a"}), "b": node(cpu=b_cpu, labels={"zone": "b"})},
                "services": {"big": service(cpu=3), "pinned": service(cpu=2, node_selector={"zone": "a"})}}
     attempt = _attempt(mapping)
     assert attempt._place_on(_instance(attempt, "big-0"), "a")
     assert not attempt.place(_instance(attempt, "pinned-0"))
     assert list(attempt.unplaced) == ["pinned-0"]
+    return attempt
 
+
+def test_repair_moves_an_instance_placed_anew_to_make_room():
+    attempt = _big_on_a_and_pinned_waiting(b_cpu=4)
     attempt._repair()
     assert attempt.unplaced == {}
     assert sorted((p.instance.name, p.node) for p in attempt.placements) == [("big-0", "b"), ("pinned-0", "a")]
@@ -108,11 +111,7 @@ def test_repair_leaves_an_instance_that_runs_where_it_is_when_moves_are_not_allo
 
 def test_repair_puts_back_what_it_tried_when_the_other_instance_fits_nowhere():
     # Making room for "pinned" on "a" would need "big" elsewhere, and "b" is too small for it.
-    mapping = {"nodes": {"a": node(cpu=4, labels={"zone": "a"}), "b": node(cpu=2, labels={"zone": "b"})},
-               "services": {"big": service(cpu=3), "pinned": service(cpu=2, node_selector={"zone": "a"})}}
-    attempt = _attempt(mapping)
-    assert attempt._place_on(_instance(attempt, "big-0"), "a")
-    assert not attempt.place(_instance(attempt, "pinned-0"))
+    attempt = _big_on_a_and_pinned_waiting(b_cpu=2)
     before = _snapshot(attempt)
     attempt._repair()
     assert list(attempt.unplaced) == ["pinned-0"]
