@@ -86,6 +86,10 @@ class QueueSortPlugin(Plugin):
 
 
 class PreFilterPlugin(Plugin):
+    # True when ``pre_filter`` answers from the instance's service alone (not its history, the cluster or the cycle,
+    # which it leaves alone): the framework then asks it once per service, not once per instance.
+    service_only = False
+
     def pre_filter(self, cycle, cluster, instance):
         """Node-independent checks and per-instance data. SKIP turns off this plugin's filters."""
         raise NotImplementedError
@@ -201,6 +205,7 @@ class Framework:
         self.specific_scorers = [p for p in self.scorers if p.instance_specific]
         self._steps = {}
         self._filters_without = {}
+        self._pre_filter_plans = {}
         self.reservers = at(ReservePlugin)
         self.permits = at(PermitPlugin)
         self.binders = at(BindPlugin)
@@ -208,19 +213,42 @@ class Framework:
     def run_pre_filter(self, cluster, instance):
         """Returns (status, cycle, filters to run)."""
         cycle = CycleState()
-        skipped = ()
-        for plugin in self.pre_filters:
+        plan = self._pre_filter_plans.get(instance.service.name)
+        if plan is None:
+            plan = self._pre_filter_plans[instance.service.name] = self._pre_filter_plan(cluster, instance)
+        steps, skipped, failure = plan
+        for plugin in steps:
             status = plugin.pre_filter(cycle, cluster, instance)
             if status.code == SKIP:
                 skipped += (plugin.name,)
             elif not status.ok:
                 status.plugin = status.plugin or plugin.name
                 return status, cycle, []
+        if failure is not None:
+            return failure, cycle, []
         # One list per set of skipped plugins (a handful per problem); callers only read it.
         filters = self._filters_without.get(skipped)
         if filters is None:
             filters = self._filters_without[skipped] = [p for p in self.filters if p.name not in skipped]
         return OK, cycle, filters
+
+    def _pre_filter_plan(self, cluster, instance):
+        """Per service: (the PreFilter plugins to run per instance, those the service-only ones skip, the first
+        service-only failure or None). Only the plugins before that failure run per instance: the first to fail
+        speaks, as when each runs in turn."""
+        steps = []
+        skipped = ()
+        for plugin in self.pre_filters:
+            if not plugin.service_only:
+                steps.append(plugin)
+                continue
+            status = plugin.pre_filter(CycleState(), cluster, instance)
+            if status.code == SKIP:
+                skipped += (plugin.name,)
+            elif not status.ok:
+                status.plugin = status.plugin or plugin.name
+                return steps, skipped, status
+        return steps, skipped, None
 
     @staticmethod
     def run_static_filters(filters, instance, node, staying):

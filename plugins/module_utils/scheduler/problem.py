@@ -53,7 +53,7 @@ class ProblemError(ValueError):
     """The problem is malformed. ``errors`` is a list of (path, message)."""
 
     def __init__(self, errors):
-        self.errors = list(errors)
+        self.errors = [(str(path), message) for path, message in errors]
         super().__init__(self.__str__())
 
     def __str__(self):
@@ -61,11 +61,27 @@ class ProblemError(ValueError):
 
 
 def join_path(path, key):
-    if isinstance(key, int):
-        return "%s[%d]" % (path, key)
-    # A key with a newline (or a huge one) is quoted, so that each error stays one short line.
-    key = printable(key)
-    return "%s.%s" % (path, key) if path else key
+    """The path to ``key`` inside ``path``: ``services.infer.resources``, ``nodes.a.gpus[0]``. Joined into text only
+    when an error names it (str()); most paths of a valid problem never are, and a problem has thousands."""
+    return _Path(path, key)
+
+
+class _Path:
+    __slots__ = ("parent", "key")
+
+    def __init__(self, parent, key):
+        self.parent = parent
+        self.key = key
+
+    def __str__(self):
+        if isinstance(self.key, int):
+            return "%s[%d]" % (self.parent, self.key)
+        # A key with a newline (or a huge one) is quoted, so that each error stays one short line.
+        key = printable(self.key)
+        parent = str(self.parent)
+        return "%s.%s" % (parent, key) if parent else key
+
+    __repr__ = __str__
 
 
 class Reader:
@@ -76,7 +92,7 @@ class Reader:
         self.entries = 0
 
     def error(self, path, message):
-        self.errors.append((path, message))
+        self.errors.append((str(path), message))
         if len(self.errors) >= MAX_ERRORS:
             raise ProblemError(self.errors + [("problem", "reading stopped after %d mistakes" % MAX_ERRORS)])
 

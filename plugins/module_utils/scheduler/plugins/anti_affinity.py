@@ -28,6 +28,7 @@ def service_conflicts(services):
 class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = "AntiAffinity"
     node_local = True
+    service_only = True
 
     def __init__(self, problem):
         super().__init__(problem)

@@ -24,19 +24,25 @@ INSUFFICIENT_WHOLE = "Insufficient free GPUs"
 
 def choose_gpus(node_state, request, preferred=()):
     """The device positions and bytes an instance would take on this node, or None."""
-    node = node_state.node
+    used = node_state.gpu_used
+    wanted = request.memory
+    models = request.models
     candidates = []
-    for position, device in enumerate(node.gpus):
-        if not request.matches(device):
+    for position, device in enumerate(node_state.node.gpus):
+        if models and not request.matches(device):
             continue
-        free = node.gpus[position].memory - node_state.gpu_used[position]
-        if request.memory is None:
-            if node_state.gpu_used[position] == 0:
-                candidates.append((device.uuid not in preferred, free, device.index, position, device.memory))
-        elif free >= request.memory:
-            candidates.append((device.uuid not in preferred, free, device.index, position, request.memory))
+        if wanted is None:
+            if used[position] == 0:
+                candidates.append((device.uuid not in preferred, device.memory, device.index, position, device.memory))
+        else:
+            free = device.memory - used[position]
+            if free >= wanted:
+                candidates.append((device.uuid not in preferred, free, device.index, position, wanted))
     if len(candidates) < request.count:
         return None
+    if request.count == 1:
+        best = min(candidates)
+        return [(best[3], best[4])]
     candidates.sort()
     return [(candidate[3], candidate[4]) for candidate in candidates[:request.count]]
 
@@ -61,6 +67,7 @@ def gpu_choice(cycle, instance, node_state):
 class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "GPU"
     node_local = True
+    service_only = True
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.gpu is not None else SKIPPED

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from operator import sub, truediv
+from operator import itemgetter, sub, truediv
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import NormalizeScorePlugin, ScorePlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
@@ -90,13 +90,18 @@ def _mix(counted):
     return mix
 
 
-def _scarcity(problem, mix):
-    """Per GPU request of the mix: its weight over the share of the cluster's GPUs its models match
-    (its weight when it accepts every model)."""
+def _models(problem):
+    """How many devices of each model the cluster has."""
     devices = {}
     for node in problem.nodes.values():
         for device in node.gpus:
             devices[device.model] = devices.get(device.model, 0) + 1
+    return devices
+
+
+def _scarcity(devices, mix):
+    """Per GPU request of the mix: its weight over the share of the cluster's GPUs its models match
+    (its weight when it accepts every model). ``devices``: what _models returns."""
     everything = sum(devices.values())
     scarcity = {}
     for request, weight, _shapes in mix:
@@ -104,11 +109,6 @@ def _scarcity(problem, mix):
             count for model, count in devices.items() if request.matches(_Model(model)))
         scarcity[request] = weight * everything / float(matching) if matching else weight
     return scarcity
-
-
-def _sorted_free(order, values):
-    """Per-device values of a node in its kind's sorted device order (``order`` None: already in it)."""
-    return tuple(values) if order is None else tuple(values[position] for position in order)
 
 
 class _Model:
@@ -128,9 +128,12 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
         self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
         self._catalog = expected_mix(problem)
-        self._kinds = {}        # node name -> (kind, its devices' positions sorted by model and memory)
+        self._device_models = _models(problem)
+        self._sizes = {}        # (node kind, positions) -> the largest of those devices' memory, as a float
+        self._kinds = {}        # node name -> what _kind returns
         self._kind_names = {}   # sorted devices (model, memory) -> the kind: the name of the first node with them
         self._kind_devices = {}  # kind -> its devices, sorted
+        self._kind_sizes = {}   # kind -> (its devices' memory as floats, as integers), sorted
         self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
         self._basis = None      # GPU instances still to place when the mix was last taken from them
         self._devices_now = {}  # node name -> (state, memory used per device, free per device sorted, idle GPUs)
@@ -139,7 +142,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
     def _use(self, mix):
         """Score against this expected mix from now on; everything computed for another one is dropped."""
         self._mix = mix
-        self._scarcity = _scarcity(self.problem, mix)
+        self._scarcity = _scarcity(self._device_models, mix)
         self._layouts = {}      # node kind -> per group, the positions of the devices its models match
         self._needs = {}        # node kind -> (CPU, memory) per GPU the mix asks
         self._compiled_kinds = {}   # node kind -> what _compiled returns
@@ -149,6 +152,11 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         # position here is below bisect_right(amounts, free CPU).
         self._cpus = sorted({cpu for _r, _w, shapes in mix for cpu, _m, _s in shapes})
         self._memories = sorted({memory for _r, _w, shapes in mix for _c, memory, _s in shapes})
+        cpu_ranks = {cpu: rank for rank, cpu in enumerate(self._cpus)}
+        memory_ranks = {memory: rank for rank, memory in enumerate(self._memories)}
+        # The mix's shapes with their CPU and memory as ranks in those lists, once per mix rather than per node kind.
+        self._ranked = [tuple((cpu_ranks[cpu], memory_ranks[memory], share) for cpu, memory, share in shapes)
+                        for _request, _weight, shapes in mix]
         self._memo = {}         # (node kind, CPU rank, memory rank, free per device) -> (idle GPUs, fragment per shape)
         # The most CPU and memory any expected shape asks: with that much left, every shape that fits still fits.
         self._largest = (max([cpu for _r, _w, shapes in mix for cpu, _m, _s in shapes] or [0]),
@@ -204,16 +212,14 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if compiled is None:
             absent = 0.0
             merged = {}
-            cpu_ranks = {cpu: rank for rank, cpu in enumerate(self._cpus)}
-            memory_ranks = {memory: rank for rank, memory in enumerate(self._memories)}
-            for (request, weight, shapes), positions in zip(self._mix, self._layout(kind)):
+            for (request, weight, _shapes), ranked, positions in zip(self._mix, self._ranked, self._layout(kind)):
                 if not positions:
                     absent += self._scarcity[request]
                     continue
                 entry = merged.setdefault((request.count, request.memory, positions), [0.0, {}])
                 entry[0] += weight
-                for cpu, memory, share in shapes:
-                    entry[1][cpu, memory] = entry[1].get((cpu, memory), 0.0) + share
+                for cpu_rank, memory_rank, share in ranked:
+                    entry[1][cpu_rank, memory_rank] = entry[1].get((cpu_rank, memory_rank), 0.0) + share
             # Groups with the same device need and positions see the same usable devices: one block each.
             blocks = {}
             total = absent
@@ -221,7 +227,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                     merged.items(), key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1], item[0][2])):
                 total += weight
                 blocks.setdefault((wanted, positions), []).append(
-                    (count, tuple((cpu_ranks[cpu], memory_ranks[memory], share) for (cpu, memory), share in sorted(shapes.items()))))
+                    (count, tuple((cpu_rank, memory_rank, share) for (cpu_rank, memory_rank), share in sorted(shapes.items()))))
             compiled = self._compiled_kinds[kind] = (total, tuple(
                 (wanted, positions, tuple(members)) for (wanted, positions), members in blocks.items()))
         return compiled
@@ -230,12 +236,14 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         """(CPU, memory) the expected work asks per GPU it takes on a node of this kind: what idle GPUs will need."""
         cached = self._needs.get(kind)
         if cached is None:
-            devices = self._kind_devices[kind]
             cpu = memory = gpus = 0.0
             for (request, _weight, shapes), positions in zip(self._mix, self._layout(kind)):
                 if not positions:
                     continue
-                size = float(max(devices[position].memory for position in positions))
+                size = self._sizes.get((kind, positions))
+                if size is None:
+                    devices = self._kind_devices[kind]
+                    size = self._sizes[kind, positions] = float(max(devices[position].memory for position in positions))
                 taken = request.count * (1.0 if request.memory is None else min(1.0, request.memory / size))
                 for shape_cpu, shape_memory, share in shapes:
                     cpu += share * shape_cpu
@@ -246,19 +254,18 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
 
     def _info(self, node):
         """What the fragmentation needs of a node, shared by its kind: (kind, device sizes as floats, device sizes,
-        CPU and memory per GPU the mix asks, the mix's summed weight, the blocks of _compiled, the node's device
-        positions in the kind's sorted order or None when they are already in it). Sizes are in sorted order."""
+        CPU and memory per GPU the mix asks, the mix's summed weight, the blocks of _compiled, then the node's own
+        part of _kind: its per-device values in the kind's sorted order, and each device's place in it). Sizes are in
+        sorted order."""
         info = self._infos.get(node.name)
         if info is None:
-            kind, order = self._kind(node)
+            found = self._kind(node)
+            kind = found[0]
             shared = self._kind_infos.get(kind)
             if shared is None:
-                devices = self._kind_devices[kind]
-                total, blocks = self._compiled(kind)
-                shared = self._kind_infos[kind] = (kind, tuple(float(device.memory) for device in devices),
-                                                   tuple(device.memory for device in devices)) + \
-                    self._per_gpu(kind) + (total, blocks)
-            info = self._infos[node.name] = shared + (order,)
+                shared = self._kind_infos[kind] = (kind,) + self._kind_sizes[kind] + self._per_gpu(kind) + \
+                    self._compiled(kind)
+            info = self._infos[node.name] = shared + found[1:]
         return info
 
     def fragmentation(self, node, cpu_free, memory_free, gpu_free):
@@ -267,7 +274,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if not node.gpus or not self._mix:
             return 0.0
         info = self._info(node)
-        return self._fragmentation(info, cpu_free, memory_free, _sorted_free(info[7], gpu_free))
+        return self._fragmentation(info, cpu_free, memory_free, info[7](gpu_free))
 
     def _fragmentation(self, info, cpu_free, memory_free, gpu_free):
         # Free CPU and memory decide which shapes fit only through how many of the mix's distinct amounts they
@@ -294,14 +301,25 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
 
     def _kind(self, node):
         """Nodes whose devices are alike, in any order, have the same layout and needs: one name stands for them
-        all. (kind, the node's device positions sorted by model and memory, or None when already sorted)."""
+        all. (kind, a function that puts per-device values of the node in the kind's order (sorted by model and
+        memory), each device's position in that order or None when the node's devices are already in it)."""
         found = self._kinds.get(node.name)
         if found is None:
             order = tuple(sorted(range(len(node.gpus)), key=lambda p: (node.gpus[p].model, node.gpus[p].memory, p)))
             signature = tuple((node.gpus[p].model, node.gpus[p].memory) for p in order)
             kind = self._kind_names.setdefault(signature, node.name)
-            self._kind_devices.setdefault(kind, tuple(node.gpus[p] for p in order))
-            found = self._kinds[node.name] = (kind, None if order == tuple(range(len(order))) else order)
+            if kind not in self._kind_devices:
+                devices = self._kind_devices[kind] = tuple(node.gpus[p] for p in order)
+                self._kind_sizes[kind] = (tuple(float(device.memory) for device in devices),
+                                          tuple(device.memory for device in devices))
+            if order == tuple(range(len(order))):
+                found = (kind, tuple, None)
+            else:
+                rank = [0] * len(order)
+                for sorted_position, position in enumerate(order):
+                    rank[position] = sorted_position
+                found = (kind, itemgetter(*order), tuple(rank))
+            self._kinds[node.name] = found
         return found
 
     @staticmethod
@@ -350,7 +368,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if devices is not None and devices[0] is node_state and devices[1] == used:
             free, idle = devices[2], devices[3]
         else:
-            free = tuple(map(sub, info[2], _sorted_free(info[7], used)))
+            free = tuple(map(sub, info[2], info[7](used)))
             idle = sum(map(truediv, free, info[1]))
             self._devices_now[node_state.name] = (node_state, list(used), free, idle)
         cpu_free, memory_free = node.cpu - node_state.cpu_used, node.memory - node_state.memory_used
@@ -380,9 +398,9 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 return 0.0
             chosen = ()
         else:
-            order = info[7]
-            chosen = tuple((position if order is None else order.index(position), take)
-                           for position, take in gpu_choice(cycle, instance, node_state) or ())
+            rank = info[8]
+            chosen = gpu_choice(cycle, instance, node_state) or ()
+            chosen = tuple(chosen) if rank is None else tuple((rank[position], take) for position, take in chosen)
         key = None
         if instance.previous is None:
             # The score is a function of this key: the node's kind and state in the kind's device order, and the

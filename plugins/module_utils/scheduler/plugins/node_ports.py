@@ -6,14 +6,20 @@
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
 class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
     name = "NodePorts"
     node_local = True
+    service_only = True
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self._ports = {name: pod_requests(problem.services, service).ports for name, service in problem.services.items()}
 
     def pre_filter(self, cycle, cluster, instance):
-        return OK if cycle["requests"].ports else SKIPPED
+        return OK if self._ports[instance.service.name] else SKIPPED
 
     def filter(self, cycle, cluster, instance, node_state):
         for port in cycle["requests"].ports:

@@ -15,11 +15,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 
 
 def choose_nvme(node_state, request, preferred=None):
+    """The position of the device an instance would use on this node, or None."""
+    label, size, used = request.label, request.size, node_state.nvme_used
     candidates = []
     for position, device in enumerate(node_state.node.nvme):
-        if request.label in device.labels:
-            free = node_state.nvme_free(position)
-            if free >= request.size:
+        if label in device.labels:
+            free = device.size - used[position]
+            if free >= size:
                 candidates.append((device.name != preferred, free, device.name, position))
     return min(candidates)[3] if candidates else None
 
@@ -32,6 +34,7 @@ def preferred_device(instance, node_name):
 class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "NVMe"
     node_local = True
+    service_only = True
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if instance.service.resources.nvme is not None else SKIPPED

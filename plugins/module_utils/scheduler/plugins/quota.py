@@ -40,6 +40,10 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
         self._reserved = sorted({dim for quota in problem.quotas.values() for dim in quota.min})
         self._limits = {name: sorted(quota.max.items()) for name, quota in problem.quotas.items()}
         self._base = {}     # service name -> its request without devices (copied, never changed)
+        # Per reserved dimension, each group's min there (0 where it has none).
+        self._minimums = [(dim, [(name, quota.min.get(dim, 0)) for name, quota in problem.quotas.items()])
+                          for dim in self._reserved]
+        self._device_bound = {}     # service name -> what _depends_on_devices answers
 
     def _request(self, cluster, instance, devices=None):
         """The instance's request per dimension.
@@ -77,11 +81,12 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
                         "quota %s: %s would be %s, above its max %s" % (
                             group, dim, _show(dim, used[dim] + request[dim]), _show(dim, limit)),
                         self.name)
-        for dim in self._reserved:
+        quota_used = cluster.quota_used
+        for dim, minimums in self._minimums:
             total = cluster.unquoted_used[dim] + (request[dim] if group is None and instance is not None else 0)
-            for name, quota in self.problem.quotas.items():
-                used = cluster.quota_used[name][dim] + (request[dim] if name == group else 0)
-                total += max(quota.min.get(dim, 0), used)
+            for name, minimum in minimums:
+                used = quota_used[name][dim] + (request[dim] if name == group else 0)
+                total += minimum if minimum > used else used
             if total > cluster.capacity[dim]:
                 return Status.unschedulable(
                     "quota min reservations: %s would need %s of the cluster's %s" % (
@@ -91,13 +96,15 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
 
     def _depends_on_devices(self, instance):
         """Whether the devices a node would give change this instance's quota check."""
-        if instance.service.resources.gpu is None:
-            return False
-        group = instance.service.quota
-        limited = set(self._reserved)
-        if group is not None:
-            limited |= set(self.problem.quotas[group].max)
-        return bool(limited & {"gpu", "gpu_memory"})
+        service = instance.service
+        known = self._device_bound.get(service.name)
+        if known is None:
+            limited = set(self._reserved)
+            if service.quota is not None:
+                limited |= set(self.problem.quotas[service.quota].max)
+            known = self._device_bound[service.name] = service.resources.gpu is not None and bool(
+                limited & {"gpu", "gpu_memory"})
+        return known
 
     def pre_filter(self, cycle, cluster, instance):
         if instance.service.quota is None and not self._reserved:

@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+"""The framework's PreFilter: service-only plugins are asked once per service, and the first to fail speaks."""
+from __future__ import annotations
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    OK, SKIPPED, Framework, PreFilterPlugin, Status,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import node, service
+
+
+class _ServiceOnly(PreFilterPlugin):
+    name = "ServiceOnly"
+    service_only = True
+    asked = 0
+
+    def pre_filter(self, cycle, cluster, instance):
+        type(self).asked += 1
+        if instance.service.name == "refused":
+            return Status.unschedulable("refused by its service")
+        return SKIPPED if instance.service.name == "skipped" else OK
+
+
+class _PerInstance(PreFilterPlugin):
+    name = "PerInstance"
+
+    def pre_filter(self, cycle, cluster, instance):
+        if instance.ordinal == 1:
+            return Status.unschedulable("the second instance is refused")
+        return OK
+
+
+def _framework():
+    problem = parse_problem({"nodes": {"a": node()}, "services": {
+        name: service(replicas=2) for name in ("kept", "skipped", "refused")}})
+    _ServiceOnly.asked = 0
+    return problem, Framework(problem, [HeavyFirst, _PerInstance, _ServiceOnly], {})
+
+
+def test_a_service_only_pre_filter_is_asked_once_per_service():
+    problem, framework = _framework()
+    cluster = ClusterState(problem)
+    for _round in range(3):
+        status, _cycle, _filters = framework.run_pre_filter(cluster, Instance(problem.services["kept"], 0, None))
+        assert status.ok
+        status, _cycle, _filters = framework.run_pre_filter(cluster, Instance(problem.services["skipped"], 0, None))
+        assert status.ok
+    assert _ServiceOnly.asked == 2
+
+
+def test_the_first_plugin_to_fail_is_the_one_reported():
+    problem, framework = _framework()
+    cluster = ClusterState(problem)
+    refused = problem.services["refused"]
+    first = framework.run_pre_filter(cluster, Instance(refused, 0, None))[0]
+    assert (first.ok, first.reasons, first.plugin) == (False, ("refused by its service",), "ServiceOnly")
+    # The per-instance plugin comes first in the profile: it speaks for the instance it refuses.
+    second = framework.run_pre_filter(cluster, Instance(refused, 1, None))[0]
+    assert (second.ok, second.reasons, second.plugin) == (False, ("the second instance is refused",), "PerInstance")
+    assert framework.run_pre_filter(cluster, Instance(problem.services["kept"], 1, None))[0].reasons == (
+        "the second instance is refused",)
