@@ -30,7 +30,7 @@ import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 try:
@@ -225,7 +225,7 @@ class _Model:
         self.reason = None
         self.instances = problem.instances() if instances is None else instances
         self._index = {instance.name: index for index, instance in enumerate(self.instances)}
-        self.requests = {name: pod_requests(problem.services, service) for name, service in problem.services.items()}
+        self.requests = problem.requests()
         self.place = {}         # (instance index, node name) -> BoolVar
         self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
         self.nvme = {}          # (instance index, node name, device position) -> BoolVar

@@ -281,7 +281,8 @@ class Framework:
             raw = score(cycle, cluster, instance, node_state)
             if normalize is not None:
                 raw = normalize(raw)
-            total += weight * min(max(raw, 0.0), MAX_NODE_SCORE)
+            # Clamped onto 0..MAX_NODE_SCORE (inline: this runs for every scorer of every node scored).
+            total += weight * (0.0 if raw < 0.0 else MAX_NODE_SCORE if raw > MAX_NODE_SCORE else raw)
         return total
 
     def run_expect(self, remaining):

@@ -9,6 +9,7 @@ immutable; what changes during a scheduling attempt lives in ``state.py``.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Tuple
@@ -182,9 +183,13 @@ class Instance:
 
     @property
     def name(self):
-        if self.node is not None:
-            return "%s@%s" % (self.service.name, self.node)
-        return "%s-%d" % (self.service.name, self.ordinal)
+        # Remembered: the scheduler asks it several times per instance, and the instance is immutable.
+        name = self.__dict__.get("_name")
+        if name is None:
+            name = "%s@%s" % (self.service.name, self.node) if self.node is not None else \
+                "%s-%d" % (self.service.name, self.ordinal)
+            object.__setattr__(self, "_name", name)
+        return name
 
     @property
     def pinned(self):
@@ -193,6 +198,20 @@ class Instance:
 
     def previous_node(self):
         return self.previous.node if self.previous is not None else None
+
+
+Requests = namedtuple("Requests", "cpu memory ports services")
+
+
+def pod_requests(services, service):
+    """What an instance of ``service`` and its sidecars take together, like the containers of one pod."""
+    members = [service] + [services[name] for name in service.sidecars]
+    return Requests(
+        cpu=sum(member.resources.cpu for member in members),
+        memory=sum(member.resources.memory for member in members),
+        ports=tuple(sorted(port for member in members for port in member.ports)),
+        services=tuple(member.name for member in members),
+    )
 
 
 @dataclass(frozen=True)
@@ -210,6 +229,15 @@ class Problem:
             cached = self._build_instances()
             object.__setattr__(self, "_instances", cached)
         return list(cached)
+
+    def requests(self):
+        """Per service name, what an instance of it and its sidecars take together (pod_requests): built once,
+        shared by the plugins, read only."""
+        cached = self.__dict__.get("_requests")
+        if cached is None:
+            cached = {name: pod_requests(self.services, service) for name, service in self.services.items()}
+            object.__setattr__(self, "_requests", cached)
+        return cached
 
     def _build_instances(self):
         result = []

@@ -31,7 +31,6 @@ from ansible_collections.gangplank.platform.plugins.module_utils.messages import
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
@@ -264,7 +263,7 @@ def _quota_usage_of(problem, placements):
     for placement in placements:
         service = placement.instance.service
         group = usage.setdefault(service.quota, dict.fromkeys(QUOTA_DIMENSIONS, 0))
-        request = pod_requests(problem.services, service)
+        request = problem.requests()[service.name]
         group["cpu"] += request.cpu
         group["memory"] += request.memory
         group["nvme"] += placement.nvme_size if placement.nvme is not None else 0

@@ -35,7 +35,6 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler impor
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement, PreviousPlacement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
@@ -191,7 +190,7 @@ def equivalence_key(problem, service, conflicts=None):
     equivalence classes): services with the same key share one candidate heap. The name is left out;
     anti-affinity enters through the services each one conflicts with. The image is in it for user plugins
     (profiles.py), which may read it."""
-    requests = pod_requests(problem.services, service)
+    requests = problem.requests()[service.name]
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
@@ -391,7 +390,7 @@ class Attempt:
         by_node = {}
         for placement in self.placements:
             by_node.setdefault(placement.node, []).append(placement)
-        requests = {name: pod_requests(self.problem.services, service) for name, service in self.problem.services.items()}
+        requests = self.problem.requests()
         pairs = swaps = 0
         hopeless = set()            # classes that found no swap since the last one that succeeded
         for instance in waiting:

@@ -11,7 +11,7 @@ from the gangplank.io/service.<name> labels the scheduler plants on each node.
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import pod_requests
 
 
 def service_conflicts(services):

@@ -42,7 +42,6 @@ from operator import itemgetter, sub, truediv
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import NormalizeScorePlugin, ScorePlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 MEMO_SIZE = 100000      # fragmentation values remembered at most (a few tens of MB)
 REFRESH = 2             # the expected mix follows the gang's remaining GPU work when that has shrunk this many times
@@ -66,7 +65,7 @@ def _gpu_services(problem):
         request = service.resources.gpu
         if service.sidecar or request is None:
             continue
-        requests = pod_requests(problem.services, service)
+        requests = problem.requests()[service.name]
         result.append((service, request, requests.cpu, requests.memory))
     return result
 
@@ -125,7 +124,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+        self._requests = problem.requests()
         self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
         self._catalog = expected_mix(problem)
         self._device_models = _models(problem)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
 class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
@@ -16,10 +15,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._ports = {name: pod_requests(problem.services, service).ports for name, service in problem.services.items()}
+        self._requests = problem.requests()
 
     def pre_filter(self, cycle, cluster, instance):
-        return OK if self._ports[instance.service.name] else SKIPPED
+        return OK if self._requests[instance.service.name].ports else SKIPPED
 
     def filter(self, cycle, cluster, instance, node_state):
         for port in cycle["requests"].ports:

@@ -19,7 +19,6 @@ weighs free CPU and memory against the GPU work expected, decides.
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, ReservePlugin, ScorePlugin, Status
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
 class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
@@ -29,7 +28,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self.least_allocated = False
-        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+        self._requests = problem.requests()
         self._gpu_work = any(s.resources.gpu is not None and not s.sidecar for s in problem.services.values())
 
     def configure(self, args):

@@ -31,6 +31,18 @@ def preferred_device(instance, node_name):
     return previous.nvme if previous is not None and previous.node == node_name else None
 
 
+def nvme_choice(cycle, instance, node_state):
+    """choose_nvme for this instance (its previous device first), remembered in its cycle for the node's current
+    version (Filter, Score and Reserve all ask)."""
+    key = ("NVMe", node_state.name)
+    cached = cycle.get(key)
+    if cached is not None and cached[0] == node_state.version:
+        return cached[1]
+    chosen = choose_nvme(node_state, instance.service.resources.nvme, preferred_device(instance, node_state.name))
+    cycle[key] = (node_state.version, chosen)
+    return chosen
+
+
 class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "NVMe"
     node_local = True
@@ -52,7 +64,7 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
 
     def filter(self, cycle, cluster, instance, node_state):
         request = instance.service.resources.nvme
-        if choose_nvme(node_state, request) is None:
+        if nvme_choice(cycle, instance, node_state) is None:
             return Status.unschedulable("Insufficient NVMe space (%s)" % request.label, self.name)
         return OK
 
@@ -63,7 +75,7 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         request = instance.service.resources.nvme
         if request is None:
             return 0.0
-        position = choose_nvme(node_state, request, preferred_device(instance, node_state.name))
+        position = nvme_choice(cycle, instance, node_state)
         if position is None:
             return 0.0
         free = node_state.nvme_free(position)
@@ -73,7 +85,7 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         request = instance.service.resources.nvme
         if request is None:
             return
-        position = choose_nvme(node_state, request, preferred_device(instance, node_state.name))
+        position = nvme_choice(cycle, instance, node_state)
         node_state.nvme_used[position] += request.size
         placement["nvme"] = node_state.node.nvme[position]
         placement["nvme_size"] = request.size

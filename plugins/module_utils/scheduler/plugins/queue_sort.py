@@ -21,7 +21,6 @@ a service cannot use never reorders it.
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import QueueSortPlugin
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
 class HeavyFirst(QueueSortPlugin):
@@ -52,7 +51,7 @@ class HeavyFirst(QueueSortPlugin):
         elif gpu is not None:
             shared_memory = gpu.count * gpu.memory
         nvme = service.resources.nvme.size if service.resources.nvme else 0
-        requests = pod_requests(self.problem.services, service)
+        requests = self.problem.requests()[service.name]
         return (whole_memory, whole_count, nvme, requests.cpu, requests.memory, shared_memory)
 
     def sort_key(self, instance, moves_allowed):

@@ -20,7 +20,6 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import pod_requests
 
 
 def _show(dimension, amount):
@@ -36,7 +35,7 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._requests = {name: pod_requests(problem.services, s) for name, s in problem.services.items()}
+        self._requests = problem.requests()
         self._reserved = sorted({dim for quota in problem.quotas.values() for dim in quota.min})
         self._limits = {name: sorted(quota.max.items()) for name, quota in problem.quotas.items()}
         self._base = {}     # service name -> its request without devices (copied, never changed)

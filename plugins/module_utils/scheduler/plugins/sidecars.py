@@ -3,28 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Sidecars: an app instance and its sidecars share a node, so they are fitted as one.
 
-PreFilter adds the sidecars' CPU, memory and ports to the instance's own, like the
-containers of one pod; the other plugins read the total from the cycle state.
+PreFilter puts the instance's total (model.pod_requests: the sidecars' CPU, memory and ports added to its own,
+like the containers of one pod) in the cycle state, where the other plugins read it.
 """
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, PreFilterPlugin
-
-Requests = namedtuple("Requests", "cpu memory ports services")
-
-
-def pod_requests(services, service):
-    """What an instance of ``service`` and its sidecars take together."""
-    members = [service] + [services[name] for name in service.sidecars]
-    return Requests(
-        cpu=sum(member.resources.cpu for member in members),
-        memory=sum(member.resources.memory for member in members),
-        ports=tuple(sorted(port for member in members for port in member.ports)),
-        services=tuple(member.name for member in members),
-    )
 
 
 class Sidecars(PreFilterPlugin):
@@ -32,8 +17,7 @@ class Sidecars(PreFilterPlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._requests = {name: pod_requests(problem.services, service)
-                          for name, service in problem.services.items()}
+        self._requests = problem.requests()
 
     def requests(self, service):
         return self._requests[service.name]
