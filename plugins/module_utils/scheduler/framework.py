@@ -115,6 +115,19 @@ class FilterPlugin(Plugin):
         return OK
 
 
+class Filters(list):
+    """The Filter plugins an instance goes through, in order; ``dynamic``: those of them whose ``filter`` does
+    something (the others decide in ``filter_static`` alone, which the scheduler remembers per node), for
+    run_filters, which runs for every node tried."""
+
+    def __init__(self, plugins=()):
+        super().__init__(plugins)
+        self.dynamic = [plugin for plugin in self if type(plugin).filter is not FilterPlugin.filter]
+
+
+NO_FILTERS = Filters()
+
+
 class PostFilterPlugin(Plugin):
     def post_filter(self, attempt, instance, diagnosis):
         """Called when an instance fits nowhere. Returns a Status; SUCCESS asks for another attempt."""
@@ -223,13 +236,13 @@ class Framework:
                 skipped += (plugin.name,)
             elif not status.ok:
                 status.plugin = status.plugin or plugin.name
-                return status, cycle, []
+                return status, cycle, NO_FILTERS
         if failure is not None:
-            return failure, cycle, []
+            return failure, cycle, NO_FILTERS
         # One list per set of skipped plugins (a handful per problem); callers only read it.
         filters = self._filters_without.get(skipped)
         if filters is None:
-            filters = self._filters_without[skipped] = [p for p in self.filters if p.name not in skipped]
+            filters = self._filters_without[skipped] = Filters(p for p in self.filters if p.name not in skipped)
         return OK, cycle, filters
 
     def _pre_filter_plan(self, cluster, instance):
@@ -260,6 +273,7 @@ class Framework:
 
     @staticmethod
     def run_filters(filters, cycle, cluster, instance, node_state):
+        """``filters``: a Filters' ``dynamic`` part (or some of it)."""
         for plugin in filters:
             status = plugin.filter(cycle, cluster, instance, node_state)
             if not status.ok:

@@ -212,7 +212,7 @@ class _Candidates:
         self.status, self.cycle, self.filters = framework.run_pre_filter(cluster, self.instance)
         # What a node on top of the heap is checked against again before use: its version says whether its own
         # state changed; only filters that read the rest of the cluster (quotas) can have turned stricter.
-        self.recheck = [plugin for plugin in self.filters if not plugin.node_local]
+        self.recheck = [plugin for plugin in self.filters.dynamic if not plugin.node_local]
         self.heap = []
         self.diagnosis = None
         self.seen = len(attempt.bound)
@@ -231,7 +231,7 @@ class _Candidates:
         attempt = self.attempt
         if not attempt.static_ok(self.instance, node_state.node, self.filters):
             return
-        if not attempt.framework.run_filters(self.filters, self.cycle, attempt.cluster, self.instance,
+        if not attempt.framework.run_filters(self.filters.dynamic, self.cycle, attempt.cluster, self.instance,
                                              node_state).ok:
             return
         score = attempt.framework.run_score(attempt.framework.shared_scorers, self.cycle, attempt.cluster,
@@ -590,7 +590,7 @@ class Attempt:
         staying = instance.previous_node() == node_state.name
         if not self.static_ok(instance, node_state.node, filters, staying):
             return None
-        if not self.framework.run_filters(filters, cycle, self.cluster, instance, node_state).ok:
+        if not self.framework.run_filters(filters.dynamic, cycle, self.cluster, instance, node_state).ok:
             return None
         if not scored:
             return (0.0, node_state.name)
@@ -631,7 +631,7 @@ class Attempt:
                 continue
             status = self.framework.run_static_filters(filters, instance, node_state.node, name == previous)
             if status.ok:
-                status = self.framework.run_filters(filters, cycle, self.cluster, instance, node_state)
+                status = self.framework.run_filters(filters.dynamic, cycle, self.cluster, instance, node_state)
             statuses.append((name, status))
         return statuses
 
