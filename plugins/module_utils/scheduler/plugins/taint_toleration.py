@@ -22,6 +22,8 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     name = "TaintToleration"
 
     def filter_static(self, instance, node, staying):
+        if not node.taints:
+            return OK
         for taint in untolerated(instance.service, node.taints):
             if taint.effect == NO_EXECUTE or (taint.effect == NO_SCHEDULE and not staying):
                 shown = taint.key if taint.value is None else "%s: %s" % (taint.key, taint.value)
