@@ -173,12 +173,9 @@ def _apply(cluster, placement, request):
     node_state.memory_used += request.memory
     node_state.ports.update(request.ports)
     node_state.add_services(request.services)
-    positions = {device.uuid: position for position, device in enumerate(node_state.node.gpus)}
-    for claim in placement.gpus:
-        node_state.gpu_used[positions[claim.device.uuid]] += claim.memory
+    node_state.add_gpu_claims(placement.gpus)
     if placement.nvme is not None:
-        position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
-        node_state.nvme_used[position] += placement.nvme_size
+        node_state.add_nvme(placement.nvme, placement.nvme_size)
 
 
 def _unrepresentable(builder):

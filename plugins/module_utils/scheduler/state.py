@@ -37,6 +37,17 @@ class NodeState:
         for name in names:
             services[name] = services.get(name, 0) + 1
 
+    def add_gpu_claims(self, claims, sign=1):
+        """Take (``sign`` 1) or give back (-1) the memory of these GPU claims (model.GPUClaim) on this node's devices."""
+        positions = {device.uuid: position for position, device in enumerate(self.node.gpus)}
+        for claim in claims:
+            self.gpu_used[positions[claim.device.uuid]] += sign * claim.memory
+
+    def add_nvme(self, device, size, sign=1):
+        """Take (``sign`` 1) or give back (-1) ``size`` bytes of this node's NVMe device (model.NVMeDevice)."""
+        position = [mine.name for mine in self.node.nvme].index(device.name)
+        self.nvme_used[position] += sign * size
+
     def gpu_free(self, position):
         return self.node.gpus[position].memory - self.gpu_used[position]
 

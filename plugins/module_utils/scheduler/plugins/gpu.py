@@ -117,6 +117,4 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         placement["gpus"] = tuple(sorted(claims, key=lambda claim: claim.device.index))
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
-        positions = {device.uuid: position for position, device in enumerate(node_state.node.gpus)}
-        for claim in placement.gpus:
-            node_state.gpu_used[positions[claim.device.uuid]] -= claim.memory
+        node_state.add_gpu_claims(placement.gpus, -1)

@@ -92,5 +92,4 @@ class NVMe(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
         if placement.nvme is not None:
-            position = [device.name for device in node_state.node.nvme].index(placement.nvme.name)
-            node_state.nvme_used[position] -= placement.nvme_size
+            node_state.add_nvme(placement.nvme, placement.nvme_size, -1)
