@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
-    OK, SKIPPED, Framework, PreFilterPlugin, Status,
+    OK, SKIPPED, FilterPlugin, Framework, PreFilterPlugin, Status,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
@@ -62,3 +62,30 @@ def test_the_first_plugin_to_fail_is_the_one_reported():
     assert (second.ok, second.reasons, second.plugin) == (False, ("the second instance is refused",), "PerInstance")
     assert framework.run_pre_filter(cluster, Instance(problem.services["kept"], 1, None))[0].reasons == (
         "the second instance is refused",)
+
+
+class _StaticOnly(FilterPlugin):
+    name = "StaticOnly"
+
+    def filter_static(self, instance, node, staying):
+        return OK
+
+
+class _Dynamic(FilterPlugin):
+    name = "Dynamic"
+
+    def filter(self, cycle, cluster, instance, node_state):
+        return Status.unschedulable("node(s) said no")
+
+
+def test_run_filters_is_given_only_the_filters_that_read_the_node_state():
+    problem = parse_problem({"nodes": {"a": node()}, "services": {"web": service()}})
+    framework = Framework(problem, [HeavyFirst, _StaticOnly, _Dynamic], {})
+    cluster = ClusterState(problem)
+    instance = Instance(problem.services["web"], 0, None)
+    status, cycle, filters = framework.run_pre_filter(cluster, instance)
+    assert status.ok
+    assert [plugin.name for plugin in filters] == ["StaticOnly", "Dynamic"]
+    assert [plugin.name for plugin in filters.dynamic] == ["Dynamic"]
+    refused = framework.run_filters(filters.dynamic, cycle, cluster, instance, cluster.nodes["a"])
+    assert (refused.ok, refused.reasons) == (False, ("node(s) said no",))
