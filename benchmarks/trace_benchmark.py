@@ -37,7 +37,7 @@ import argparse
 import csv
 import json
 import random
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 import statistics
 import sys
 import time
@@ -289,7 +289,59 @@ class Replay:
         attempt.total = len(entries)
         attempt.run()
         gpus = {entry[0].name: entry[1] for entry in entries}
+        self.gang_entries = entries
         return sum(gpus[p.instance.name] for p in attempt.placements) / self.gpus, attempt
+
+
+def share_ceiling(entries, gpus):
+    """How much of the arrived GPU work could be placed at all, judged by GPU memory alone (CPU, memory, models
+    and node boundaries ignored; every whole-GPU pod counted as placed), in % of the cluster's GPUs:
+    (best-fit decreasing of the shares onto the devices the whole-GPU pods leave, a packing; an upper bound: an
+    LP in which a share above half a device has a device of its own, the room beside a share of size s takes
+    only shares <= 1000 - s, and smaller shares split freely)."""
+    whole = sum(instance.service.resources.gpu.count for instance, _gpus in entries
+                if instance.service.resources.gpu is not None and instance.service.resources.gpu.memory is None)
+    # A request for several shared devices is one share per device (relaxed: they need not be on one node).
+    shares = sorted((instance.service.resources.gpu.memory >> 20 for instance, _gpus in entries
+                     if instance.service.resources.gpu is not None and instance.service.resources.gpu.memory is not None
+                     for _device in range(instance.service.resources.gpu.count)), reverse=True)
+    devices = gpus - whole
+    room, opened, packed = [], 0, 0
+    for share in shares:
+        position = bisect_left(room, share)
+        if position < len(room):
+            left = room.pop(position) - share
+        elif opened < devices:
+            opened += 1
+            left = MILLI - share
+        else:
+            continue
+        insort(room, left)
+        packed += share
+    sizes = {}
+    for share in shares:
+        sizes[share] = sizes.get(share, 0) + 1
+    from ortools.linear_solver import pywraplp  # pylint: disable=import-outside-toplevel  (only this needs it)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    big = {size: solver.NumVar(0, count, "big%d" % size) for size, count in sizes.items() if 2 * size > MILLI}
+    flows = {}
+    for size in sizes:
+        if 2 * size > MILLI:
+            continue
+        for beside in list(big) + [None]:
+            if beside is None or size <= MILLI - beside:
+                flows[size, beside] = solver.NumVar(0, solver.infinity(), "f%d_%s" % (size, beside))
+    for beside, count in big.items():
+        solver.Add(sum(var for (_size, where), var in flows.items() if where == beside) <= (MILLI - beside) * count)
+    solver.Add(sum(big.values()) <= devices)
+    solver.Add(sum(var for (_size, where), var in flows.items() if where is None) <= MILLI * (devices - sum(big.values())))
+    for size, count in sizes.items():
+        if 2 * size <= MILLI:
+            solver.Add(sum(var for (of, _where), var in flows.items() if of == size) <= size * count)
+    solver.Maximize(sum(size * var for size, var in big.items()) + sum(flows.values()))
+    solver.Solve()
+    bound = solver.Objective().Value()
+    return 100.0 * (whole + packed / float(MILLI)) / gpus, 100.0 * (whole + bound / MILLI) / gpus
 
 
 def diagnosis(attempt):
@@ -476,6 +528,9 @@ def main(argv=None):
                 ratio, gang_attempt = replay.gang()
                 figures["gang"].append(100.0 * ratio)
                 detail["gang"] = 100.0 * ratio
+                detail["gang_packing"], detail["gang_bound"] = share_ceiling(replay.gang_entries, gpus)
+                figures.setdefault("gang packing", []).append(detail["gang_packing"])
+                figures.setdefault("gang bound", []).append(detail["gang_bound"])
                 if args.check:
                     detail["gang_check"] = check(replay, gang_attempt)
             if "moves" in modes:
@@ -486,8 +541,12 @@ def main(argv=None):
             detail["seconds"] = time.monotonic() - seed_started
             details.append(detail)
             if not args.json:
-                print("%s seed %d: %s (%.0f s)" % (workload, seed, ", ".join(
-                    "%s %.2f%%" % (mode, detail[mode]) for mode in modes), detail["seconds"]), flush=True)
+                ceiling = ""
+                if "gang_bound" in detail:
+                    ceiling = " (by GPU memory alone: best-fit packing %.2f%%, at most %.2f%%)" % (
+                        detail["gang_packing"], detail["gang_bound"])
+                print("%s seed %d: %s%s (%.0f s)" % (workload, seed, ", ".join(
+                    "%s %.2f%%" % (mode, detail[mode]) for mode in modes), ceiling, detail["seconds"]), flush=True)
                 if "diagnosis" in detail:
                     print("    %s" % json.dumps(detail["diagnosis"], sort_keys=True), flush=True)
                 for key, what in (("check", "online"), ("gang_check", "gang")):
@@ -507,11 +566,12 @@ def main(argv=None):
     print()
     print("GPU allocation ratio (%%) at %d%% arrived, mean over seeds %s; %.0f s in all" % (
         MEASURE_AT, ",".join(str(seed) for seed in args.seeds), seconds))
-    header = ["workload"] + ["%s %s" % (label, mode) for mode in modes] + list(POLICIES)
+    columns = modes + (["gang packing", "gang bound"] if "gang" in modes else [])
+    header = ["workload"] + ["%s %s" % (label, mode) if mode in modes else mode for mode in columns] + list(POLICIES)
     lines = [header]
     for row in rows:
         published_row = ["%.2f" % row["published"][p] if row["published"][p] is not None else "-" for p in POLICIES]
-        lines.append([row["workload"]] + ["%.2f" % row["ours"][mode] for mode in modes] + published_row)
+        lines.append([row["workload"]] + ["%.2f" % row["ours"][mode] for mode in columns] + published_row)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for position, line in enumerate(lines):
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))

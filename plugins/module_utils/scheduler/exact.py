@@ -28,9 +28,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement, pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import pod_requests
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 try:
