@@ -42,6 +42,11 @@ import statistics
 import sys
 import time
 
+try:
+    from ortools.linear_solver import pywraplp
+except ImportError:     # the gang's upper bound needs OR-Tools, as the exact solver does; it is "-" without
+    pywraplp = None
+
 # Puts the collection (through its shim) and this folder on sys.path.
 import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
@@ -321,7 +326,8 @@ def share_ceiling(entries, gpus):
     sizes = {}
     for share in shares:
         sizes[share] = sizes.get(share, 0) + 1
-    from ortools.linear_solver import pywraplp  # pylint: disable=import-outside-toplevel  (only this needs it)
+    if pywraplp is None:
+        return 100.0 * (whole + packed / float(MILLI)) / gpus, None
     solver = pywraplp.Solver.CreateSolver("GLOP")
     big = {size: solver.NumVar(0, count, "big%d" % size) for size, count in sizes.items() if 2 * size > MILLI}
     flows = {}
@@ -542,9 +548,9 @@ def main(argv=None):
             details.append(detail)
             if not args.json:
                 ceiling = ""
-                if "gang_bound" in detail:
-                    ceiling = " (by GPU memory alone: best-fit packing %.2f%%, at most %.2f%%)" % (
-                        detail["gang_packing"], detail["gang_bound"])
+                if "gang_packing" in detail:
+                    ceiling = " (by GPU memory alone: best-fit packing %.2f%%, at most %s)" % (
+                        detail["gang_packing"], "-" if detail["gang_bound"] is None else "%.2f%%" % detail["gang_bound"])
                 print("%s seed %d: %s%s (%.0f s)" % (workload, seed, ", ".join(
                     "%s %.2f%%" % (mode, detail[mode]) for mode in modes), ceiling, detail["seconds"]), flush=True)
                 if "diagnosis" in detail:
@@ -555,7 +561,7 @@ def main(argv=None):
                             what, detail[key][0], detail[key][1], len(detail[key][2]),
                             "".join("\n      " + v for v in detail[key][2][:5])), flush=True)
         row = {"workload": workload, "seeds": args.seeds, "details": details,
-               "ours": {mode: statistics.mean(values) for mode, values in figures.items()},
+               "ours": {mode: None if None in values else statistics.mean(values) for mode, values in figures.items()},
                "published": {policy: expected.get((workload, policy)) for policy in POLICIES}}
         rows.append(row)
     seconds = time.monotonic() - started
@@ -571,7 +577,8 @@ def main(argv=None):
     lines = [header]
     for row in rows:
         published_row = ["%.2f" % row["published"][p] if row["published"][p] is not None else "-" for p in POLICIES]
-        lines.append([row["workload"]] + ["%.2f" % row["ours"][mode] for mode in columns] + published_row)
+        lines.append([row["workload"]] + ["-" if row["ours"][mode] is None else "%.2f" % row["ours"][mode]
+                                          for mode in columns] + published_row)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for position, line in enumerate(lines):
         print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
