@@ -37,7 +37,7 @@ import argparse
 import csv
 import json
 import random
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 import statistics
 import sys
 import time
@@ -73,17 +73,12 @@ class PaperFGD(GPUFragmentation):
     follows the work left), scored alone. ``--policy fgd``: a baseline for traces without published figures,
     to be checked first against the published FGD figures of the traces that have them."""
 
+    starvation = False
+
     def _use(self, mix):
         super()._use(mix)
         # A shape that cannot use a node's models sees all of its idle GPUs as fragment, at its own weight.
         self._scarcity = {request: weight for request, weight, _shapes in mix}
-
-    def _fragmentation(self, info, cpu_free, memory_free, gpu_free):
-        key = (info[0], bisect_right(self._cpus, cpu_free), bisect_right(self._memories, memory_free), tuple(gpu_free))
-        entry = self._memo.get(key)
-        if entry is None:
-            entry = self._memo[key] = self._shaped(info, key[1], key[2], gpu_free)
-        return entry[1] if entry[0] > 0.0 else 0.0
 
     def expect(self, remaining):
         return False
@@ -284,9 +279,13 @@ class Replay:
         kept = {entry[0].name: entry for entry in entries if entry[0].name in now}
         return again, kept
 
+    def arrived(self):
+        """(instance, GPUs) of every pod that arrived up to 100%."""
+        return [entry for percent, batch in self.batches if percent <= MEASURE_AT for entry in batch]
+
     def gang(self):
         """Every pod that arrived up to 100%, planned at once."""
-        entries = [entry for percent, batch in self.batches if percent <= MEASURE_AT for entry in batch]
+        entries = self.arrived()
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
         # The gang is what Attempt.run places (issue 15: preemptible instances are its ``extra``).
         attempt.instances = attempt.gang = [entry[0] for entry in entries]
@@ -294,7 +293,6 @@ class Replay:
         attempt.total = len(entries)
         attempt.run()
         gpus = {entry[0].name: entry[1] for entry in entries}
-        self.gang_entries = entries
         return sum(gpus[p.instance.name] for p in attempt.placements) / self.gpus, attempt
 
 
@@ -534,7 +532,7 @@ def main(argv=None):
                 ratio, gang_attempt = replay.gang()
                 figures["gang"].append(100.0 * ratio)
                 detail["gang"] = 100.0 * ratio
-                detail["gang_packing"], detail["gang_bound"] = share_ceiling(replay.gang_entries, gpus)
+                detail["gang_packing"], detail["gang_bound"] = share_ceiling(replay.arrived(), gpus)
                 figures.setdefault("gang packing", []).append(detail["gang_packing"])
                 figures.setdefault("gang bound", []).append(detail["gang_bound"])
                 if args.check:

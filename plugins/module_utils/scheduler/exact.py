@@ -470,27 +470,20 @@ class _Model:
             name = chosen.get(index)
             if name is None:
                 continue        # a preemptible instance left out
-            node_state = cluster.nodes[name]
-            node = node_state.node
-            request = self.requests[instance.service.name]
-            node_state.cpu_used += request.cpu
-            node_state.memory_used += request.memory
-            node_state.ports.update(request.ports)
-            node_state.add_services(request.services)
+            node = cluster.nodes[name].node
             claims = []
             for position in range(len(node.gpus)):
                 entry = self.gpu.get((index, name, position))
                 if entry is not None and solver.Value(entry[0]):
-                    node_state.gpu_used[position] += entry[1]
                     claims.append(GPUClaim(node.gpus[position], entry[1]))
             device, size = None, 0
             for position in range(len(node.nvme)):
                 var = self.nvme.get((index, name, position))
                 if var is not None and solver.Value(var):
                     device, size = node.nvme[position], instance.service.resources.nvme.size
-                    node_state.nvme_used[position] += size
-            placements.append(Placement(instance, name, tuple(sorted(claims, key=lambda claim: claim.device.index)),
-                                        device, size))
+            placement = Placement(instance, name, tuple(sorted(claims, key=lambda claim: claim.device.index)), device, size)
+            _apply(cluster, placement, self.requests[instance.service.name])
+            placements.append(placement)
         return placements, cluster
 
 

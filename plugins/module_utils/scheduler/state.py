@@ -37,6 +37,14 @@ class NodeState:
         for name in names:
             services[name] = services.get(name, 0) + 1
 
+    def remove_services(self, names):
+        """Undo add_services for one instance: a service leaves the node with the last instance that brought it."""
+        services = self.services
+        for name in names:
+            services[name] -= 1
+            if not services[name]:
+                del services[name]
+
     def add_gpu_claims(self, claims, sign=1):
         """Take (``sign`` 1) or give back (-1) the memory of these GPU claims (model.GPUClaim) on this node's devices."""
         positions = {device.uuid: position for position, device in enumerate(self.node.gpus)}

@@ -47,8 +47,4 @@ class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
         # Replicas of a service may share a node: the service leaves it with the last of them.
-        services = node_state.services
-        for name in cycle["requests"].services:
-            services[name] -= 1
-            if not services[name]:
-                del services[name]
+        node_state.remove_services(cycle["requests"].services)

@@ -121,6 +121,9 @@ class _Model:
 
 class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
     name = "GPUFragmentation"
+    # Count the idle GPUs that a node's free CPU and memory cannot feed (beyond FGD); False gives FGD's own
+    # fragmentation (the trace benchmark's baseline, benchmarks/trace_benchmark.py --policy fgd).
+    starvation = True
 
     def __init__(self, problem):
         super().__init__(problem)
@@ -286,8 +289,8 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 self._memo.clear()      # bounded: early states (the shared ones) are the ones worth keeping
             entry = self._memo[key] = self._shaped(info, key[1], key[2], gpu_free)
         idle, shaped = entry
-        if idle <= 0.0:
-            return 0.0
+        if idle <= 0.0 or not self.starvation:
+            return shaped if idle > 0.0 else 0.0
         # Beyond FGD, which asks only whether one more request of each shape fits: the idle GPUs that the
         # node's free CPU and memory cannot feed at the mix's CPU and memory per GPU are stranded too.
         cpu_per_gpu, memory_per_gpu = info[3], info[4]
