@@ -75,8 +75,15 @@ class Plugin:
     def __init__(self, problem):
         self.problem = problem
 
+    # True when the plugin's answers depend on the service's name (an extender's Pod is named after it): services
+    # with the same requirements then no longer share an equivalence class (scheduler.equivalence_key).
+    per_service = False
+
     def configure(self, args):
         """The plugin's args from a profile's plugin_config (already validated by profiles.py)."""
+
+    def attach(self, framework):
+        """Called once the framework is built, with it (plugins/extender.py reads the filters that run before it)."""
 
 
 class QueueSortPlugin(Plugin):
@@ -222,6 +229,9 @@ class Framework:
         self.reservers = at(ReservePlugin)
         self.permits = at(PermitPlugin)
         self.binders = at(BindPlugin)
+        self.per_service = any(plugin.per_service for plugin in self.plugins)
+        for plugin in self.plugins:
+            plugin.attach(self)
 
     def run_pre_filter(self, cluster, instance):
         """Returns (status, cycle, filters to run)."""
