@@ -111,12 +111,18 @@ class ExtenderConfig:
         else:
             connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
         expired = threading.Event()
+        opened = []
         # The socket timeout bounds each read; the watchdog bounds the whole exchange (a server that answers one
-        # byte at a time never trips a per-read timeout).
-        watchdog = threading.Timer(self.timeout, _abort, (connection, expired))
+        # byte at a time never trips a per-read timeout). It holds the socket itself: http.client lets go of it
+        # once the answer's headers say the connection closes, while the answer is still being read from it.
+        watchdog = threading.Timer(self.timeout, _abort, (opened, expired))
         watchdog.daemon = True
         watchdog.start()
         try:
+            connection.connect()
+            opened.append(connection.sock)
+            if expired.is_set():
+                raise socket.timeout()
             connection.request("POST", path, body=body, headers=headers)
             response = connection.getresponse()
             data = _read(response)
@@ -161,10 +167,9 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
 
 
-def _abort(connection, expired):
+def _abort(opened, expired):
     expired.set()
-    sock = connection.sock
-    if sock is not None:
+    for sock in opened:
         try:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
         except OSError:
@@ -608,7 +613,7 @@ def read_priorities(config, verb, answer, sent, warnings):
         score = int(score)
         if not 0 <= score <= MAX_EXTENDER_PRIORITY:
             warnings.append("%s: %s scored node %s %d; scores are 0..%d (kube's MaxExtenderPriority), so it counts as %d"
-                            % (config.name, verb, host, score, MAX_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY,
+                            % (config.name, verb, host, score, MAX_EXTENDER_PRIORITY,
                                min(max(score, 0), MAX_EXTENDER_PRIORITY)))
             score = min(max(score, 0), MAX_EXTENDER_PRIORITY)
         scores[host] = score
