@@ -107,12 +107,13 @@ def run_size(nodes, instances, seed, runs, port):
             started = time.perf_counter()
             results[name] = plan(data, profile=profile)
             times[name].append(time.perf_counter() - started)
-    base = statistics.median(times["none"])
     row = {"nodes": nodes, "instances": instances, "services": services, "runs": runs,
            "median_ms": {name: statistics.median(values) * 1000.0 for name, values in times.items()}, "modes": {}}
     for name in ("names", "nodes"):
         entry = results[name]["extenders"][0]
-        ratio = statistics.median(times[name]) / base
+        # The median of the paired ratios (run i with, over run i without): the machine's load changes between
+        # runs, much less within one pair.
+        ratio = statistics.median(with_ / without for with_, without in zip(times[name], times["none"]))
         goal = RATIO_GOAL.get((nodes, instances))
         calls_ok = entry["filter_calls"] <= services and entry["prioritize_calls"] <= services
         row["modes"][name] = {

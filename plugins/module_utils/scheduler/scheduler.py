@@ -198,7 +198,7 @@ def _exact_summary(found, greedy_summary, exact_seconds):
     return "%s (%s, so the exact solver did not run)" % (greedy_summary, found.reason)
 
 
-def equivalence_key(problem, service, conflicts=None, by_name=False):
+def equivalence_key(problem, service, conflicts=None, extra=()):
     """What decides where an instance of ``service`` may go and how nodes score for it (kube's
     equivalence classes): services with the same key share one candidate heap. The name is left out;
     anti-affinity enters through the services each one conflicts with. The image is in it for user plugins
@@ -207,7 +207,7 @@ def equivalence_key(problem, service, conflicts=None, by_name=False):
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
-            service.tolerations, service.quota, service.image) + ((service.name,) if by_name else ())
+            service.tolerations, service.quota, service.image) + extra
 
 
 class _Candidates:
@@ -343,7 +343,7 @@ class Attempt:
             key = self._class_of.get(service.name)
             if key is None:
                 key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts,
-                                                                                 self.framework.per_service)
+                                                                                 self.framework.class_key(service))
             if key not in by_class:
                 stand_in = Instance(service, 0, None)
                 status, _cycle, filters = self.framework.run_pre_filter(self.cluster, stand_in)
@@ -590,7 +590,7 @@ class Attempt:
         key = self._class_of.get(service.name)
         if key is None:
             key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts,
-                                                                                 self.framework.per_service)
+                                                                                 self.framework.class_key(service))
         return key
 
     def _candidates_for(self, service):

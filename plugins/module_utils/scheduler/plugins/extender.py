@@ -17,13 +17,17 @@ docs/scheduler-design.md).
 - The prioritize verb gets the nodes that also passed this extender's filter; a score 0..10 counts
   ``weight`` x score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
 - kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
-- A failed call (extender.ExtenderError): an ``ignorable`` extender is skipped for the rest of the plan
-  (every node passes, every score 0) and the result says why; any other fails the plan with the error.
+- All calls are made in one round when the first answer is needed (every service needs its answers for its
+  equivalence class before the first placement), at most extender.MAX_CONCURRENT at once.
+- A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
+  node passes, every score 0) and the result says why; any other fails the plan with the error.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
@@ -41,18 +45,18 @@ class Extender(FilterPlugin, ScorePlugin):
 
     name = "Extender"
     config = None           # an extender.ExtenderConfig
-    per_service = True      # the Pod it is sent carries the service's name and labels
 
     def __init__(self, problem):
         super().__init__(problem)
         self.built_in = ()
-        self._verdicts = {}         # service name -> {node name: Status} of the nodes it filtered out
-        self._scores = {}           # service name -> {node name: 0..10}
+        self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
+        self._scores = None         # service name -> {node name: 0..10}
         self._pods = {}             # service name -> (Pod JSON text, resource names)
         self._node_json = {}        # node name -> Node JSON text (built once per plan)
+        self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
-        self.skipped = None         # why an ignorable extender is no longer asked
+        self.skipped = None         # why an ignorable extender was left out of this plan
         self.warnings = []
 
     def attach(self, framework):
@@ -60,57 +64,140 @@ class Extender(FilterPlugin, ScorePlugin):
         # alone cannot know, and a node left out of the call is one the extender never judged.
         self.built_in = [plugin for plugin in framework.filters if type(plugin) in PLUGINS]
 
-    # --- Filter ---------------------------------------------------------------------------
+    # --- Filter, Score, class key: all read the answers of one round of calls ----------------------
 
     def filter_static(self, instance, node, staying):
-        verdicts = self._verdicts.get(instance.service.name)
-        if verdicts is None:
-            verdicts = self._verdicts[instance.service.name] = self._filter(instance.service)
-        return verdicts.get(node.name, OK)
-
-    def _filter(self, service):
-        config = self.config
-        if not config.filter_verb or not self._interested(service):
-            return {}
-        candidates = self._candidates(service)
-        if not candidates:
-            return {}
-        answer = self._call(FILTER, config.filter_verb, service, candidates)
-        if answer is None:
-            return {}
-        passed, failed = answer
-        fallback = "node(s) didn't pass %s" % config.name
-        return {name: Status.unschedulable(failed.get(name, fallback), self.name)
-                for name in candidates if name not in passed}
-
-    def _candidates(self, service):
-        """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
-        set), in the problem's node order."""
-        stand_in = Instance(service, 0, None)
-        return [name for name, node in self.problem.nodes.items()
-                if all(plugin.filter_static(stand_in, node, True).ok for plugin in self.built_in)]
-
-    # --- Score ------------------------------------------------------------------------------
+        if self._verdicts is None:
+            self._ask()
+        return self._verdicts[instance.service.name].get(node.name, OK)
 
     def scores_alike_for(self, service):
         return not self.config.prioritize_verb or not self._interested(service)
 
     def score(self, cycle, cluster, instance, node_state):
-        scores = self._scores.get(instance.service.name)
-        if scores is None:
-            scores = self._scores[instance.service.name] = self._prioritize(instance.service)
-        return scores.get(node_state.name, 0) * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+        if self._scores is None:
+            self._ask()
+        return self._scores[instance.service.name].get(node_state.name, 0) * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
 
-    def _prioritize(self, service):
-        stand_in = Instance(service, 0, None)
-        nodes = [name for name in self._candidates(service)
-                 if self.filter_static(stand_in, self.problem.nodes[name], True).ok]
-        if not nodes:
-            return {}
-        answer = self._call(PRIORITIZE, self.config.prioritize_verb, service, nodes)
-        return answer or {}
+    def class_key(self, service):
+        """What the extender answered for the service: services of one shape share a class heap when the extender
+        refused the same nodes for the same reasons and gave the same scores (the Pod names the service, so the
+        answers may differ)."""
+        if self._verdicts is None:
+            self._ask()
+        refused = tuple(sorted((name, status.reasons) for name, status in self._verdicts[service.name].items()))
+        return refused, tuple(sorted((name, score) for name, score in self._scores[service.name].items() if score))
 
-    # --- the call ---------------------------------------------------------------------------
+    def _candidates(self, service):
+        """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
+        set), in the problem's node order. Kept per what those filters read of a service (NodeUnschedulable:
+        every_node; TaintToleration: tolerations; NodeSelector; NodeResourcesFit: the pod's CPU and memory; GPU
+        and NVMe: their requests), so services of one shape cost one pass over the nodes."""
+        requests = self.problem.requests()[service.name]
+        shape = (service.every_node, service.tolerations, tuple(sorted(service.node_selector.items())),
+                 requests.cpu, requests.memory, service.resources.gpu, service.resources.nvme)
+        names = self._candidates_of.get(shape)
+        if names is None:
+            stand_in = Instance(service, 0, None)
+            names = self._candidates_of[shape] = [
+                name for name, node in self.problem.nodes.items()
+                if all(plugin.filter_static(stand_in, node, True).ok for plugin in self.built_in)]
+        return names
+
+    # --- the calls ---------------------------------------------------------------------------
+
+    def _ask(self):
+        """One round, the first time an answer is needed: the filter verb for every service (that the extender
+        manages and that has candidate nodes), then the prioritize verb for the nodes each one passed; at most
+        extender.MAX_CONCURRENT calls in flight. Every service of the problem needs its answers before the first
+        placement (its equivalence class), so asking all at once adds no call and waits one round trip, not one per
+        service. Should a call fail, an ignorable extender is left out of the whole plan (no answer of it is used,
+        whichever call failed first); any other raises the error of the first service, in name order, that failed."""
+        config = self.config
+        services = [service for service in self.problem.services.values() if not service.sidecar]
+        self._verdicts = {service.name: {} for service in self.problem.services.values()}
+        self._scores = {service.name: {} for service in self.problem.services.values()}
+        candidates = {service.name: self._candidates(service) for service in services
+                      if self._interested(service)}
+        try:
+            if config.filter_verb:
+                jobs = [(service, candidates[service.name]) for service in services if candidates.get(service.name)]
+                fallback = "node(s) didn't pass %s" % config.name
+                for service, names, (passed, failed) in self._round(FILTER, config.filter_verb, jobs):
+                    self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
+                                                    for name in names if name not in passed}
+            if config.prioritize_verb:
+                jobs = [(service, [name for name in candidates[service.name] if name not in self._verdicts[service.name]])
+                        for service in services if candidates.get(service.name)]
+                for service, _names, scores in self._round(PRIORITIZE, config.prioritize_verb,
+                                                           [job for job in jobs if job[1]]):
+                    self._scores[service.name] = scores
+        except wire.ExtenderError as error:
+            if not config.ignorable:
+                raise
+            self.skipped = str(error)
+            self.warnings.append("%s; ignorable, so it is left out of this plan" % error)
+            self._verdicts = {service.name: {} for service in self.problem.services.values()}
+            self._scores = {service.name: {} for service in self.problem.services.values()}
+
+    def _round(self, kind, verb, jobs):
+        """[(service, names sent, answer read)] for ``jobs`` [(service, names)], in order; raises the ExtenderError
+        of the first job that failed. Once one failed or the plan's time bound is spent, no further call starts."""
+        config = self.config
+        started = time.monotonic()
+        stop = threading.Event()
+        lock = threading.Lock()
+        spent = self.seconds
+
+        def call(job):
+            service, names = job
+            if stop.is_set():
+                return None
+            if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
+                stop.set()
+                return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
+                                          % (config.name, wire.MAX_PLAN_SECONDS, service.name))
+            node_jsons = () if config.node_cache_capable else [self._node(name) for name in names]
+            body = wire.args_body(self._pod(service)[0], names, node_jsons, config.node_cache_capable)
+            with lock:
+                self.calls[kind] += 1
+            try:
+                answer = config.post(verb, body)
+                sent = set(names)
+                if kind == FILTER:
+                    return wire.read_filter_result(config, verb, answer, sent)
+                found = []
+                scores = wire.read_priorities(config, verb, answer, sent, found)
+                return scores, found
+            except wire.ExtenderError as error:
+                stop.set()
+                return wire.ExtenderError("%s (service %s)" % (error, service.name))
+
+        # Node JSON is built here, once, not in the workers (they would build the same text at once).
+        if not config.node_cache_capable:
+            for _service, names in jobs:
+                for name in names:
+                    self._node(name)
+        try:
+            if len(jobs) <= 1:
+                answers = [call(job) for job in jobs]
+            else:
+                with ThreadPoolExecutor(max_workers=min(wire.MAX_CONCURRENT, len(jobs))) as pool:
+                    answers = list(pool.map(call, jobs))
+        finally:
+            self.seconds += time.monotonic() - started
+        failures = [answer for answer in answers if isinstance(answer, wire.ExtenderError)]
+        if failures:
+            raise failures[0]
+        results = []
+        for (service, names), answer in zip(jobs, answers):
+            if kind == PRIORITIZE:
+                answer, found = answer
+                for warning in found:
+                    if len(self.warnings) < wire.MAX_WARNINGS:
+                        self.warnings.append("%s (service %s)" % (warning, service.name))
+            results.append((service, names, answer))
+        return results
 
     def _interested(self, service):
         """kube's IsInterested: no managedResources, or the Pod requests one of them."""
@@ -124,44 +211,11 @@ class Extender(FilterPlugin, ScorePlugin):
             pod = self._pods[service.name] = (wire.encode(obj), wire.resource_names(obj))
         return pod
 
-    def _call(self, kind, verb, service, names):
-        """The answer read (filter: (passed, failed); prioritize: scores), or None when the extender is skipped."""
-        config = self.config
-        if self.skipped is not None:
-            return None
-        if self.seconds >= wire.MAX_PLAN_SECONDS:
-            return self._failed(wire.ExtenderError("%s: spent %g s in this plan already (the bound is %g s); not "
-                                                   "called again" % (config.name, self.seconds, wire.MAX_PLAN_SECONDS)))
-        node_jsons = () if config.node_cache_capable else [self._node(name) for name in names]
-        body = wire.args_body(self._pod(service)[0], names, node_jsons, config.node_cache_capable)
-        self.calls[kind] += 1
-        started = time.monotonic()
-        try:
-            answer = config.post(verb, body)
-            sent = set(names)
-            if kind == FILTER:
-                return wire.read_filter_result(config, verb, answer, sent)
-            return wire.read_priorities(config, verb, answer, sent, self._warn_list())
-        except wire.ExtenderError as error:
-            return self._failed(wire.ExtenderError("%s (service %s)" % (error, service.name)))
-        finally:
-            self.seconds += time.monotonic() - started
-
     def _node(self, name):
         text = self._node_json.get(name)
         if text is None:
             text = self._node_json[name] = wire.encode(wire.node_object(self.problem.nodes[name]))
         return text
-
-    def _warn_list(self):
-        return self.warnings if len(self.warnings) < wire.MAX_WARNINGS else []
-
-    def _failed(self, error):
-        if not self.config.ignorable:
-            raise error
-        self.skipped = str(error)
-        self.warnings.append("%s; ignorable, so it is skipped for the rest of this plan" % error)
-        return None
 
     def report(self):
         """What the result says about this extender: calls, seconds, whether it was skipped and why."""

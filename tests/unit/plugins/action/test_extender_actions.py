@@ -61,7 +61,7 @@ def test_gang_schedule_changes_nothing_when_an_extender_fails(servers):
     args["profile"] = _profile(server.url, ignorable=True)
     result = _run(gang_schedule, args, {"hostvars": HOSTVARS})
     assert not result.get("failed") and result["changed"] is True
-    assert len(result["warnings"]) == 1 and "ignorable, so it is skipped" in result["warnings"][0]
+    assert len(result["warnings"]) == 1 and "ignorable, so it is left out of this plan" in result["warnings"][0]
     assert result["plan"]["extenders"][0]["skipped"] is True
 
 
