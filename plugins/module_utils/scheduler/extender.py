@@ -46,7 +46,7 @@ MAX_EXTENDER_PRIORITY = 10          # kube's MaxExtenderPriority: answers' score
 MAX_TOKEN = 16384                   # characters of a bearer token
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
-MAX_CONCURRENT = 8                  # calls of one extender in flight at once
+MAX_CONCURRENT = 4                  # calls of one extender in flight at once (a Python http.server listens with a backlog of 5)
 NAMESPACE = "gangplank"
 
 # Extended resources and annotations of the Pod and Node objects (docs/problem-format.md, "Extenders").

@@ -14,8 +14,9 @@ docs/scheduler-design.md).
   without what the attempt has placed, which would make the verdict change within an attempt. A node
   the answer leaves out gets its FailedNodes reason (or FailedAndUnresolvableNodes'), which the
   "0/N nodes are available" line counts like any filter's.
-- The prioritize verb gets the nodes that also passed this extender's filter; a score 0..10 counts
-  ``weight`` x score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
+- The prioritize verb gets the same nodes (kube sends those that also passed the filter; here both are
+  asked at once and the scores of refused nodes are never read); a score 0..10 counts ``weight`` x
+  score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
 - kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
 - All calls are made in one round when the first answer is needed (every service needs its answers for its
   equivalence class before the first placement), at most extender.MAX_CONCURRENT at once.
@@ -107,42 +108,51 @@ class Extender(FilterPlugin, ScorePlugin):
     # --- the calls ---------------------------------------------------------------------------
 
     def _ask(self):
-        """One round, the first time an answer is needed: the filter verb for every service (that the extender
-        manages and that has candidate nodes), then the prioritize verb for the nodes each one passed; at most
-        extender.MAX_CONCURRENT calls in flight. Every service of the problem needs its answers before the first
-        placement (its equivalence class), so asking all at once adds no call and waits one round trip, not one per
-        service. Should a call fail, an ignorable extender is left out of the whole plan (no answer of it is used,
-        whichever call failed first); any other raises the error of the first service, in name order, that failed."""
+        """One round of calls, the first time an answer is needed: the filter verb and the prioritize verb for every
+        service that the extender manages and that has candidate nodes, at most extender.MAX_CONCURRENT calls in
+        flight. Every service of the problem needs its answers before the first placement (its equivalence class),
+        so asking all at once adds no call and waits about one round trip, not two per service. The prioritize
+        verb gets the same candidates as the filter verb (kube sends it those that passed the filter; asking both
+        at once halves the wait, and the scores of refused nodes are never read). Should a call fail, an ignorable
+        extender is left out of the whole plan (none of its answers is used, whichever call failed first); any
+        other raises the error of the first failed call, filter calls first, in service name order."""
         config = self.config
-        services = [service for service in self.problem.services.values() if not service.sidecar]
         self._verdicts = {service.name: {} for service in self.problem.services.values()}
         self._scores = {service.name: {} for service in self.problem.services.values()}
-        candidates = {service.name: self._candidates(service) for service in services
-                      if self._interested(service)}
+        jobs = []
+        for service in self.problem.services.values():
+            if service.sidecar or not self._interested(service):
+                continue
+            names = self._candidates(service)
+            if names:
+                jobs.extend((kind, verb, service, names) for kind, verb in
+                            ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb)) if verb)
+        jobs.sort(key=lambda job: job[0] != FILTER)
         try:
-            if config.filter_verb:
-                jobs = [(service, candidates[service.name]) for service in services if candidates.get(service.name)]
-                fallback = "node(s) didn't pass %s" % config.name
-                for service, names, (passed, failed) in self._round(FILTER, config.filter_verb, jobs):
-                    self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
-                                                    for name in names if name not in passed}
-            if config.prioritize_verb:
-                jobs = [(service, [name for name in candidates[service.name] if name not in self._verdicts[service.name]])
-                        for service in services if candidates.get(service.name)]
-                for service, _names, scores in self._round(PRIORITIZE, config.prioritize_verb,
-                                                           [job for job in jobs if job[1]]):
-                    self._scores[service.name] = scores
+            answers = self._round(jobs)
         except wire.ExtenderError as error:
             if not config.ignorable:
                 raise
             self.skipped = str(error)
             self.warnings.append("%s; ignorable, so it is left out of this plan" % error)
-            self._verdicts = {service.name: {} for service in self.problem.services.values()}
-            self._scores = {service.name: {} for service in self.problem.services.values()}
+            return
+        fallback = "node(s) didn't pass %s" % config.name
+        for (kind, _verb, service, names), answer in zip(jobs, answers):
+            if kind == FILTER:
+                passed, failed = answer
+                self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
+                                                for name in names if name not in passed}
+            else:
+                scores, found = answer
+                self._scores[service.name] = scores
+                for warning in found:
+                    if len(self.warnings) < wire.MAX_WARNINGS:
+                        self.warnings.append("%s (service %s)" % (warning, service.name))
 
-    def _round(self, kind, verb, jobs):
-        """[(service, names sent, answer read)] for ``jobs`` [(service, names)], in order; raises the ExtenderError
-        of the first job that failed. Once one failed or the plan's time bound is spent, no further call starts."""
+    def _round(self, jobs):
+        """The answers read for ``jobs`` [(kind, verb, service, names)], in order (prioritize: (scores, warnings));
+        raises the ExtenderError of the first job that failed. Once one failed or the plan's time bound is spent,
+        no further call starts."""
         config = self.config
         started = time.monotonic()
         stop = threading.Event()
@@ -150,14 +160,14 @@ class Extender(FilterPlugin, ScorePlugin):
         spent = self.seconds
 
         def call(job):
-            service, names = job
+            kind, verb, service, names = job
             if stop.is_set():
                 return None
             if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
                 stop.set()
                 return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
                                           % (config.name, wire.MAX_PLAN_SECONDS, service.name))
-            node_jsons = () if config.node_cache_capable else [self._node(name) for name in names]
+            node_jsons = () if config.node_cache_capable else [self._node_json[name] for name in names]
             body = wire.args_body(self._pod(service)[0], names, node_jsons, config.node_cache_capable)
             with lock:
                 self.calls[kind] += 1
@@ -167,15 +177,14 @@ class Extender(FilterPlugin, ScorePlugin):
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
                 found = []
-                scores = wire.read_priorities(config, verb, answer, sent, found)
-                return scores, found
+                return wire.read_priorities(config, verb, answer, sent, found), found
             except wire.ExtenderError as error:
                 stop.set()
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
         # Node JSON is built here, once, not in the workers (they would build the same text at once).
         if not config.node_cache_capable:
-            for _service, names in jobs:
+            for _kind, _verb, _service, names in jobs:
                 for name in names:
                     self._node(name)
         try:
@@ -186,18 +195,10 @@ class Extender(FilterPlugin, ScorePlugin):
                     answers = list(pool.map(call, jobs))
         finally:
             self.seconds += time.monotonic() - started
-        failures = [answer for answer in answers if isinstance(answer, wire.ExtenderError)]
-        if failures:
-            raise failures[0]
-        results = []
-        for (service, names), answer in zip(jobs, answers):
-            if kind == PRIORITIZE:
-                answer, found = answer
-                for warning in found:
-                    if len(self.warnings) < wire.MAX_WARNINGS:
-                        self.warnings.append("%s (service %s)" % (warning, service.name))
-            results.append((service, names, answer))
-        return results
+        for answer in answers:
+            if isinstance(answer, wire.ExtenderError):
+                raise answer
+        return answers
 
     def _interested(self, service):
         """kube's IsInterested: no managedResources, or the Pod requests one of them."""
