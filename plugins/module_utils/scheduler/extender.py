@@ -227,8 +227,9 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
     errors = len(reader.errors)
     for key in ("bindVerb", "preemptVerb"):
         if spec.get(key):
-            reader.bad(join_path(where, key), spec[key], "no %s: gangplank binds every instance itself and plans "
-                                                          "a gang at once, without kube's preemption" % key)
+            expected = "no %s: gangplank binds every instance itself and plans a gang at once, without kube's " \
+                       "preemption" % key
+            reader.bad(join_path(where, key), spec[key], expected)
     url = reader.string(spec.get("urlPrefix"), join_path(where, "urlPrefix"), "an http:// or https:// URL")
     https = False
     if url is not None:
@@ -619,4 +620,3 @@ def read_priorities(config, verb, answer, sent, warnings):
             score = min(max(score, 0), MAX_EXTENDER_PRIORITY)
         scores[host] = score
     return scores
-

@@ -342,8 +342,8 @@ class Attempt:
                 continue
             key = self._class_of.get(service.name)
             if key is None:
-                key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts,
-                                                                                 self.framework.class_key(service))
+                key = self._class_of[service.name] = equivalence_key(
+                    self.problem, service, self._conflicts, self.framework.class_key(service))
             if key not in by_class:
                 stand_in = Instance(service, 0, None)
                 status, _cycle, filters = self.framework.run_pre_filter(self.cluster, stand_in)
@@ -589,8 +589,8 @@ class Attempt:
     def _class_key(self, service):
         key = self._class_of.get(service.name)
         if key is None:
-            key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts,
-                                                                                 self.framework.class_key(service))
+            key = self._class_of[service.name] = equivalence_key(
+                self.problem, service, self._conflicts, self.framework.class_key(service))
         return key
 
     def _candidates_for(self, service):

@@ -6,16 +6,29 @@ from __future__ import annotations
 import json
 from unittest.mock import MagicMock
 
+import pytest
 from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action import gang_plan, gang_schedule
 from ansible_collections.gangplank.platform.tests.unit.plugins.action.test_gang_schedule import HOSTVARS, SERVICES
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_extender import (
-    TOKEN, maintenance, servers,  # noqa: F401 (servers is a fixture)
+    TOKEN, PythonExtender, maintenance,
 )
 
 PROBLEM = {"nodes": {"a": {"cpu": 4, "memory": "8Gi"}, "b": {"cpu": 4, "memory": "8Gi"}},
            "services": {"web": {"replicas": 2, "resources": {"cpu": 1}}}}
+
+
+@pytest.fixture
+def servers():
+    started = []
+
+    def start(behave):
+        started.append(PythonExtender(behave))
+        return started[-1]
+    yield start
+    for server in started:
+        server.close()
 
 
 def _run(module, args, task_vars):

@@ -619,8 +619,8 @@ def test_requests_decode_into_kubes_types_field_for_field():
 
 def test_the_decoder_catches_what_go_would_drop():
     problems = []
-    decode({"Pod": {"metadata": {"nme": "x"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "1 core"}}}],
-                                                        "priority": 2 ** 40}}, "nodes": None}, "ExtenderArgs", "A", problems)
+    spec = {"containers": [{"resources": {"requests": {"cpu": "1 core"}}}], "priority": 2 ** 40}
+    decode({"Pod": {"metadata": {"nme": "x"}, "spec": spec}, "nodes": None}, "ExtenderArgs", "A", problems)
     assert problems == ["A.Pod.metadata.nme: no such field in ObjectMeta",
                         "A.Pod.spec.containers[0].resources.requests[cpu]: '1 core' is not a quantity",
                         "A.Pod.spec.priority: 1099511627776 is not a int32", "A.nodes: no such field in ExtenderArgs"]
@@ -713,9 +713,9 @@ def test_bounds_and_durations():
     assert profile(entries[0]).plugins[-4].config.timeout == wire.DEFAULT_HTTP_TIMEOUT
 
 
-_JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-                        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                                      max_size=4), max_leaves=12)
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
 _FIELDS = st.sampled_from(wire._KEYS + ("other",))
 
 
