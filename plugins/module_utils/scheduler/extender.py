@@ -74,7 +74,7 @@ class ExtenderConfig:
     """One parsed entry of a profile's ``extenders``. ``name`` is what errors and the result call it."""
 
     def __init__(self, index, url_prefix, filter_verb, prioritize_verb, weight, node_cache_capable, timeout,
-                 ignorable, managed_resources, context, server_name, token):
+                 ignorable, managed_resources, context, server_name, token, notes=()):
         self.index = index
         self.url_prefix = url_prefix
         self.filter_verb = filter_verb
@@ -87,6 +87,7 @@ class ExtenderConfig:
         self.context = context              # ssl.SSLContext for https, else None
         self.server_name = server_name
         self._token = token
+        self.notes = notes                  # warnings every plan repeats (a bindVerb that is not called)
         self.name = "extender %s" % url_prefix
 
     def __repr__(self):
@@ -225,11 +226,18 @@ def parse_extenders(reader, value, path, base=None):
 
 def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per field)
     errors = len(reader.errors)
+    notes = []
     for key in ("bindVerb", "preemptVerb"):
-        if spec.get(key):
-            expected = "no %s: gangplank binds every instance itself and plans a gang at once, without kube's " \
-                       "preemption" % key
-            reader.bad(join_path(where, key), spec[key], expected)
+        verb = spec.get(key)
+        if verb is None or verb == "":
+            continue
+        if not isinstance(verb, str) or not _VERB.match(verb) or ".." in verb.split("/"):
+            reader.bad(join_path(where, key), verb, "a path segment such as bind (it is not called)")
+        else:
+            # Accepted as kube accepts it, so a kube configuration works unchanged, but never called.
+            notes.append("extender %s: %s %s is not called: %s" % (
+                spec.get("urlPrefix"), key, verb, "gangplank binds every instance itself" if key == "bindVerb"
+                else "gangplank plans the gang at once, without kube's preemption"))
     url = reader.string(spec.get("urlPrefix"), join_path(where, "urlPrefix"), "an http:// or https:// URL")
     https = False
     if url is not None:
@@ -298,7 +306,7 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
         return None
     return ExtenderConfig(index, url, verbs["filterVerb"], verbs["prioritizeVerb"], weight,
                           flags["nodeCacheCapable"], timeout, flags["ignorable"], tuple(managed), context,
-                          server_name, token)
+                          server_name, token, tuple(notes))
 
 
 def _duration(reader, value, path):
@@ -539,7 +547,9 @@ def read_filter_result(config, verb, answer, sent):
     passed = []
     names = fields.get("nodenames")
     nodes = fields.get("nodes")
-    if config.node_cache_capable and names is not None:
+    # kube reads NodeNames only from a nodeCacheCapable extender; here also when Nodes is missing (an extender that
+    # always answers with names), where kube would pass no node at all.
+    if names is not None and (config.node_cache_capable or nodes is None):
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise ExtenderError("%s: NodeNames in the answer to %s is not a list of names: %s"
                                 % (config.name, verb, _shown(config, names)))

@@ -58,7 +58,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
         self.skipped = None         # why an ignorable extender was left out of this plan
-        self.warnings = []
+        self.warnings = list(self.config.notes) if self.config is not None else []
 
     def attach(self, framework):
         # The built-in filters only: a user plugin's PreFilter may skip its own filter, which filter_static

@@ -410,6 +410,23 @@ def test_time_spent_in_one_plan_is_bounded(servers, monkeypatch):
     assert server.requests == []
 
 
+def test_a_kube_configuration_with_bind_and_preempt_verbs_works(servers):
+    """kube's documented example configuration (bindVerb, preemptVerb, managedResources with ignoredByScheduler,
+    httpTimeout 5s, enableHTTPS false) is accepted unchanged; the verbs gangplank never calls are warnings."""
+    server = servers(maintenance({"n0"}))
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile({
+        "urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "preemptVerb": "preempt",
+        "bindVerb": "bind", "enableHTTPS": False, "httpTimeout": "5s", "nodeCacheCapable": False, "weight": 1,
+        "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}], "ignorable": False}))
+    checked(problem, result, {})
+    assert [verb for verb, _name in server.verbs()] == []      # the Pod requests no example.com/foo
+    assert result["warnings"] == [
+        "extender %s: bindVerb bind is not called: gangplank binds every instance itself" % server.url,
+        "extender %s: preemptVerb preempt is not called: gangplank plans the gang at once, without kube's preemption"
+        % server.url]
+
+
 def test_scores_out_of_range_are_clamped_with_a_warning(servers):
     server = servers(lambda verb, args, headers, handler: (200, json.dumps(
         [{"Host": "n1", "Score": 100}, {"Host": "n0", "Score": -3}]).encode()))
@@ -651,6 +668,10 @@ KUBE_ANSWERS = [
       "failedNodes": {"n0": "node(s) were in maintenance"}, "error": ""}, False),
     ({"Nodes": {"items": [{"metadata": {"name": "n1"}}]}, "NodeNames": None,
       "FailedAndUnresolvableNodes": {"n0": "node(s) were in maintenance"}}, False),
+    # names from an extender sent full Nodes: kube would pass no node; here the names count
+    ({"NodeNames": ["n1"], "FailedNodes": {"n0": "node(s) were in maintenance"}}, False),
+    # Nodes from a nodeCacheCapable extender
+    ({"Nodes": {"items": [{"metadata": {"name": "n1"}}]}, "FailedNodes": {"n0": "node(s) were in maintenance"}}, True),
 ]
 
 
@@ -681,8 +702,8 @@ def test_kube_shaped_priorities_are_read():
     ({"urlPrefix": "http://x/?a=b", "filterVerb": "f"}, "without ?query"),
     ({"urlPrefix": "http://x"}, "has neither filterVerb nor prioritizeVerb"),
     ({"urlPrefix": "http://x", "filterVerb": "../admin"}, "filterVerb: got \"../admin\""),
-    ({"urlPrefix": "http://x", "filterVerb": "f", "bindVerb": "bind"}, "bindVerb: got \"bind\"; expected no bindVerb"),
-    ({"urlPrefix": "http://x", "filterVerb": "f", "preemptVerb": "p"}, "expected no preemptVerb"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "bindVerb": 3}, "bindVerb: got 3; expected a path segment"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "preemptVerb": "../p"}, "preemptVerb: got \"../p\""),
     ({"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 0}, "weight: got 0; expected an integer from 1 to 1000"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "61s"}, "httpTimeout: got \"61s\"; expected a duration"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "0s"}, "httpTimeout: got \"0s\""),
