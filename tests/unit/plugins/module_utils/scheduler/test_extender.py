@@ -20,6 +20,7 @@ import ssl
 import subprocess
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -32,6 +33,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_priorities import kinded
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_properties import SETTINGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE)))))
@@ -763,3 +766,46 @@ def test_hostile_answers_are_read_or_refused(answer):
             read()
         except ExtenderError as error:
             assert str(error).startswith("extender http://127.0.0.1:1: ")
+
+
+# --- generated problems through a real extender ----------------------------------------------------
+
+def _refuses(service, node):
+    return zlib.crc32(("%s/%s" % (service, node)).encode()) % 4 == 0
+
+
+def _hashed(verb, args, _headers, _handler):
+    """Refuses a quarter of the (service, node) pairs, scores the others 0..10, both by a hash of the names."""
+    service = args["Pod"]["metadata"]["name"]
+    names = _names(args)
+    if verb == "filter":
+        return 200, json.dumps({"NodeNames": [n for n in names if not _refuses(service, n)],
+                                "FailedNodes": {n: "node(s) were refused by the test extender" for n in names
+                                                if _refuses(service, n)}}).encode()
+    return 200, json.dumps([{"Host": n, "Score": zlib.crc32(("%s+%s" % (service, n)).encode()) % 11}
+                            for n in names]).encode()
+
+
+@pytest.fixture(scope="module")
+def hashed_extender():
+    server = PythonExtender(_hashed)
+    yield server
+    server.close()
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(kinded())
+def test_generated_plans_honour_the_extender(hashed_extender, problem):
+    """Generated problems (priorities, preemptible and every-node services, previous placements) planned with
+    an extender that refuses a quarter of the (service, node) pairs: every result passes the plan checker, no
+    instance (running ones included) is on a node refused for its service, greedy and exact paths alike, and the
+    extender is asked at most once per service and verb."""
+    hashed_extender.requests.clear()
+    result = plan(copy.deepcopy(problem), exact_seconds=2.0, profile=profile(
+        {"urlPrefix": hashed_extender.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
+         "nodeCacheCapable": True}))
+    refused = {service: {node for node in problem["nodes"] if _refuses(service, node)} for service in problem["services"]}
+    violations = check_plan(copy.deepcopy(problem), result) + refused_by(result, refused)
+    assert not violations, (violations, problem, result)
+    asked = [(verb, name) for verb, name in hashed_extender.verbs()]
+    assert len(asked) == len(set(asked)), asked
