@@ -63,6 +63,7 @@ _DURATION = re.compile(r"^(?:(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h))+$")
 _DURATION_PART = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TOKEN = re.compile(r"^[\x21-\x7e]+$")
+_VAULTED = ("EncryptedString", "AnsibleVaultEncryptedUnicode")
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
 
 
@@ -385,7 +386,18 @@ def _token(reader, spec, where, base):
             return None
     if token is None:
         return None
-    token = str(token)      # a vaulted value arrives as a str subclass
+    if not isinstance(token, str):
+        # A vaulted value that no template has decrypted yet (ansible-core's EncryptedString; the older
+        # AnsibleVaultEncryptedUnicode is a str) decrypts through str(); anything else is not a token.
+        if type(token).__name__ not in _VAULTED:
+            reader.error(path, "is a %s (not shown); expected a string" % type(token).__name__)
+            return None
+        try:
+            token = str(token)
+        except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
+            reader.error(path, "could not be decrypted (not shown); expected a string, e.g. from a vaulted variable "
+                               "with its vault password given")
+            return None
     if not token or len(token) > MAX_TOKEN or not _TOKEN.match(token):
         reader.error(path, "is not a usable token (not shown); expected 1 to %d printable ASCII characters without "
                            "spaces" % MAX_TOKEN)
