@@ -275,7 +275,9 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
         reader.error(where, "has neither filterVerb nor prioritizeVerb; expected at least one of them")
     weight = 1
     if spec.get("weight") is not None:
-        weight = reader.integer(spec["weight"], join_path(where, "weight"), minimum=1, maximum=MAX_WEIGHT)
+        # kube asks a positive weight only of an extender with a prioritizeVerb (its validation.go)
+        weight = reader.integer(spec["weight"], join_path(where, "weight"),
+                                minimum=1 if verbs.get("prioritizeVerb") else 0, maximum=MAX_WEIGHT)
     timeout = DEFAULT_HTTP_TIMEOUT
     if spec.get("httpTimeout") is not None:
         timeout = _duration(reader, spec["httpTimeout"], join_path(where, "httpTimeout"))

@@ -764,6 +764,7 @@ def test_bounds_and_durations():
         config = profile(dict(entries[0], httpTimeout=text)).plugins[-4].config
         assert config.timeout == seconds
     assert profile(entries[0]).plugins[-4].config.timeout == wire.DEFAULT_HTTP_TIMEOUT
+    assert profile(dict(entries[0], weight=0)).plugins[-4].config.weight == 0     # no prioritizeVerb: as kube
 
 
 _JSONISH = st.recursive(
