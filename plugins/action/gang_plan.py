@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
@@ -42,6 +43,9 @@ class ActionModule(ActionBase):
                 msg="The problem is not valid:\n" + str(error),
                 errors=[{"path": path, "message": message} for path, message in error.errors],
             )
+            return result
+        except ExtenderError as error:
+            result.update(failed=True, changed=False, msg="A scheduler extender failed; no plan was made: %s" % error)
             return result
         result.update(plan_result)
         result["changed"] = False

@@ -21,6 +21,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scale import sc
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     exact_seconds_error, plain_data, plan_catalog, rebalance_catalog,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
     DEFAULT_MAX_MOVES, describe, max_moves_error,
@@ -198,7 +199,13 @@ class ActionModule(ActionBase):
                           msg="The catalog or the cluster is not valid; nothing was changed:\n" +
                           "\n".join("%s: %s" % (e["path"], e["message"]) for e in errors))
             return result
+        except ExtenderError as error:
+            result.update(failed=True, changed=False,
+                          msg="A scheduler extender failed; nothing was changed on any host: %s" % error)
+            return result
         result["plan"] = planned
+        if planned.get("warnings"):
+            result["warnings"] = list(planned["warnings"])     # an ignorable extender that was skipped
         result["table"] = render_table(planned).splitlines()
         if max_moves is not None:
             # What the rebalance gains, shown before anything is done.

@@ -22,6 +22,13 @@ options:
       - C(plugins) enables or disables plugins per extension point (C(pre_filter), C(filter), C(score)) and sets score
         weights; C(plugin_config) picks the C(NodeResourcesFit) strategy (C(MostAllocated) or C(LeastAllocated));
         C(user_plugins) lists Python files of the operator's own plugins, relative to the playbook's folder.
+      - C(extenders) lists HTTP scheduler extenders with kube-scheduler's field names (C(urlPrefix), C(filterVerb),
+        C(prioritizeVerb), C(weight), C(nodeCacheCapable), C(httpTimeout), C(ignorable), C(managedResources),
+        C(enableHTTPS), C(tlsConfig)) plus C(bearerToken) (e.g. from a vaulted variable; never shown) or
+        C(bearerTokenFile). They are called once per service and verb with kube's C(ExtenderArgs); a failure fails
+        the task (nothing changes) unless the extender is C(ignorable), which is then left out of the plan with a
+        warning. The result's C(extenders) lists the calls and the seconds spent. See the collection's
+        C(docs/extenders.md).
       - Omitted or empty, the default profile. A bad profile fails the task naming C(profile.<path>).
     type: dict
 """

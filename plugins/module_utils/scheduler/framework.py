@@ -78,6 +78,15 @@ class Plugin:
     def configure(self, args):
         """The plugin's args from a profile's plugin_config (already validated by profiles.py)."""
 
+    def attach(self, framework):
+        """Called once the framework is built, with it (plugins/extender.py reads the filters that run before it)."""
+
+    def class_key(self, service):
+        """What else this plugin's filter and score answers for ``service`` depend on, beyond the fields of
+        scheduler.equivalence_key (hashable): services share an equivalence class only when it is equal too.
+        plugins/extender.py returns what the extender answered for the service's Pod, which names the service."""
+        return None
+
 
 class QueueSortPlugin(Plugin):
     def sort_key(self, instance, moves_allowed):
@@ -222,6 +231,13 @@ class Framework:
         self.reservers = at(ReservePlugin)
         self.permits = at(PermitPlugin)
         self.binders = at(BindPlugin)
+        self._class_keyers = [plugin for plugin in self.plugins if type(plugin).class_key is not Plugin.class_key]
+        for plugin in self.plugins:
+            plugin.attach(self)
+
+    def class_key(self, service):
+        """The plugins' part of ``service``'s equivalence key (Plugin.class_key); () without such plugins."""
+        return tuple(plugin.class_key(service) for plugin in self._class_keyers)
 
     def run_pre_filter(self, cluster, instance):
         """Returns (status, cycle, filters to run)."""

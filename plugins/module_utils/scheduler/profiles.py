@@ -19,6 +19,8 @@ args), as a plain mapping (docs/problem-format.md, "Profiles")::
         enabled: []
     plugin_config:
       NodeResourcesFit: {strategy: LeastAllocated}    # MostAllocated (default) or LeastAllocated
+    extenders:                                        # HTTP extenders, kube's fields (scheduler/extender.py)
+      - {urlPrefix: "http://127.0.0.1:8888/scheduler", filterVerb: filter, ignorable: true}
 
 What may change, so that the exact solver and the plan checker stay right:
 
@@ -45,6 +47,8 @@ import sys
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import framework as fw
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import parse_extenders
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_class
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, Reader, join_path
 
@@ -83,7 +87,7 @@ def parse_profile(data, base=None):
     if data is None:
         return DEFAULT
     reader = Reader()
-    top = reader.mapping(data, _PATH, ("user_plugins", "plugins", "plugin_config"), optional_none=False)
+    top = reader.mapping(data, _PATH, ("user_plugins", "plugins", "plugin_config", "extenders"), optional_none=False)
     user = _load_user_plugins(reader, top.get("user_plugins"), base)
     classes = list(PLUGINS)
     position = classes.index(next(cls for cls in classes if issubclass(cls, fw.PostFilterPlugin)))
@@ -138,6 +142,12 @@ def parse_profile(data, base=None):
             reader.error(join_path(_PATH, "user_plugins"),
                          "plugin %s is loaded but enabled at no extension point; expected it under plugins.<point>.enabled" % name)
     config = _plugin_config(reader, top.get("plugin_config"))
+    # HTTP extenders (scheduler/extender.py) run after every other filter and score, as kube calls them.
+    for extender in parse_extenders(reader, top.get("extenders"), join_path(_PATH, "extenders"), base):
+        cls = extender_class(extender)
+        classes.insert(position, cls)
+        position += 1
+        weights[cls.name] = extender.weight if extender.prioritize_verb else 0
     if reader.errors:
         raise ProblemError(reader.errors)
     return Profile(classes, weights, disabled, config)

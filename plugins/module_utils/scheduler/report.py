@@ -29,7 +29,7 @@ def render_table(result):
         lines = ["plan: INFEASIBLE (%s): %s; nothing is placed" % (_path(result), result.get("summary", ""))]
         for instance, message in result.get("unschedulable", {}).items():
             lines.append("  %s: %s" % (instance, message))
-        return "\n".join(lines)
+        return "\n".join(lines + _extenders(result))
     sidecars = {name: placement["sidecars"] for name, placement in result["placements"].items()}
     rows = []
     for node, usage in result["usage"].items():
@@ -56,4 +56,11 @@ def render_table(result):
             lines.append("  %s: %s" % (instance, reason))
     lines.append("ranks: " + "  ".join("%d: %s" % (rank, ", ".join(services))
                                        for rank, services in enumerate(result["ranks"])))
-    return "\n".join(lines)
+    return "\n".join(lines + _extenders(result))
+
+
+def _extenders(result):
+    """One line per HTTP extender of the profile: its calls and time, and whether it was skipped (ignorable)."""
+    return ["extender %s: %d filter and %d prioritize call(s), %.3f s%s" % (
+        entry["urlPrefix"], entry["filter_calls"], entry["prioritize_calls"], entry["seconds"],
+        "; SKIPPED: " + entry["warnings"][-1] if entry["skipped"] else "") for entry in result.get("extenders") or ()]

@@ -34,6 +34,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement, PreviousPlacement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_report
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
@@ -64,6 +65,18 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
     else:
         framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
+    result = _schedule(framework, problem, exact_seconds)
+    extenders = extender_report(framework)
+    if extenders is not None:
+        # The calls, the time spent and the warnings of the profile's HTTP extenders (plugins/extender.py).
+        result["extenders"] = extenders
+        warnings = [warning for entry in extenders for warning in entry.get("warnings", ())]
+        if warnings:
+            result["warnings"] = warnings
+    return result
+
+
+def _schedule(framework, problem, exact_seconds):
     attempt, path = _greedy(framework, problem)
     permit = framework.run_permit(attempt)
     if permit.ok:
@@ -185,7 +198,7 @@ def _exact_summary(found, greedy_summary, exact_seconds):
     return "%s (%s, so the exact solver did not run)" % (greedy_summary, found.reason)
 
 
-def equivalence_key(problem, service, conflicts=None):
+def equivalence_key(problem, service, conflicts=None, extra=()):
     """What decides where an instance of ``service`` may go and how nodes score for it (kube's
     equivalence classes): services with the same key share one candidate heap. The name is left out;
     anti-affinity enters through the services each one conflicts with. The image is in it for user plugins
@@ -194,7 +207,7 @@ def equivalence_key(problem, service, conflicts=None):
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
-            service.tolerations, service.quota, service.image)
+            service.tolerations, service.quota, service.image) + extra
 
 
 class _Candidates:
@@ -329,7 +342,8 @@ class Attempt:
                 continue
             key = self._class_of.get(service.name)
             if key is None:
-                key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+                key = self._class_of[service.name] = equivalence_key(
+                    self.problem, service, self._conflicts, self.framework.class_key(service))
             if key not in by_class:
                 stand_in = Instance(service, 0, None)
                 status, _cycle, filters = self.framework.run_pre_filter(self.cluster, stand_in)
@@ -575,7 +589,8 @@ class Attempt:
     def _class_key(self, service):
         key = self._class_of.get(service.name)
         if key is None:
-            key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
+            key = self._class_of[service.name] = equivalence_key(
+                self.problem, service, self._conflicts, self.framework.class_key(service))
         return key
 
     def _candidates_for(self, service):

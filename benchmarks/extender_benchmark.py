@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What an HTTP scheduler extender costs per plan (docs/extenders.md).
+
+    .venv/bin/python benchmarks/extender_benchmark.py [--sizes 50x1000,1000x10000] [--runs N] [--delay-ms 1]
+                                                      [--seed N] [--json]
+
+A loopback extender (this script with --serve, in its own process, so it does not share the planner's
+interpreter) answers every call after ``--delay-ms`` (1 ms): the filter passes every node but one in ten,
+whose reason is "node(s) were in maintenance", and prioritize scores each node 0..10 from its name. For each
+generated problem (benchmarks/generate.py) plan() runs without an extender, with one in nodeCacheCapable
+mode (NodeNames) and with one that gets the full NodeList, interleaved (A, B, C, A, B, C, ...), and the
+table shows the medians, the ratio to the plan without an extender, the calls per service and verb and the
+seconds spent in the extender. Goals: at most one call per service and verb, and at most 1.5x at 50x1000.
+A benchmark, not a test: it always exits 0 (2 on bad arguments) and prints MISS where a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan  # noqa: E402
+from generate import generate  # noqa: E402
+
+DEFAULT_SIZES = ((50, 1000), (1000, 10000))
+DEFAULT_SEED = 20240611
+RATIO_GOAL = {(50, 1000): 1.5}
+
+
+def _serve(delay):
+    """The loopback extender: prints its port, then answers until killed."""
+
+    def digest(name):
+        return zlib.crc32(name.encode())
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_POST(self):  # noqa: N802
+            args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            time.sleep(delay)
+            if args.get("NodeNames") is not None:
+                names, items = args["NodeNames"], None
+            else:
+                items = args["Nodes"]["items"]
+                names = [item["metadata"]["name"] for item in items]
+            if self.path.endswith("/filter"):
+                refused = {name for name in names if digest(name) % 10 == 0}
+                answer = {"FailedNodes": {name: "node(s) were in maintenance" for name in refused}, "Error": ""}
+                if items is None:
+                    answer["NodeNames"] = [name for name in names if name not in refused]
+                else:
+                    answer["Nodes"] = {"items": [item for item in items if item["metadata"]["name"] not in refused]}
+            else:
+                answer = [{"Host": name, "Score": digest(name) % 11} for name in names]
+            body = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def _sizes(text):
+    try:
+        return [tuple(int(part) for part in item.lower().split("x")) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected NODESxINSTANCES[,...], got %r" % text)
+
+
+def round_trip(port):
+    """The median of 20 sequential bare calls (a Pod and two node names) as the planner makes them: what one call
+    costs on this machine, which its load can make far more than --delay-ms."""
+    config = parse_profile({"extenders": [{"urlPrefix": "http://127.0.0.1:%d/gangplank" % port, "filterVerb": "filter",
+                                           "nodeCacheCapable": True}]}).plugins[-4].config
+    body = json.dumps({"Pod": {"metadata": {"name": "probe"}}, "Nodes": None, "NodeNames": ["a", "b"]}).encode()
+    times = []
+    for _unused in range(20):
+        started = time.perf_counter()
+        config.post("filter", body)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def run_size(nodes, instances, seed, runs, port):
+    problem = generate(nodes, instances, seed)
+    services = sum(1 for spec in problem["services"].values() if not spec.get("sidecar"))
+    url = "http://127.0.0.1:%d/gangplank" % port
+    variants = {
+        "none": None,
+        "names": parse_profile({"extenders": [{"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+                                               "weight": 1, "nodeCacheCapable": True}]}),
+        "nodes": parse_profile({"extenders": [{"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+                                               "weight": 1}]}),
+    }
+    times = {name: [] for name in variants}
+    results = {}
+    for _unused in range(runs):
+        for name, profile in variants.items():     # interleaved: A, B, C, A, B, C, ...
+            data = copy.deepcopy(problem)
+            started = time.perf_counter()
+            results[name] = plan(data, profile=profile)
+            times[name].append(time.perf_counter() - started)
+    row = {"nodes": nodes, "instances": instances, "services": services, "runs": runs,
+           "median_ms": {name: statistics.median(values) * 1000.0 for name, values in times.items()}, "modes": {}}
+    for name in ("names", "nodes"):
+        entry = results[name]["extenders"][0]
+        # The median of the paired ratios (run i with, over run i without): the machine's load changes between
+        # runs, much less within one pair.
+        ratio = statistics.median(with_ / without for with_, without in zip(times[name], times["none"]))
+        goal = RATIO_GOAL.get((nodes, instances))
+        calls_ok = entry["filter_calls"] <= services and entry["prioritize_calls"] <= services
+        row["modes"][name] = {
+            "ratio": ratio, "feasible": results[name]["feasible"], "path": results[name]["path"],
+            "filter_calls": entry["filter_calls"], "prioritize_calls": entry["prioritize_calls"],
+            "extender_seconds": entry["seconds"],
+            "status": "PASS" if calls_ok and (goal is None or ratio <= goal) else "MISS",
+            "goal": "<= 1 call per service and verb" + (", <= %gx" % goal if goal else ""),
+        }
+    row["feasible_without"] = results["none"]["feasible"]
+    return row
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--sizes", type=_sizes, default=list(DEFAULT_SIZES))
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--delay-ms", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    if options.serve:
+        _serve(options.delay_ms / 1000.0)
+        return 0
+    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        before = round_trip(port)
+        rows = [run_size(nodes, instances, options.seed, options.runs, port) for nodes, instances in options.sizes]
+        after = round_trip(port)
+    finally:
+        server.kill()
+        server.wait()
+    if options.json:
+        print(json.dumps({"round_trip_ms": [before * 1000.0, after * 1000.0], "rows": rows}, indent=2))
+        return 0
+    print("extender answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms after; "
+          "%d interleaved runs per variant; medians" % (options.delay_ms, before * 1000.0, after * 1000.0, options.runs))
+    header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s", "result")
+    print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %9s  %s" % header)
+    for row in rows:
+        for mode, figures in row["modes"].items():
+            print("%-12s %8d %10.1f  %-6s %10.1f %5.2fx %8d %8d %9.3f  %s (%s)%s" % (
+                "%dx%d" % (row["nodes"], row["instances"]), row["services"], row["median_ms"]["none"], mode,
+                row["median_ms"][mode], figures["ratio"], figures["filter_calls"], figures["prioritize_calls"],
+                figures["extender_seconds"], figures["status"], figures["goal"],
+                "" if figures["feasible"] else " INFEASIBLE"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,646 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""HTTP scheduler extenders: a site's own filter and score services, in kube-scheduler's wire format.
+
+A profile lists ``extenders`` with the field names of KubeSchedulerConfiguration's ``extenders``
+(k8s.io/kube-scheduler/config/v1 ``Extender``): ``urlPrefix``, ``filterVerb``, ``prioritizeVerb``,
+``weight``, ``nodeCacheCapable``, ``httpTimeout``, ``ignorable``, ``managedResources``, ``enableHTTPS``,
+``tlsConfig``; plus ``bearerToken`` / ``bearerTokenFile`` (gangplank's, for extenders that are not on the
+controller). This file reads that configuration, builds the Pod and Node objects a kube extender reads,
+posts kube's ``ExtenderArgs`` (k8s.io/kube-scheduler/extender/v1) with the standard library only, and
+reads ``ExtenderFilterResult`` and ``HostPriorityList`` answers strictly: anything else is an
+``ExtenderError`` naming the extender (plugins/extender.py decides what an error does).
+
+Bounds: at most MAX_EXTENDERS extenders; each call has its own deadline (``httpTimeout``, at most
+MAX_HTTP_TIMEOUT, enforced on the whole exchange, not per socket read), answers of at most
+MAX_RESPONSE_BYTES, and an extender spends at most MAX_PLAN_SECONDS in one plan; plugins/extender.py
+makes at most one call per service and verb per plan. So one plan waits at most
+MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services.
+
+The bearer token never appears in a message, a result or a repr: errors quote at most a scrubbed
+snippet of an answer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import ssl
+import threading
+import urllib.parse
+
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import join_path
+
+MAX_EXTENDERS = 8
+DEFAULT_HTTP_TIMEOUT = 5.0          # seconds: kube's DefaultExtenderTimeout
+MAX_HTTP_TIMEOUT = 60.0
+MAX_PLAN_SECONDS = 120.0            # one extender's total time in one plan
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+MAX_WEIGHT = 1000
+MAX_EXTENDER_PRIORITY = 10          # kube's MaxExtenderPriority: answers' scores are 0..10
+MAX_TOKEN = 16384                   # characters of a bearer token
+MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
+MAX_WARNINGS = 20                   # per extender
+MAX_CONCURRENT = 4                  # calls of one extender in flight at once (a Python http.server listens with a backlog of 5)
+NAMESPACE = "gangplank"
+
+# Extended resources and annotations of the Pod and Node objects (docs/problem-format.md, "Extenders").
+GPU_RESOURCE = "nvidia.com/gpu"                 # whole GPUs, as NVIDIA's device plugin names them
+GPU_MEMORY_RESOURCE = "gangplank.io/gpu-memory"  # GPU shares: bytes of GPU memory in all
+NVME_RESOURCE = "gangplank.io/nvme"             # bytes of NVMe space
+ANNOTATION = "gangplank.io/"
+
+_KEYS = ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable", "httpTimeout", "ignorable",
+         "managedResources", "enableHTTPS", "tlsConfig", "bearerToken", "bearerTokenFile", "bindVerb", "preemptVerb")
+_TLS_KEYS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
+_VERB = re.compile(r"^[A-Za-z0-9._~-][A-Za-z0-9._~/-]{0,199}$")
+_DURATION = re.compile(r"^(?:(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h))+$")
+_DURATION_PART = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_TOKEN = re.compile(r"^[\x21-\x7e]+$")
+_VAULTED = ("EncryptedString", "AnsibleVaultEncryptedUnicode")
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
+
+
+class ExtenderError(Exception):
+    """An extender could not be used: the message names it and says what went wrong (never the token)."""
+
+
+class ExtenderConfig:
+    """One parsed entry of a profile's ``extenders``. ``name`` is what errors and the result call it."""
+
+    def __init__(self, index, url_prefix, filter_verb, prioritize_verb, weight, node_cache_capable, timeout,
+                 ignorable, managed_resources, context, server_name, token, notes=()):
+        self.index = index
+        self.url_prefix = url_prefix
+        self.filter_verb = filter_verb
+        self.prioritize_verb = prioritize_verb
+        self.weight = weight
+        self.node_cache_capable = node_cache_capable
+        self.timeout = timeout
+        self.ignorable = ignorable
+        self.managed_resources = managed_resources
+        self.context = context              # ssl.SSLContext for https, else None
+        self.server_name = server_name
+        self._token = token
+        self.notes = notes                  # warnings every plan repeats (a bindVerb that is not called)
+        self.name = "extender %s" % url_prefix
+
+    def __repr__(self):
+        # No token here: a repr may end up in a traceback or a log.
+        return "ExtenderConfig(%r, filter=%r, prioritize=%r)" % (self.url_prefix, self.filter_verb, self.prioritize_verb)
+
+    def scrub(self, text):
+        """``text`` with the bearer token blotted out (an answer may echo the request's headers)."""
+        if self._token and self._token in text:
+            text = text.replace(self._token, "********")
+        return text
+
+    def post(self, verb, body):
+        """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError."""
+        parts = urllib.parse.urlsplit(self.url_prefix.rstrip("/") + "/" + verb)
+        path = parts.path or "/"
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "User-Agent": "gangplank-scheduler"}
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
+        if self.context is not None:
+            connection = _HTTPSConnection(parts.hostname, parts.port, self.timeout, self.context, self.server_name)
+        else:
+            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
+        expired = threading.Event()
+        opened = []
+        # The socket timeout bounds each read; the watchdog bounds the whole exchange (a server that answers one
+        # byte at a time never trips a per-read timeout). It holds the socket itself: http.client lets go of it
+        # once the answer's headers say the connection closes, while the answer is still being read from it.
+        watchdog = threading.Timer(self.timeout, _abort, (opened, expired))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            connection.connect()
+            opened.append(connection.sock)
+            if expired.is_set():
+                raise socket.timeout()
+            connection.request("POST", path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = _read(response)
+            status = response.status
+        except _TooLarge:
+            raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (self.name, verb, MAX_RESPONSE_BYTES))
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            if expired.is_set() or isinstance(error, socket.timeout):
+                raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (self.name, verb, self.timeout))
+            raise ExtenderError("%s: %s failed: %s" % (self.name, verb, self.scrub(_describe(error))))
+        finally:
+            watchdog.cancel()
+            connection.close()
+        if expired.is_set():
+            raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (self.name, verb, self.timeout))
+        if not 200 <= status < 300:
+            raise ExtenderError("%s: %s answered HTTP %d: %s" % (self.name, verb, status, self.snippet(data)))
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (self.name, verb, self.snippet(data)))
+
+    def snippet(self, data):
+        """At most 80 characters of an answer, printable, token scrubbed."""
+        text = self.scrub(data[:400].decode("utf-8", "replace"))
+        return show(re.sub(r"[^\x20-\x7e]", "?", text))
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS with tlsConfig.serverName: the name the certificate must carry, when it is not the URL's host."""
+
+    def __init__(self, host, port, timeout, context, server_name):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._server_name = server_name
+
+    def connect(self):
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
+
+
+def _abort(opened, expired):
+    expired.set()
+    for sock in opened:
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _read(response):
+    length = response.getheader("Content-Length")
+    if length is not None and length.strip().isdigit() and int(length) > MAX_RESPONSE_BYTES:
+        raise _TooLarge()
+    chunks, size = [], 0
+    while True:
+        chunk = response.read1(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise _TooLarge()
+        chunks.append(chunk)
+
+
+def _describe(error):
+    if isinstance(error, ssl.SSLError):
+        return "TLS: %s" % (error.reason or error)
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    text = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    return text[:200]
+
+
+# --- configuration ---------------------------------------------------------------------
+
+def parse_extenders(reader, value, path, base=None):
+    """The ExtenderConfig list of a profile's ``extenders`` (``path``), mistakes recorded on ``reader``."""
+    configs = []
+    seen = set()
+    for index, item in enumerate(reader.sequence(value, path, MAX_EXTENDERS)):
+        where = join_path(path, index)
+        spec = reader.mapping(item, where, _KEYS, required=("urlPrefix",), optional_none=False)
+        if not spec:
+            continue
+        config = _parse_one(reader, spec, where, index, base)
+        if config is None:
+            continue
+        if config.url_prefix in seen:
+            reader.bad(join_path(where, "urlPrefix"), config.url_prefix, "a urlPrefix no other extender has")
+            continue
+        seen.add(config.url_prefix)
+        configs.append(config)
+    return configs
+
+
+def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per field)
+    errors = len(reader.errors)
+    notes = []
+    for key in ("bindVerb", "preemptVerb"):
+        verb = spec.get(key)
+        if verb is None or verb == "":
+            continue
+        if not isinstance(verb, str) or not _VERB.match(verb) or ".." in verb.split("/"):
+            reader.bad(join_path(where, key), verb, "a path segment such as bind (it is not called)")
+        else:
+            # Accepted as kube accepts it, so a kube configuration works unchanged, but never called.
+            notes.append("extender %s: %s %s is not called: %s" % (
+                spec.get("urlPrefix"), key, verb, "gangplank binds every instance itself" if key == "bindVerb"
+                else "gangplank plans the gang at once, without kube's preemption"))
+    url = reader.string(spec.get("urlPrefix"), join_path(where, "urlPrefix"), "an http:// or https:// URL")
+    https = False
+    if url is not None:
+        url = url.rstrip("/") or url
+        parts = urllib.parse.urlsplit(url) if len(url) <= 2048 and url.isprintable() and " " not in url else None
+        try:
+            port = parts.port if parts is not None else None
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            reader.bad(join_path(where, "urlPrefix"), url, "an http:// or https:// URL with a host")
+            url = None
+        elif parts.username is not None or parts.password is not None:
+            reader.error(join_path(where, "urlPrefix"), "has credentials in it (not shown); expected a URL without "
+                                                        "user:password@, and the token in bearerToken")
+            url = None
+        elif parts.query or parts.fragment:
+            reader.bad(join_path(where, "urlPrefix"), url, "a URL without ?query or #fragment (the verb is appended)")
+            url = None
+        else:
+            https = parts.scheme == "https"
+            del port
+    verbs = {}
+    for key in ("filterVerb", "prioritizeVerb"):
+        verb = spec.get(key)
+        if verb is None or verb == "":
+            verbs[key] = None
+        elif not isinstance(verb, str) or not _VERB.match(verb) or ".." in verb.split("/"):
+            reader.bad(join_path(where, key), verb, "a path segment such as filter or prioritize (letters, digits, "
+                                                    "- . _ ~ /)")
+        else:
+            verbs[key] = verb
+    if "filterVerb" in verbs and "prioritizeVerb" in verbs and not verbs["filterVerb"] and not verbs["prioritizeVerb"]:
+        reader.error(where, "has neither filterVerb nor prioritizeVerb; expected at least one of them")
+    weight = 1
+    if spec.get("weight") is not None:
+        # kube asks a positive weight only of an extender with a prioritizeVerb (its validation.go)
+        weight = reader.integer(spec["weight"], join_path(where, "weight"),
+                                minimum=1 if verbs.get("prioritizeVerb") else 0, maximum=MAX_WEIGHT)
+    timeout = DEFAULT_HTTP_TIMEOUT
+    if spec.get("httpTimeout") is not None:
+        timeout = _duration(reader, spec["httpTimeout"], join_path(where, "httpTimeout"))
+    flags = {key: reader.boolean(spec.get(key), join_path(where, key))
+             for key in ("nodeCacheCapable", "ignorable", "enableHTTPS")}
+    if flags["enableHTTPS"] and url is not None and not https:
+        reader.bad(join_path(where, "urlPrefix"), url, "an https:// URL (enableHTTPS is true)")
+    managed = []
+    for position, entry in enumerate(reader.sequence(spec.get("managedResources"), join_path(where, "managedResources"))):
+        at = join_path(join_path(where, "managedResources"), position)
+        resource = reader.mapping(entry, at, ("name", "ignoredByScheduler"), required=("name",), optional_none=False)
+        name = resource.get("name")
+        if "name" in resource and (not isinstance(name, str) or not _RESOURCE_NAME.match(name)):
+            reader.bad(join_path(at, "name"), name, "a resource name such as nvidia.com/gpu")
+        elif "name" in resource:
+            managed.append(name)
+        reader.boolean(resource.get("ignoredByScheduler"), join_path(at, "ignoredByScheduler"))
+    context, server_name = None, None
+    tls = spec.get("tlsConfig")
+    if tls is not None and url is not None and not https:
+        reader.error(join_path(where, "tlsConfig"), "is set for an http:// urlPrefix; expected an https:// URL")
+    elif https:
+        context, server_name = _tls(reader, tls, join_path(where, "tlsConfig"), base)
+    token = _token(reader, spec, where, base)
+    if token and url is not None and not https and not _loopback(urllib.parse.urlsplit(url).hostname):
+        reader.error(join_path(where, "urlPrefix"), "is http:// on another host with a bearer token; expected https:// "
+                                                    "(the token would cross the network in clear text)")
+    if len(reader.errors) > errors:
+        return None
+    return ExtenderConfig(index, url, verbs["filterVerb"], verbs["prioritizeVerb"], weight,
+                          flags["nodeCacheCapable"], timeout, flags["ignorable"], tuple(managed), context,
+                          server_name, token, tuple(notes))
+
+
+def _duration(reader, value, path):
+    """kube's metav1.Duration text (``5s``, ``500ms``, ``1m30s``) or a number of seconds, above 0, at most 60 s."""
+    expected = "a duration above 0 and at most %gs, such as 5s or 500ms (or a number of seconds)" % MAX_HTTP_TIMEOUT
+    seconds = None
+    if isinstance(value, bool):
+        seconds = None
+    elif isinstance(value, (int, float)):
+        seconds = float(value) if abs(value) < 1e9 else None
+    elif isinstance(value, str) and len(value) <= 64 and _DURATION.match(value):
+        seconds = sum(float(amount) * _UNITS[unit] for amount, unit in _DURATION_PART.findall(value))
+    if seconds is None or not 0 < seconds <= MAX_HTTP_TIMEOUT:
+        reader.bad(path, value, expected)
+        return None
+    return seconds
+
+
+def _file(base, name):
+    return name if os.path.isabs(name) or base is None else os.path.join(base, name)
+
+
+def _tls(reader, value, path, base):
+    """(ssl context, serverName) from tlsConfig (None: the system's CA certificates)."""
+    spec = reader.mapping(value, path, _TLS_KEYS)
+    for key in ("certData", "keyData", "caData"):
+        if spec.get(key):
+            reader.error(join_path(path, key), "is not supported (not shown); expected the PEM in a file: %s"
+                         % key.replace("Data", "File"))
+    files = {}
+    for key in ("certFile", "keyFile", "caFile"):
+        if spec.get(key) is None:
+            continue
+        name = reader.string(spec[key], join_path(path, key), "the path of a PEM file")
+        if name is not None and not os.path.isfile(_file(base, name)):
+            reader.bad(join_path(path, key), name, "an existing PEM file")
+        elif name is not None:
+            files[key] = _file(base, name)
+    if ("certFile" in spec) != ("keyFile" in spec):
+        reader.error(path, "has only one of certFile and keyFile; expected both (the client certificate and its key)")
+    server_name = None
+    if spec.get("serverName") is not None:
+        server_name = reader.string(spec["serverName"], join_path(path, "serverName"), "a host name")
+    insecure = reader.boolean(spec.get("insecure"), join_path(path, "insecure"))
+    try:
+        context = ssl.create_default_context(cafile=files.get("caFile"))
+        if "certFile" in files and "keyFile" in files:
+            context.load_cert_chain(files["certFile"], files["keyFile"])
+    except (ssl.SSLError, OSError, ValueError) as error:
+        reader.error(path, "cannot be used: %s; expected PEM files (caFile, certFile with keyFile)" % _describe(error))
+        return None, None
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context, server_name
+
+
+def _token(reader, spec, where, base):
+    """The bearer token (bearerToken, or the first line of bearerTokenFile), or None. Never shown."""
+    if spec.get("bearerToken") is not None and spec.get("bearerTokenFile") is not None:
+        reader.error(where, "has bearerToken and bearerTokenFile; expected one of them")
+        return None
+    token = spec.get("bearerToken")
+    path = join_path(where, "bearerToken")
+    if spec.get("bearerTokenFile") is not None:
+        path = join_path(where, "bearerTokenFile")
+        name = reader.string(spec["bearerTokenFile"], path, "the path of a file holding the token")
+        if name is None:
+            return None
+        try:
+            with open(_file(base, name), "rb") as stream:
+                raw = stream.read(MAX_TOKEN + 2)
+            token = raw.decode("ascii").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reader.bad(path, name, "a readable file holding an ASCII token (%s)" % _describe(error))
+            return None
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        # A vaulted value that no template has decrypted yet (ansible-core's EncryptedString; the older
+        # AnsibleVaultEncryptedUnicode is a str) decrypts through str(); anything else is not a token.
+        if type(token).__name__ not in _VAULTED:
+            reader.error(path, "is a %s (not shown); expected a string" % type(token).__name__)
+            return None
+        try:
+            token = str(token)
+        except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
+            reader.error(path, "could not be decrypted (not shown); expected a string, e.g. from a vaulted variable "
+                               "with its vault password given")
+            return None
+    if not token or len(token) > MAX_TOKEN or not _TOKEN.match(token):
+        reader.error(path, "is not a usable token (not shown); expected 1 to %d printable ASCII characters without "
+                           "spaces" % MAX_TOKEN)
+        return None
+    return token
+
+
+def _loopback(host):
+    return host in ("localhost", "::1") or (host or "").startswith("127.")
+
+
+# --- kube objects --------------------------------------------------------------------------
+
+def _cpu(millicores):
+    return "%d" % (millicores // 1000) if millicores % 1000 == 0 else "%dm" % millicores
+
+
+def _requests(service):
+    """(requests, extended limits) of one container, as kube ResourceLists."""
+    resources = service.resources
+    requests = {"cpu": _cpu(resources.cpu), "memory": str(resources.memory)}
+    extended = {}
+    gpu = resources.gpu
+    if gpu is not None:
+        if gpu.memory is None:
+            extended[GPU_RESOURCE] = str(gpu.count)
+        else:
+            extended[GPU_MEMORY_RESOURCE] = str(gpu.count * gpu.memory)
+    if resources.nvme is not None:
+        extended[NVME_RESOURCE] = str(resources.nvme.size)
+    requests.update(extended)
+    return requests, extended
+
+
+def _container(service):
+    requests, limits = _requests(service)
+    container = {"name": service.name, "image": service.image or "", "resources": {"requests": requests}}
+    if limits:
+        container["resources"]["limits"] = dict(limits)     # extended resources: limits equal requests, as kube asks
+    if service.ports:
+        container["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"} for port in service.ports]
+    return container
+
+
+def pod_object(problem, service):
+    """The Pod an extender reads for ``service``: one container per member (the service, then its sidecars) with its
+    requests, the node selector and tolerations, the priority, and gangplank's annotations (the GPU request's count,
+    memory per device and models; the NVMe label)."""
+    annotations = {ANNOTATION + "replicas": str(service.replicas)}
+    gpu = service.resources.gpu
+    if gpu is not None:
+        annotations[ANNOTATION + "gpu-count"] = str(gpu.count)
+        annotations[ANNOTATION + "gpu-memory-per-device"] = "" if gpu.memory is None else str(gpu.memory)
+        annotations[ANNOTATION + "gpu-models"] = ",".join(gpu.models)
+    if service.resources.nvme is not None:
+        annotations[ANNOTATION + "nvme-label"] = service.resources.nvme.label
+    for flag in ("stateful", "preemptible", "every_node"):
+        if getattr(service, flag):
+            annotations[ANNOTATION + flag.replace("_", "-")] = "true"
+    spec = {"containers": [_container(member) for member in
+                           [service] + [problem.services[name] for name in service.sidecars]],
+            "schedulerName": "gangplank", "priority": service.priority}
+    if service.node_selector:
+        spec["nodeSelector"] = dict(service.node_selector)
+    if service.tolerations:
+        spec["tolerations"] = [_toleration(toleration) for toleration in service.tolerations]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": service.name, "namespace": NAMESPACE,
+                         "labels": {"app.kubernetes.io/name": service.name, ANNOTATION + "service": service.name},
+                         "annotations": annotations},
+            "spec": spec, "status": {"phase": "Pending"}}
+
+
+def _toleration(toleration):
+    item = {"key": toleration.key, "operator": "Exists" if toleration.value is None else "Equal"}
+    if toleration.value is not None:
+        item["value"] = toleration.value
+    if toleration.effect is not None:
+        item["effect"] = toleration.effect
+    return item
+
+
+def node_object(node):
+    """The Node an extender reads: labels (the GFD-style labels the facts produce), taints, unschedulable, capacity
+    and allocatable (CPU, memory, whole GPUs, GPU memory, NVMe space), the devices as annotations."""
+    resources = {"cpu": _cpu(node.cpu), "memory": str(node.memory)}
+    if node.gpus:
+        resources[GPU_RESOURCE] = str(len(node.gpus))
+        resources[GPU_MEMORY_RESOURCE] = str(sum(device.memory for device in node.gpus))
+    if node.nvme:
+        resources[NVME_RESOURCE] = str(sum(device.size for device in node.nvme))
+    annotations = {}
+    if node.gpus:
+        annotations[ANNOTATION + "gpus"] = json.dumps(
+            [{"index": d.index, "uuid": d.uuid, "model": d.model, "memory": d.memory} for d in node.gpus],
+            separators=(",", ":"))
+    if node.nvme:
+        annotations[ANNOTATION + "nvme"] = json.dumps(
+            [{"name": d.name, "size": d.size, "labels": list(d.labels)} for d in node.nvme], separators=(",", ":"))
+    spec = {}
+    if node.unschedulable:
+        spec["unschedulable"] = True
+    if node.taints:
+        spec["taints"] = [dict({"key": taint.key, "effect": taint.effect},
+                               **({} if taint.value is None else {"value": taint.value})) for taint in node.taints]
+    metadata = {"name": node.name, "labels": dict(node.labels)}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec,
+            "status": {"capacity": resources, "allocatable": dict(resources)}}
+
+
+def resource_names(pod):
+    """The resource names a Pod's containers request or limit (kube's IsInterested reads them)."""
+    names = set()
+    for container in pod["spec"]["containers"]:
+        for part in ("requests", "limits"):
+            names.update(container["resources"].get(part, {}))
+    return names
+
+
+def encode(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def args_body(pod_json, names, node_jsons, node_cache_capable):
+    """kube's ExtenderArgs as bytes: ``Nodes`` (a NodeList) or, when nodeCacheCapable, ``NodeNames``; the other
+    one null, as kube-scheduler sends it. ``pod_json`` and ``node_jsons`` are encoded already (once per plan)."""
+    if node_cache_capable:
+        text = '{"Pod":%s,"Nodes":null,"NodeNames":%s}' % (pod_json, encode(list(names)))
+    else:
+        text = '{"Pod":%s,"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[%s]},"NodeNames":null}' \
+            % (pod_json, ",".join(node_jsons))
+    return text.encode("utf-8")
+
+
+# --- answers -------------------------------------------------------------------------------
+
+def _fields(config, verb, value, what):
+    """A JSON object's keys folded to lower case, as Go's encoding/json matches them."""
+    if not isinstance(value, dict):
+        raise ExtenderError("%s: the answer to %s is not %s: %s" % (config.name, verb, what, _shown(config, value)))
+    return {key.lower(): item for key, item in value.items()}
+
+
+def _shown(config, value):
+    return config.scrub(show(value))
+
+
+def read_filter_result(config, verb, answer, sent):
+    """(names that pass, {name: reason} of those that do not) from an ExtenderFilterResult; every node sent that
+    is in neither answer is filtered out too, as kube does. Raises ExtenderError on anything else."""
+    fields = _fields(config, verb, answer, "an ExtenderFilterResult object")
+    error = fields.get("error")
+    if error not in (None, ""):
+        if not isinstance(error, str):
+            raise ExtenderError("%s: Error in the answer to %s is not a string: %s" % (config.name, verb, _shown(config, error)))
+        raise ExtenderError("%s: %s answered with an error: %s" % (config.name, verb, _shown(config, error)))
+    passed = []
+    names = fields.get("nodenames")
+    nodes = fields.get("nodes")
+    # kube reads NodeNames only from a nodeCacheCapable extender; here also when Nodes is missing (an extender that
+    # always answers with names), where kube would pass no node at all.
+    if names is not None and (config.node_cache_capable or nodes is None):
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise ExtenderError("%s: NodeNames in the answer to %s is not a list of names: %s"
+                                % (config.name, verb, _shown(config, names)))
+        passed = names
+    elif nodes is not None:
+        items = _fields(config, verb, nodes, "a NodeList in Nodes").get("items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise ExtenderError("%s: Nodes.items in the answer to %s is not a list" % (config.name, verb))
+        for item in items:
+            metadata = _fields(config, verb, item, "a Node in Nodes.items").get("metadata")
+            name = _fields(config, verb, metadata, "a Node's metadata").get("name") if metadata is not None else None
+            if not isinstance(name, str):
+                raise ExtenderError("%s: a Node in the answer to %s has no metadata.name: %s"
+                                    % (config.name, verb, _shown(config, item)))
+            passed.append(name)
+    unknown = sorted(name for name in passed if name not in sent)
+    if unknown:
+        raise ExtenderError("%s: the answer to %s names node(s) it was not asked about: %s"
+                            % (config.name, verb, _shown(config, unknown)))
+    failed = {}
+    for key in ("failedandunresolvablenodes", "failednodes"):
+        entries = fields.get(key)
+        if entries is None:
+            continue
+        label = "FailedAndUnresolvableNodes" if key.startswith("failedand") else "FailedNodes"
+        if not isinstance(entries, dict) or not all(isinstance(reason, str) for reason in entries.values()):
+            raise ExtenderError("%s: %s in the answer to %s is not a mapping of node name to reason: %s"
+                                % (config.name, label, verb, _shown(config, entries)))
+        unknown = sorted(name for name in entries if name not in sent)
+        if unknown:
+            raise ExtenderError("%s: %s in the answer to %s names node(s) it was not asked about: %s"
+                                % (config.name, label, verb, _shown(config, unknown)))
+        for name, reason in entries.items():
+            # FailedAndUnresolvableNodes takes precedence, as in kube (it is read first).
+            failed.setdefault(name, _reason(config, reason))
+    both = sorted(set(passed) & set(failed))
+    if both:
+        raise ExtenderError("%s: the answer to %s both passes and fails node(s): %s"
+                            % (config.name, verb, _shown(config, both)))
+    return frozenset(passed), failed
+
+
+def _reason(config, text):
+    text = re.sub(r"\s+", " ", re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", config.scrub(text))).strip()
+    if len(text) > MAX_REASON:
+        text = text[:MAX_REASON - 3] + "..."
+    return text or "node(s) didn't pass %s" % config.name
+
+
+def read_priorities(config, verb, answer, sent, warnings):
+    """{name: score 0..10} from a HostPriorityList (null: no scores). Scores outside 0..10 are clamped, with a
+    warning; anything else raises ExtenderError."""
+    if answer is None:
+        return {}
+    if not isinstance(answer, list):
+        raise ExtenderError("%s: the answer to %s is not a HostPriorityList (a list): %s"
+                            % (config.name, verb, _shown(config, answer)))
+    scores = {}
+    for item in answer:
+        fields = _fields(config, verb, item, "a HostPriority object")
+        host, score = fields.get("host"), fields.get("score")
+        if not isinstance(host, str) or isinstance(score, bool) or not isinstance(score, (int, float)) or \
+                (isinstance(score, float) and not score.is_integer()):
+            raise ExtenderError("%s: the answer to %s has an entry that is not {Host: name, Score: integer}: %s"
+                                % (config.name, verb, _shown(config, item)))
+        if host not in sent:
+            raise ExtenderError("%s: the answer to %s scores a node it was not asked about: %s"
+                                % (config.name, verb, _shown(config, host)))
+        if host in scores:
+            raise ExtenderError("%s: the answer to %s scores node %s twice" % (config.name, verb, _shown(config, host)))
+        score = int(score)
+        if not 0 <= score <= MAX_EXTENDER_PRIORITY:
+            warnings.append("%s: %s scored node %s %d; scores are 0..%d (kube's MaxExtenderPriority), so it counts as %d"
+                            % (config.name, verb, host, score, MAX_EXTENDER_PRIORITY,
+                               min(max(score, 0), MAX_EXTENDER_PRIORITY)))
+            score = min(max(score, 0), MAX_EXTENDER_PRIORITY)
+        scores[host] = score
+    return scores

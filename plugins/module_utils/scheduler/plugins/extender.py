@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Extender: an HTTP scheduler extender (scheduler/extender.py) as a Filter and Score plugin.
+
+kube-scheduler calls its extenders after its own filters and scores, per pod (pkg/scheduler/extender.go,
+schedule_one.go's findNodesThatPassExtenders and prioritizeNodes). Here the call is per service, once per
+plan and verb, and its answer is kept: the filter verdict is a static filter (``filter_static``: the exact
+solver honours it like NodeSelector) and the score depends on the service and the node only (rule 3 of
+docs/scheduler-design.md).
+
+- The filter verb gets the nodes that the built-in static filters accept for the service (with
+  ``staying``, the widest set any instance of it may use): kube's "nodes that passed the filters",
+  without what the attempt has placed, which would make the verdict change within an attempt. A node
+  the answer leaves out gets its FailedNodes reason (or FailedAndUnresolvableNodes'), which the
+  "0/N nodes are available" line counts like any filter's.
+- The prioritize verb gets the same nodes (kube sends those that also passed the filter; here both are
+  asked at once and the scores of refused nodes are never read); a score 0..10 counts ``weight`` x
+  score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
+- kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
+- All calls are made in one round when the first answer is needed (every service needs its answers for its
+  equivalence class before the first placement), at most extender.MAX_CONCURRENT at once.
+- A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
+  node passes, every score 0) and the result says why; any other fails the plan with the error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    MAX_NODE_SCORE, OK, FilterPlugin, ScorePlugin, Status,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS
+
+FILTER = "filter"
+PRIORITIZE = "prioritize"
+
+
+class Extender(FilterPlugin, ScorePlugin):
+    """One configured extender; profiles.py makes a subclass per entry with ``name`` and ``config`` set."""
+
+    name = "Extender"
+    config = None           # an extender.ExtenderConfig
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self.built_in = ()
+        self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
+        self._scores = None         # service name -> {node name: 0..10}
+        self._pods = {}             # service name -> (Pod JSON text, resource names)
+        self._node_json = {}        # node name -> Node JSON text (built once per plan)
+        self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
+        self.calls = {FILTER: 0, PRIORITIZE: 0}
+        self.seconds = 0.0
+        self.skipped = None         # why an ignorable extender was left out of this plan
+        self.warnings = list(self.config.notes) if self.config is not None else []
+
+    def attach(self, framework):
+        # The built-in filters only: a user plugin's PreFilter may skip its own filter, which filter_static
+        # alone cannot know, and a node left out of the call is one the extender never judged.
+        self.built_in = [plugin for plugin in framework.filters if type(plugin) in PLUGINS]
+
+    # --- Filter, Score, class key: all read the answers of one round of calls ----------------------
+
+    def filter_static(self, instance, node, staying):
+        if self._verdicts is None:
+            self._ask()
+        return self._verdicts[instance.service.name].get(node.name, OK)
+
+    def scores_alike_for(self, service):
+        return not self.config.prioritize_verb or not self._interested(service)
+
+    def score(self, cycle, cluster, instance, node_state):
+        if self._scores is None:
+            self._ask()
+        return self._scores[instance.service.name].get(node_state.name, 0) * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+
+    def class_key(self, service):
+        """What the extender answered for the service: services of one shape share a class heap when the extender
+        refused the same nodes for the same reasons and gave the same scores (the Pod names the service, so the
+        answers may differ)."""
+        if self._verdicts is None:
+            self._ask()
+        refused = tuple(sorted((name, status.reasons) for name, status in self._verdicts[service.name].items()))
+        return refused, tuple(sorted((name, score) for name, score in self._scores[service.name].items() if score))
+
+    def _candidates(self, service):
+        """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
+        set), in the problem's node order. Kept per what those filters read of a service (NodeUnschedulable:
+        every_node; TaintToleration: tolerations; NodeSelector; NodeResourcesFit: the pod's CPU and memory; GPU
+        and NVMe: their requests), so services of one shape cost one pass over the nodes."""
+        requests = self.problem.requests()[service.name]
+        shape = (service.every_node, service.tolerations, tuple(sorted(service.node_selector.items())),
+                 requests.cpu, requests.memory, service.resources.gpu, service.resources.nvme)
+        names = self._candidates_of.get(shape)
+        if names is None:
+            stand_in = Instance(service, 0, None)
+            names = self._candidates_of[shape] = [
+                name for name, node in self.problem.nodes.items()
+                if all(plugin.filter_static(stand_in, node, True).ok for plugin in self.built_in)]
+        return names
+
+    # --- the calls ---------------------------------------------------------------------------
+
+    def _ask(self):
+        """One round of calls, the first time an answer is needed: the filter verb and the prioritize verb for every
+        service that the extender manages and that has candidate nodes, at most extender.MAX_CONCURRENT calls in
+        flight. Every service of the problem needs its answers before the first placement (its equivalence class),
+        so asking all at once adds no call and waits about one round trip, not two per service. The prioritize
+        verb gets the same candidates as the filter verb (kube sends it those that passed the filter; asking both
+        at once halves the wait, and the scores of refused nodes are never read). Should a call fail, an ignorable
+        extender is left out of the whole plan (none of its answers is used, whichever call failed first); any
+        other raises the error of the first failed call, filter calls first, in service name order."""
+        config = self.config
+        self._verdicts = {service.name: {} for service in self.problem.services.values()}
+        self._scores = {service.name: {} for service in self.problem.services.values()}
+        jobs = []
+        for service in self.problem.services.values():
+            if service.sidecar or not self._interested(service):
+                continue
+            names = self._candidates(service)
+            if names:
+                jobs.extend((kind, verb, service, names) for kind, verb in
+                            ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb)) if verb)
+        jobs.sort(key=lambda job: job[0] != FILTER)
+        try:
+            answers = self._round(jobs)
+        except wire.ExtenderError as error:
+            if not config.ignorable:
+                raise
+            self.skipped = str(error)
+            self.warnings.append("%s; ignorable, so it is left out of this plan" % error)
+            return
+        fallback = "node(s) didn't pass %s" % config.name
+        for (kind, _verb, service, names), answer in zip(jobs, answers):
+            if kind == FILTER:
+                passed, failed = answer
+                self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
+                                                for name in names if name not in passed}
+            else:
+                scores, found = answer
+                self._scores[service.name] = scores
+                for warning in found:
+                    if len(self.warnings) < wire.MAX_WARNINGS:
+                        self.warnings.append("%s (service %s)" % (warning, service.name))
+
+    def _round(self, jobs):
+        """The answers read for ``jobs`` [(kind, verb, service, names)], in order (prioritize: (scores, warnings));
+        raises the ExtenderError of the first job that failed. Once one failed or the plan's time bound is spent,
+        no further call starts."""
+        config = self.config
+        started = time.monotonic()
+        stop = threading.Event()
+        lock = threading.Lock()
+        spent = self.seconds
+
+        def call(job):
+            kind, verb, service, names = job
+            if stop.is_set():
+                return None
+            if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
+                stop.set()
+                return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
+                                          % (config.name, wire.MAX_PLAN_SECONDS, service.name))
+            node_jsons = () if config.node_cache_capable else [self._node_json[name] for name in names]
+            body = wire.args_body(self._pod(service)[0], names, node_jsons, config.node_cache_capable)
+            with lock:
+                self.calls[kind] += 1
+            try:
+                answer = config.post(verb, body)
+                sent = set(names)
+                if kind == FILTER:
+                    return wire.read_filter_result(config, verb, answer, sent)
+                found = []
+                return wire.read_priorities(config, verb, answer, sent, found), found
+            except wire.ExtenderError as error:
+                stop.set()
+                return wire.ExtenderError("%s (service %s)" % (error, service.name))
+
+        # Node JSON is built here, once, not in the workers (they would build the same text at once).
+        if not config.node_cache_capable:
+            for _kind, _verb, _service, names in jobs:
+                for name in names:
+                    self._node(name)
+        try:
+            if len(jobs) <= 1:
+                answers = [call(job) for job in jobs]
+            else:
+                with ThreadPoolExecutor(max_workers=min(wire.MAX_CONCURRENT, len(jobs))) as pool:
+                    answers = list(pool.map(call, jobs))
+        finally:
+            self.seconds += time.monotonic() - started
+        for answer in answers:
+            if isinstance(answer, wire.ExtenderError):
+                raise answer
+        return answers
+
+    def _interested(self, service):
+        """kube's IsInterested: no managedResources, or the Pod requests one of them."""
+        managed = self.config.managed_resources
+        return not managed or bool(set(managed) & self._pod(service)[1])
+
+    def _pod(self, service):
+        pod = self._pods.get(service.name)
+        if pod is None:
+            obj = wire.pod_object(self.problem, service)
+            pod = self._pods[service.name] = (wire.encode(obj), wire.resource_names(obj))
+        return pod
+
+    def _node(self, name):
+        text = self._node_json.get(name)
+        if text is None:
+            text = self._node_json[name] = wire.encode(wire.node_object(self.problem.nodes[name]))
+        return text
+
+    def report(self):
+        """What the result says about this extender: calls, seconds, whether it was skipped and why."""
+        entry = {"urlPrefix": self.config.url_prefix, "filter_calls": self.calls[FILTER],
+                 "prioritize_calls": self.calls[PRIORITIZE], "seconds": round(self.seconds, 3),
+                 "skipped": self.skipped is not None}
+        if self.warnings:
+            entry["warnings"] = list(self.warnings)
+        return entry
+
+
+def extender_class(config):
+    """A plugin class for one configured extender (its name is what errors and the result call it)."""
+    return type("Extender%d" % config.index, (Extender,), {"name": config.name, "config": config})
+
+
+def extender_report(framework):
+    """The result's ``extenders`` entries, or None when the profile has none."""
+    entries = [plugin.report() for plugin in framework.plugins if isinstance(plugin, Extender)]
+    return entries or None

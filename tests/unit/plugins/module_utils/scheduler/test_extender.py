@@ -1,0 +1,841 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""HTTP scheduler extenders (scheduler/extender.py, plugins/extender.py) against real servers on loopback.
+
+Every server binds 127.0.0.1 port 0 (other tests run on this machine at the same time): a Node.js extender
+(extender/zone_extender.js), the maintenance-list example of docs/examples as a process, and Python servers
+in threads that are slow, fail, answer garbage or drip their answer. Nothing is mocked: the scheduler posts
+real HTTP. Every feasible plan goes through the plan checker, and through the extender's verdicts as extra
+filters (``refused_by``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_priorities import kinded
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_properties import SETTINGS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE)))))
+DATA = os.path.join(HERE, "extender")
+NODE = shutil.which("node")
+MAINTENANCE = os.path.join(ROOT, "docs", "examples", "maintenance_extender.py")
+TOKEN = "s3cr3t-T0ken.value_x9"
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+class PythonExtender:
+    """A real HTTP(S) server in a thread. ``behave(verb, args, headers)`` returns (status, body bytes) or calls
+    ``handler.drip``; every request is recorded as (verb, headers, args)."""
+
+    def __init__(self, behave, context=None):
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                verb = self.path.rstrip("/").rsplit("/", 1)[-1]
+                args = json.loads(body)
+                outer.requests.append((verb, dict(self.headers), args))
+                answer = behave(verb, args, self.headers, self)
+                if answer is None:
+                    return
+                status, payload = answer
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass        # the client gave up (a timeout test)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        scheme = "http"
+        if context is not None:
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = "%s://127.0.0.1:%d/ext" % (scheme, self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def verbs(self):
+        return [(verb, args["Pod"]["metadata"]["name"]) for verb, _headers, args in self.requests]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def servers():
+    started = []
+
+    def start(behave, context=None):
+        server = PythonExtender(behave, context)
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.close()
+
+
+def _names(args):
+    if args.get("NodeNames") is not None:
+        return list(args["NodeNames"])
+    return [item["metadata"]["name"] for item in args["Nodes"]["items"]]
+
+
+def maintenance(refused, scores=None):
+    """A behaviour: refuse the nodes in ``refused`` (reason: in maintenance); score by ``scores``."""
+    def behave(verb, args, _headers, _handler):
+        names = _names(args)
+        if verb == "filter":
+            passed = [name for name in names if name not in refused]
+            answer = {"NodeNames": passed, "FailedNodes": {n: "node(s) were in maintenance" for n in names if n in refused},
+                      "Error": ""}
+            if args.get("Nodes") is not None:
+                answer = dict(answer, NodeNames=None, Nodes={"items": [i for i in args["Nodes"]["items"]
+                                                                       if i["metadata"]["name"] in passed]})
+            return 200, json.dumps(answer).encode()
+        return 200, json.dumps([{"Host": n, "Score": (scores or {}).get(n, 0)} for n in names]).encode()
+    return behave
+
+
+def start_process(command, env=None):
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        raise AssertionError("extender did not start: %r %r" % (line, process.stderr.read()))
+    return process, int(line)
+
+
+def stop(process):
+    process.kill()
+    process.wait(timeout=10)
+    process.stdout.close()
+    process.stderr.close()
+
+
+# --- problems and checks ----------------------------------------------------------------------
+
+def cluster(count=6, **labels_of):
+    return {"n%d" % index: {"cpu": 4, "memory": "16Gi", "labels": labels_of.get("n%d" % index, {})}
+            for index in range(count)}
+
+
+def problem_with(nodes, **services):
+    return {"nodes": nodes, "services": services}
+
+
+def profile(*entries):
+    return parse_profile({"extenders": list(entries)})
+
+
+def refused_by(result, refused):
+    """The extender's verdicts as extra filters: ``refused`` maps a service to the nodes it may not use."""
+    return ["%s on %s, which the extender refused" % (name, placement["node"])
+            for name, placement in result.get("placements", {}).items()
+            if placement["node"] in refused.get(placement["service"], ())]
+
+
+def checked(problem, result, refused):
+    violations = check_plan(copy.deepcopy(problem), result) + refused_by(result, refused)
+    assert violations == [], violations
+    return result
+
+
+# --- behaviour against real extenders -----------------------------------------------------------
+
+@pytest.mark.skipif(NODE is None, reason="node (Node.js) is not installed")
+@pytest.mark.parametrize("cache", [False, True])
+def test_nodejs_extender_filters_and_scores(cache):
+    """A Node.js extender (not Python: the wire format is kube's, not ours): its FailedNodes and
+    FailedAndUnresolvableNodes keep work off nodes, its scores (weight 5) decide among the rest, and it is
+    asked once per service and verb."""
+    process, port = start_process([NODE, os.path.join(DATA, "zone_extender.js"), "names" if cache else "nodes"])
+    try:
+        if cache:
+            nodes = {name: {"cpu": 4, "memory": "16Gi"} for name in ("a-closed", "b", "c-best", "d-closed", "e")}
+            refused = {"web", "db"}
+            refused = {service: {"a-closed", "d-closed"} for service in refused}
+        else:
+            nodes = cluster(6, n0={"zone": "closed"}, n1={"broken": "true"}, n2={"rank": "3"}, n3={"rank": "9"},
+                            n4={"zone": "open"}, n5={"rank": "1"})
+            refused = {service: {"n0", "n1"} for service in ("web", "db")}
+        problem = problem_with(nodes, web={"replicas": 3, "resources": {"cpu": 1}},
+                               db={"replicas": 2, "resources": {"cpu": 2}})
+        result = plan(copy.deepcopy(problem), profile=profile({
+            "urlPrefix": "http://127.0.0.1:%d/ext" % port, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+            "weight": 5, "nodeCacheCapable": cache}))
+        checked(problem, result, refused)
+        assert result["feasible"]
+        best = "c-best" if cache else "n3"
+        assert sum(1 for p in result["placements"].values() if p["node"] == best) >= 2
+        entry, = result["extenders"]
+        assert (entry["filter_calls"], entry["prioritize_calls"], entry["skipped"]) == (2, 2, False)
+        assert entry["seconds"] >= 0 and "warnings" not in result
+        from urllib.request import urlopen
+        with urlopen("http://127.0.0.1:%d/calls" % port, timeout=10) as response:
+            calls = json.loads(response.read())
+        assert calls == {"filter web": 1, "filter db": 1, "prioritize web": 1, "prioritize db": 1}
+    finally:
+        stop(process)
+
+
+@pytest.mark.skipif(NODE is None, reason="node (Node.js) is not installed")
+def test_nodejs_reasons_appear_in_the_diagnosis():
+    process, port = start_process([NODE, os.path.join(DATA, "zone_extender.js"), "nodes"])
+    try:
+        nodes = cluster(4, n0={"zone": "closed"}, n1={"zone": "closed"}, n2={"broken": "true"})
+        nodes["n3"]["cpu"] = 1
+        problem = problem_with(nodes, web={"replicas": 1, "resources": {"cpu": 2}})
+        result = plan(problem, profile=profile({"urlPrefix": "http://127.0.0.1:%d/ext" % port, "filterVerb": "filter"}),
+                      exact_seconds=0)
+        assert not result["feasible"]
+        assert result["unschedulable"]["web-0"] == ("0/4 nodes are available: 1 Insufficient cpu, 1 node(s) were "
+                                                    "broken, 2 node(s) were in a closed zone.")
+        checked(problem, result, {})
+    finally:
+        stop(process)
+
+
+def test_maintenance_example_with_token(tmp_path):
+    """docs/examples/maintenance_extender.py as a process: nodes in maintenance get no work, 'soon' ones score
+    last, and it refuses a request without its bearer token."""
+    listing = tmp_path / "maintenance.txt"
+    listing.write_text("n1   # disk swap\nn2 soon\n")
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    process, port = start_process(["python3", MAINTENANCE, "--maintenance", str(listing), "--port", "0",
+                                   "--token-file", str(token_file)])
+    try:
+        problem = problem_with(cluster(3), web={"replicas": 4, "resources": {"cpu": 1}})
+        entry = {"urlPrefix": "http://127.0.0.1:%d" % port, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+                 "weight": 100, "bearerTokenFile": str(token_file)}
+        result = checked(problem, plan(copy.deepcopy(problem), profile=profile(entry)), {"web": {"n1"}})
+        assert {p["node"] for p in result["placements"].values()} == {"n0"}
+        entry = dict(entry, bearerToken=TOKEN[:-1] + "y")
+        del entry["bearerTokenFile"]
+        with pytest.raises(ExtenderError) as raised:
+            plan(copy.deepcopy(problem), profile=profile(entry))
+        assert "http://127.0.0.1:%d: filter answered HTTP 401" % port in str(raised.value)
+        assert TOKEN[:-1] not in str(raised.value)
+    finally:
+        stop(process)
+
+
+def test_one_call_per_service_and_verb_through_the_exact_solver(servers):
+    """Greedy fails, the exact solver plans: the extender's filter is a static filter there too, and it is
+    still asked once per service and verb."""
+    refused = {"big": {"n0"}, "small": {"n3"}}
+    server = servers(lambda verb, args, headers, handler: maintenance(refused[args["Pod"]["metadata"]["name"]])(
+        verb, args, headers, handler))
+    nodes = {"n%d" % i: {"cpu": 4, "memory": "16Gi"} for i in range(4)}
+    problem = problem_with(nodes, big={"replicas": 3, "resources": {"cpu": 3}},
+                           small={"replicas": 4, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, refused)
+    assert result["feasible"]
+    assert sorted(server.verbs()) == [("filter", "big"), ("filter", "small"), ("prioritize", "big"),
+                                      ("prioritize", "small")]
+
+
+def test_services_of_one_shape_are_asked_apart(servers):
+    """Two services with the same requirements share an equivalence class without extenders; the extender's
+    answer is per Pod (per service name), so here they must not."""
+    refused = {"alpha": {"n0", "n1"}, "beta": {"n2", "n3"}}
+    server = servers(lambda verb, args, headers, handler: maintenance(refused[args["Pod"]["metadata"]["name"]])(
+        verb, args, headers, handler))
+    problem = problem_with(cluster(4), alpha={"replicas": 2, "resources": {"cpu": 1}},
+                           beta={"replicas": 2, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile({"urlPrefix": server.url, "filterVerb": "filter"}))
+    checked(problem, result, refused)
+
+
+def test_the_filter_gets_only_nodes_the_built_in_filters_accept(servers):
+    server = servers(maintenance(set()))
+    nodes = cluster(4, n0={"gpu": "yes"}, n1={"gpu": "yes"})
+    # NoExecute refuses even an instance that runs there; NoSchedule would let it stay, so n4 is sent
+    nodes["n2"]["taints"] = [{"key": "dedicated", "effect": "NoExecute"}]
+    nodes["n4"] = {"cpu": 4, "memory": "16Gi", "taints": [{"key": "dedicated", "effect": "NoSchedule"}]}
+    problem = problem_with(nodes, web={"replicas": 1, "node_selector": {"gpu": "yes"}, "resources": {"cpu": 1}},
+                           any={"replicas": 1, "resources": {"cpu": 1}})
+    plan(problem, profile=profile({"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True}))
+    sent = {args["Pod"]["metadata"]["name"]: args["NodeNames"] for _verb, _headers, args in server.requests}
+    assert sent == {"web": ["n0", "n1"], "any": ["n0", "n1", "n3", "n4"]}
+
+
+def test_managed_resources_limit_who_is_asked(servers):
+    server = servers(maintenance({"g0"}))
+    nodes = {"g0": {"cpu": 8, "memory": "32Gi", "gpus": [{"index": 0, "uuid": "GPU-0", "model": "A100", "memory": "40Gi"}]},
+             "g1": {"cpu": 8, "memory": "32Gi", "gpus": [{"index": 0, "uuid": "GPU-1", "model": "A100", "memory": "40Gi"}]}}
+    problem = problem_with(nodes, train={"replicas": 1, "resources": {"cpu": 1, "gpu": {"count": 1}}},
+                           web={"replicas": 2, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "managedResources": [{"name": "nvidia.com/gpu"}]}))
+    checked(problem, result, {"train": {"g0"}})
+    assert server.verbs() == [("filter", "train")]
+
+
+# --- failures: slow, failing, garbage, unknown nodes; ignorable ---------------------------------
+
+def _answer(status, payload):
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return lambda verb, args, headers, handler: (status, body)
+
+
+def _echo_headers(verb, args, headers, handler):
+    return 500, ("internal error; you sent %s" % dict(headers)).encode()
+
+
+def _slow(verb, args, headers, handler):
+    time.sleep(3)
+    return 200, json.dumps({"NodeNames": _names(args)}).encode()
+
+
+def _drip(verb, args, headers, handler):
+    """Headers, then one byte every 0.2 s for 10 s: no single read ever waits long."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100")
+    handler.end_headers()
+    for _unused in range(50):
+        try:
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+        except OSError:
+            return None
+        time.sleep(0.2)
+    return None
+
+
+def _unknown_node(verb, args, headers, handler):
+    return 200, json.dumps({"NodeNames": _names(args) + ["ghost"]}).encode()
+
+
+FAILURES = [
+    (_answer(500, b"database down"), "filter answered HTTP 500: \"database down\""),
+    (_answer(200, b"<html>not json</html>"), "the answer to filter is not JSON"),
+    (_answer(200, [1, 2]), "is not an ExtenderFilterResult object"),
+    (_answer(200, {"Error": "licence server unreachable"}), "filter answered with an error: \"licence server unreachable\""),
+    (_answer(200, {"NodeNames": "n0"}), "NodeNames in the answer to filter is not a list of names"),
+    (_answer(200, {"FailedNodes": {"n0": 5}}), "FailedNodes in the answer to filter is not a mapping"),
+    (_answer(200, {"FailedNodes": {"ghost": "x"}}), "names node(s) it was not asked about: [\"ghost\"]"),
+    (_answer(200, {"NodeNames": ["n0"], "FailedNodes": {"n0": "x"}}), "both passes and fails node(s)"),
+    (_unknown_node, "names node(s) it was not asked about: [\"ghost\"]"),
+    (_answer(301, b""), "filter answered HTTP 301"),
+]
+
+
+@pytest.mark.parametrize("behave,message", FAILURES)
+def test_a_bad_answer_fails_the_plan_naming_the_extender(servers, behave, message):
+    server = servers(behave)
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    entry = {"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True}
+    with pytest.raises(ExtenderError) as raised:
+        plan(copy.deepcopy(problem), profile=profile(entry))
+    assert str(raised.value).startswith("extender %s: " % server.url)
+    assert message in str(raised.value) and str(raised.value).endswith("(service web)")
+    # ignorable: skipped with a warning, and the plan is made without it
+    result = plan(copy.deepcopy(problem), profile=profile(dict(entry, ignorable=True)))
+    checked(problem, result, {})
+    assert result["feasible"] and result["extenders"][0]["skipped"]
+    assert message in result["warnings"][0] and "ignorable, so it is left out of this plan" in result["warnings"][0]
+
+
+@pytest.mark.parametrize("behave", [_slow, _drip])
+def test_a_slow_extender_is_cut_at_its_timeout(servers, behave):
+    server = servers(behave)
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}},
+                           api={"replicas": 1, "resources": {"cpu": 2}})
+    entry = {"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True, "httpTimeout": "500ms"}
+    started = time.monotonic()
+    with pytest.raises(ExtenderError, match=re.escape("extender %s: filter timed out after 0.5 s" % server.url)):
+        plan(copy.deepcopy(problem), profile=profile(entry))
+    assert time.monotonic() - started < 2.5
+    # ignorable: the services are asked at once, so the plan waits one timeout, and is made without the extender
+    started = time.monotonic()
+    result = plan(copy.deepcopy(problem), profile=profile(dict(entry, ignorable=True)))
+    assert time.monotonic() - started < 2.5
+    assert result["feasible"] and result["extenders"][0]["skipped"] and result["extenders"][0]["prioritize_calls"] == 0
+    checked(problem, result, {})
+
+
+def test_a_refused_connection_and_an_oversized_answer(servers, monkeypatch):
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    closed = PythonExtender(maintenance(set()))
+    url = closed.url
+    closed.close()
+    with pytest.raises(ExtenderError, match=re.escape("extender %s: filter failed: connection refused" % url)):
+        plan(copy.deepcopy(problem), profile=profile({"urlPrefix": url, "filterVerb": "filter"}))
+    monkeypatch.setattr(wire, "MAX_RESPONSE_BYTES", 1000)
+    server = servers(_answer(200, {"NodeNames": ["n0"] * 500}))
+    with pytest.raises(ExtenderError, match="is larger than 1000 bytes"):
+        plan(copy.deepcopy(problem), profile=profile({"urlPrefix": server.url, "filterVerb": "filter",
+                                                      "nodeCacheCapable": True}))
+
+
+def test_time_spent_in_one_plan_is_bounded(servers, monkeypatch):
+    server = servers(maintenance(set()))
+    monkeypatch.setattr(wire, "MAX_PLAN_SECONDS", 0.0)
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    with pytest.raises(ExtenderError, match="reached its bound of 0 s in this plan; not called again"):
+        plan(problem, profile=profile({"urlPrefix": server.url, "filterVerb": "filter"}))
+    assert server.requests == []
+
+
+def test_a_kube_configuration_with_bind_and_preempt_verbs_works(servers):
+    """kube's documented example configuration (bindVerb, preemptVerb, managedResources with ignoredByScheduler,
+    httpTimeout 5s, enableHTTPS false) is accepted unchanged; the verbs gangplank never calls are warnings."""
+    server = servers(maintenance({"n0"}))
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile({
+        "urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "preemptVerb": "preempt",
+        "bindVerb": "bind", "enableHTTPS": False, "httpTimeout": "5s", "nodeCacheCapable": False, "weight": 1,
+        "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}], "ignorable": False}))
+    checked(problem, result, {})
+    assert [verb for verb, _name in server.verbs()] == []      # the Pod requests no example.com/foo
+    assert result["warnings"] == [
+        "extender %s: bindVerb bind is not called: gangplank binds every instance itself" % server.url,
+        "extender %s: preemptVerb preempt is not called: gangplank plans the gang at once, without kube's preemption"
+        % server.url]
+
+
+def test_scores_out_of_range_are_clamped_with_a_warning(servers):
+    server = servers(lambda verb, args, headers, handler: (200, json.dumps(
+        [{"Host": "n1", "Score": 100}, {"Host": "n0", "Score": -3}]).encode()))
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile({"urlPrefix": server.url, "prioritizeVerb": "p"}))
+    assert result["placements"]["web-0"]["node"] == "n1"
+    assert any("scored node n1 100; scores are 0..10" in warning for warning in result["warnings"])
+
+
+def test_the_token_never_appears(servers):
+    """A server that echoes the request headers into its error: the error quotes it with the token blotted out;
+    the profile's repr and the result do not carry it either."""
+    server = servers(_echo_headers)
+    problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}})
+    parsed = profile({"urlPrefix": server.url, "filterVerb": "filter", "bearerToken": TOKEN})
+    with pytest.raises(ExtenderError) as raised:
+        plan(copy.deepcopy(problem), profile=parsed)
+    assert server.requests[0][1]["Authorization"] == "Bearer " + TOKEN
+    assert TOKEN not in str(raised.value) and "HTTP 500" in str(raised.value)
+    assert TOKEN not in repr(parsed.plugins) + repr([getattr(cls, "config", None) for cls in parsed.plugins])
+    ignorable = profile({"urlPrefix": server.url, "filterVerb": "filter", "bearerToken": TOKEN, "ignorable": True})
+    assert TOKEN not in json.dumps(plan(copy.deepcopy(problem), profile=ignorable))
+    with pytest.raises(ProblemError) as bad:
+        profile({"urlPrefix": server.url, "filterVerb": "filter", "bearerToken": TOKEN + " \n"})
+    assert TOKEN not in str(bad.value) and "not shown" in str(bad.value)
+    with pytest.raises(ProblemError, match=r"bearerToken: is a int \(not shown\); expected a string"):
+        profile({"urlPrefix": server.url, "filterVerb": "filter", "bearerToken": 12345})
+    with pytest.raises(ProblemError, match="clear text"):
+        profile({"urlPrefix": "http://extender.example:80", "filterVerb": "f", "bearerToken": TOKEN})
+
+
+# --- HTTPS with a CA and a client certificate ----------------------------------------------------
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    folder = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
+             "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)
+    for name, extension in (("server", "subjectAltName=IP:127.0.0.1,DNS:extender.test"), ("client", None)):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % name, "-keyout", name + ".key",
+                 "-out", name + ".csr", cwd=folder)
+        sign = ["x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-out", name + ".pem"]
+        if extension:
+            (folder / (name + ".ext")).write_text(extension + "\n")
+            sign += ["-extfile", name + ".ext"]
+        _openssl(*sign, cwd=folder)
+    return folder
+
+
+def _server_context(pki, client_ca=True):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(pki / "server.pem"), str(pki / "server.key"))
+    if client_ca:
+        context.load_verify_locations(str(pki / "ca.pem"))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def test_a_vaulted_token(servers):
+    """ansible-core's EncryptedString (a vaulted value not yet templated) decrypts through str(): the token sent
+    is the plaintext, and a value that cannot be decrypted is an error that shows nothing of it."""
+    ansible_vault = pytest.importorskip("ansible.parsing.vault")
+    secret = ansible_vault.VaultSecret(b"vault password")
+    ciphertext = ansible_vault.VaultLib([("default", secret)]).encrypt(TOKEN).decode()
+    server = servers(maintenance(set()))
+    problem = problem_with(cluster(1), web={"replicas": 1, "resources": {"cpu": 1}})
+    if not hasattr(ansible_vault, "EncryptedString"):
+        pytest.skip("ansible-core before 2.19 has no EncryptedString")
+    context = ansible_vault.VaultSecretsContext
+    with pytest.raises(ProblemError) as raised:     # no vault password yet
+        profile({"urlPrefix": server.url, "filterVerb": "filter",
+                 "bearerToken": ansible_vault.EncryptedString(ciphertext=ciphertext)})
+    assert str(raised.value).endswith("bearerToken: could not be decrypted (not shown); expected a string, e.g. from a "
+                                      "vaulted variable with its vault password given")
+    previous = context._current        # process-wide in ansible-core: put back as it was
+    context._current = context(secrets=[("default", secret)])
+    try:
+        vaulted = ansible_vault.EncryptedString(ciphertext=ciphertext)
+        plan(copy.deepcopy(problem), profile=profile({"urlPrefix": server.url, "filterVerb": "filter",
+                                                      "bearerToken": vaulted}))
+    finally:
+        context._current = previous
+    assert server.requests[0][1]["Authorization"] == "Bearer " + TOKEN
+
+
+def test_https_with_ca_file_and_client_certificate(servers, pki):
+    server = servers(maintenance({"n0"}), _server_context(pki))
+    problem = problem_with(cluster(2), web={"replicas": 2, "resources": {"cpu": 1}})
+    tls = {"caFile": str(pki / "ca.pem"), "certFile": str(pki / "client.pem"), "keyFile": str(pki / "client.key")}
+    entry = {"urlPrefix": server.url, "filterVerb": "filter", "enableHTTPS": True, "tlsConfig": tls,
+             "bearerToken": TOKEN}
+    result = checked(problem, plan(copy.deepcopy(problem), profile=profile(entry)), {"web": {"n0"}})
+    assert {p["node"] for p in result["placements"].values()} == {"n1"}
+    # serverName: the certificate's other name
+    plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig=dict(tls, serverName="extender.test"))))
+    # without the client certificate the server refuses the handshake
+    with pytest.raises(ExtenderError, match=re.escape("extender %s: filter failed" % server.url)):
+        plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig={"caFile": tls["caFile"]})))
+    # without the CA, the server's certificate is not trusted
+    with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+        plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig={k: tls[k] for k in ("certFile", "keyFile")})))
+    # a name the certificate does not carry
+    with pytest.raises(ExtenderError, match="filter failed: TLS"):
+        plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig=dict(tls, serverName="other.test"))))
+
+
+def test_tls_config_mistakes_are_profile_errors(pki, tmp_path):
+    (tmp_path / "bad.pem").write_text("not a certificate\n")
+    base = {"urlPrefix": "https://127.0.0.1:1/ext", "filterVerb": "filter"}
+    with pytest.raises(ProblemError) as raised:
+        profile(dict(base, tlsConfig={"caFile": str(tmp_path / "bad.pem")}))
+    assert str(raised.value).startswith("profile.extenders[0].tlsConfig: cannot be used")
+    with pytest.raises(ProblemError, match=r"profile.extenders\[0\].tlsConfig.caFile: got .*; expected an existing PEM"):
+        profile(dict(base, tlsConfig={"caFile": str(tmp_path / "missing.pem")}))
+    with pytest.raises(ProblemError, match="only one of certFile and keyFile"):
+        profile(dict(base, tlsConfig={"certFile": str(pki / "client.pem")}))
+    with pytest.raises(ProblemError, match="expected the PEM in a file"):
+        profile(dict(base, tlsConfig={"caData": "LS0tLS1CRUdJTi"}))
+    with pytest.raises(ProblemError, match=r"tlsConfig: is set for an http:// urlPrefix"):
+        profile(dict(base, urlPrefix="http://127.0.0.1:1", tlsConfig={}))
+
+
+# --- kube's types: the requests decode field for field, kube-shaped answers are read ----------------
+
+KUBE = json.load(open(os.path.join(DATA, "kube_types.json"), encoding="utf-8"))
+_QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
+
+
+def decode(value, kind, path, problems):
+    """Go's encoding/json decoding ``value`` into ``kind`` of kube_types.json, strictly: every key must be a field
+    (with its exact JSON name; Go would match case-insensitively and drop the rest silently) of the right type."""
+    if isinstance(kind, str) and kind.startswith("*"):
+        if value is None:
+            return
+        kind = kind[1:]
+    if isinstance(kind, dict):
+        if value is None:
+            return
+        inner = kind.get("map", kind.get("list"))
+        if "map" in kind and isinstance(value, dict):
+            for key, item in value.items():
+                decode(item, inner, "%s[%s]" % (path, key), problems)
+        elif "list" in kind and isinstance(value, list):
+            for index, item in enumerate(value):
+                decode(item, inner, "%s[%d]" % (path, index), problems)
+        else:
+            problems.append("%s: %r is not a %s" % (path, value, kind))
+        return
+    checks = {"string": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
+              "int32": lambda v: isinstance(v, int) and not isinstance(v, bool) and -2 ** 31 <= v < 2 ** 31,
+              "int64": lambda v: isinstance(v, int) and not isinstance(v, bool) and -2 ** 63 <= v < 2 ** 63,
+              "quantity": lambda v: isinstance(v, str) and bool(_QUANTITY.match(v))}
+    if kind in checks:
+        if not checks[kind](value):
+            problems.append("%s: %r is not a %s" % (path, value, kind))
+        return
+    if not isinstance(value, dict):
+        problems.append("%s: %r is not a %s object" % (path, value, kind))
+        return
+    fields = KUBE[kind]
+    for key, item in value.items():
+        if key not in fields:
+            problems.append("%s.%s: no such field in %s" % (path, key, kind))
+        else:
+            decode(item, fields[key], "%s.%s" % (path, key), problems)
+
+
+def rich_problem():
+    gpus = [{"index": i, "uuid": "GPU-%d" % i, "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"} for i in range(2)]
+    return {
+        "nodes": {
+            "g0": {"cpu": "31500m", "memory": "250Gi", "gpus": gpus, "unschedulable": True,
+                   "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": 2, "rack": 3},
+                   "taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}, {"key": "x", "effect": "NoExecute"}],
+                   "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["scratch"]}]},
+            "c0": {"cpu": 8, "memory": "32Gi"},
+        },
+        "services": {
+            "train": {"replicas": 2, "priority": -5, "ports": [8080, 9090], "image": "registry.local/train:1",
+                      "sidecars": ["log"], "node_selector": {"rack": "3"},
+                      "tolerations": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}, {"key": "x"}],
+                      "resources": {"cpu": "1500m", "memory": "8Gi", "gpu": {"count": 2, "models": ["A100"]},
+                                    "nvme": {"label": "scratch", "size": "100Gi"}}},
+            "infer": {"replicas": 1, "stateful": True,
+                      "resources": {"cpu": 1, "memory": "2Gi", "gpu": {"count": 1, "memory": "10Gi"}}},
+            "log": {"sidecar": True, "resources": {"cpu": "100m", "memory": "128Mi"}},
+        },
+    }
+
+
+def requests_sent(problem_data):
+    """The ExtenderArgs gangplank sends for every service of the problem, in both forms."""
+    problem = parse_problem(problem_data)
+    bodies = []
+    for service in problem.services.values():
+        if service.sidecar:
+            continue
+        pod = wire.encode(wire.pod_object(problem, service))
+        nodes = [wire.encode(wire.node_object(node)) for node in problem.nodes.values()]
+        for cache in (False, True):
+            bodies.append(json.loads(wire.args_body(pod, list(problem.nodes), nodes, cache)))
+    return bodies
+
+
+def test_requests_decode_into_kubes_types_field_for_field():
+    bodies = requests_sent(rich_problem())
+    for body in bodies:
+        problems = []
+        decode(body, "ExtenderArgs", "ExtenderArgs", problems)
+        assert problems == []
+    train = bodies[0] if bodies[0]["Pod"]["metadata"]["name"] == "train" else bodies[2]
+    container, sidecar = train["Pod"]["spec"]["containers"]
+    assert container["resources"]["requests"] == {"cpu": "1500m", "memory": str(8 * 2 ** 30), "nvidia.com/gpu": "2",
+                                                  "gangplank.io/nvme": str(100 * 2 ** 30)}
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2", "gangplank.io/nvme": str(100 * 2 ** 30)}
+    assert sidecar["name"] == "log" and sidecar["resources"]["requests"]["cpu"] == "100m"
+    assert train["Pod"]["spec"]["tolerations"] == [{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
+                                                   {"key": "x", "operator": "Exists"}]
+    node = train["Nodes"]["items"][1]
+    assert node["metadata"]["name"] == "g0" and node["metadata"]["labels"]["nvidia.com/gpu.count"] == "2"
+    assert node["status"]["allocatable"] == {"cpu": "31500m", "memory": str(250 * 2 ** 30), "nvidia.com/gpu": "2",
+                                             "gangplank.io/gpu-memory": str(160 * 2 ** 30),
+                                             "gangplank.io/nvme": str(2 ** 40)}
+    assert node["spec"] == {"unschedulable": True, "taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"},
+                                                              {"key": "x", "effect": "NoExecute"}]}
+    assert train["NodeNames"] is None and bodies[1]["Nodes"] is None and bodies[1]["NodeNames"] == ["c0", "g0"]
+
+
+def test_the_decoder_catches_what_go_would_drop():
+    problems = []
+    spec = {"containers": [{"resources": {"requests": {"cpu": "1 core"}}}], "priority": 2 ** 40}
+    decode({"Pod": {"metadata": {"nme": "x"}, "spec": spec}, "nodes": None}, "ExtenderArgs", "A", problems)
+    assert problems == ["A.Pod.metadata.nme: no such field in ObjectMeta",
+                        "A.Pod.spec.containers[0].resources.requests[cpu]: '1 core' is not a quantity",
+                        "A.Pod.spec.priority: 1099511627776 is not a int32", "A.nodes: no such field in ExtenderArgs"]
+
+
+def test_pod_and_node_are_valid_for_the_kubernetes_python_client():
+    kubernetes = pytest.importorskip("kubernetes")
+    client = kubernetes.client.ApiClient()
+
+    body = requests_sent(rich_problem())[0]
+    pod = client.deserialize(json.dumps(body["Pod"]), "V1Pod", "application/json")
+    assert pod.metadata.name == body["Pod"]["metadata"]["name"]
+    assert pod.spec.containers[0].resources.requests == body["Pod"]["spec"]["containers"][0]["resources"]["requests"]
+    assert client.sanitize_for_serialization(pod) == body["Pod"]
+    nodes = client.deserialize(json.dumps(body["Nodes"]), "V1NodeList", "application/json")
+    assert [node.metadata.name for node in nodes.items] == ["c0", "g0"]
+    for node, sent in zip(nodes.items, body["Nodes"]["items"]):
+        assert client.sanitize_for_serialization(node) == sent
+    assert nodes.items[1].spec.taints[0].effect == "NoSchedule" and nodes.items[1].spec.unschedulable is True
+
+
+# Answers as kube's own code writes them (Go's encoding/json of the untagged extender/v1 structs) and as older
+# documentation shows them (lower-case json tags): Go decodes either, so gangplank does too.
+KUBE_ANSWERS = [
+    ({"Nodes": None, "NodeNames": ["n1"], "FailedNodes": {"n0": "node(s) were in maintenance"},
+      "FailedAndUnresolvableNodes": None, "Error": ""}, True),
+    ({"nodes": {"metadata": {}, "items": [{"metadata": {"name": "n1"}}]},
+      "failedNodes": {"n0": "node(s) were in maintenance"}, "error": ""}, False),
+    ({"Nodes": {"items": [{"metadata": {"name": "n1"}}]}, "NodeNames": None,
+      "FailedAndUnresolvableNodes": {"n0": "node(s) were in maintenance"}}, False),
+    # names from an extender sent full Nodes: kube would pass no node; here the names count
+    ({"NodeNames": ["n1"], "FailedNodes": {"n0": "node(s) were in maintenance"}}, False),
+    # Nodes from a nodeCacheCapable extender
+    ({"Nodes": {"items": [{"metadata": {"name": "n1"}}]}, "FailedNodes": {"n0": "node(s) were in maintenance"}}, True),
+]
+
+
+@pytest.mark.parametrize("answer,cache", KUBE_ANSWERS)
+def test_kube_shaped_filter_answers_are_read(answer, cache):
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f", "nodeCacheCapable": cache}).plugins[-4].config
+    passed, failed = wire.read_filter_result(config, "f", answer, {"n0", "n1"})
+    assert passed == {"n1"} and failed == {"n0": "node(s) were in maintenance"}
+
+
+def test_kube_shaped_priorities_are_read():
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "prioritizeVerb": "p"}).plugins[-4].config
+    assert wire.read_priorities(config, "p", [{"Host": "n0", "Score": 7}, {"host": "n1", "score": 0}],
+                                {"n0", "n1"}, []) == {"n0": 7, "n1": 0}
+    assert wire.read_priorities(config, "p", None, {"n0"}, []) == {}
+    for bad in ({"Host": "n0"}, [{"Host": "n0", "Score": "7"}], [{"Host": "n0", "Score": 1.5}],
+                [{"Host": "n9", "Score": 1}], [{"Host": "n0", "Score": 1}, {"Host": "n0", "Score": 2}]):
+        with pytest.raises(ExtenderError, match="^extender http://127.0.0.1:1: "):
+            wire.read_priorities(config, "p", bad, {"n0", "n1"}, [])
+
+
+# --- the profile's extenders: mistakes, bounds, hostile input -------------------------------------
+
+@pytest.mark.parametrize("entry,message", [
+    ({"filterVerb": "f"}, "profile.extenders[0].urlPrefix: is required"),
+    ({"urlPrefix": "ftp://x", "filterVerb": "f"}, "urlPrefix: got \"ftp://x\"; expected an http:// or https:// URL"),
+    ({"urlPrefix": "http://u:pw@x", "filterVerb": "f"}, "has credentials in it (not shown)"),
+    ({"urlPrefix": "http://x/?a=b", "filterVerb": "f"}, "without ?query"),
+    ({"urlPrefix": "http://x"}, "has neither filterVerb nor prioritizeVerb"),
+    ({"urlPrefix": "http://x", "filterVerb": "../admin"}, "filterVerb: got \"../admin\""),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "bindVerb": 3}, "bindVerb: got 3; expected a path segment"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "preemptVerb": "../p"}, "preemptVerb: got \"../p\""),
+    ({"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 0}, "weight: got 0; expected an integer from 1 to 1000"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "61s"}, "httpTimeout: got \"61s\"; expected a duration"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "0s"}, "httpTimeout: got \"0s\""),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "5 s"}, "httpTimeout: got \"5 s\""),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "enableHTTPS": True}, "expected an https:// URL (enableHTTPS is true)"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "managedResources": [{"name": ""}]}, "managedResources[0].name"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "weights": 1}, "profile.extenders[0].weights: unknown key"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "bearerToken": "a", "bearerTokenFile": "t"}, "expected one of them"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "bearerTokenFile": "/nonexistent/t"}, "bearerTokenFile: got"),
+])
+def test_profile_mistakes_name_the_path(entry, message):
+    with pytest.raises(ProblemError) as raised:
+        profile(entry)
+    assert message in str(raised.value)
+
+
+def test_bounds_and_durations():
+    entries = [{"urlPrefix": "http://127.0.0.1:%d" % port, "filterVerb": "f"} for port in range(1, 10)]
+    with pytest.raises(ProblemError, match=r"profile.extenders: has 9 items; expected at most 8"):
+        profile(*entries)
+    with pytest.raises(ProblemError, match="a urlPrefix no other extender has"):
+        profile(entries[0], dict(entries[0], prioritizeVerb="p"))
+    parsed = profile(*entries[:8])
+    assert len([cls for cls in parsed.plugins if getattr(cls, "config", None)]) == 8
+    for text, seconds in (("1m", 60.0), ("1.5s", 1.5), ("250ms", 0.25), ("1s500ms", 1.5), (2, 2.0)):
+        config = profile(dict(entries[0], httpTimeout=text)).plugins[-4].config
+        assert config.timeout == seconds
+    assert profile(entries[0]).plugins[-4].config.timeout == wire.DEFAULT_HTTP_TIMEOUT
+    assert profile(dict(entries[0], weight=0)).plugins[-4].config.weight == 0     # no prioritizeVerb: as kube
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+_FIELDS = st.sampled_from(wire._KEYS + ("other",))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(_FIELDS, _JSONISH | st.sampled_from(["http://127.0.0.1:9", "https://x", "5s", "f"]),
+                                max_size=6), max_size=3) | _JSONISH)
+def test_hostile_extender_entries_are_errors_or_profiles(value):
+    try:
+        parsed = parse_profile({"extenders": value})
+    except ProblemError as error:
+        assert all(path.startswith("profile") for path, _message in error.errors)
+        return
+    assert isinstance(parsed.plugins, tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSONISH)
+def test_hostile_answers_are_read_or_refused(answer):
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f", "prioritizeVerb": "p",
+                      "nodeCacheCapable": True}).plugins[-4].config
+    for read in (lambda: wire.read_filter_result(config, "f", answer, {"n0", "n1"}),
+                 lambda: wire.read_priorities(config, "p", answer, {"n0", "n1"}, [])):
+        try:
+            read()
+        except ExtenderError as error:
+            assert str(error).startswith("extender http://127.0.0.1:1: ")
+
+
+# --- generated problems through a real extender ----------------------------------------------------
+
+def _refuses(service, node):
+    return zlib.crc32(("%s/%s" % (service, node)).encode()) % 4 == 0
+
+
+def _hashed(verb, args, _headers, _handler):
+    """Refuses a quarter of the (service, node) pairs, scores the others 0..10, both by a hash of the names."""
+    service = args["Pod"]["metadata"]["name"]
+    names = _names(args)
+    if verb == "filter":
+        return 200, json.dumps({"NodeNames": [n for n in names if not _refuses(service, n)],
+                                "FailedNodes": {n: "node(s) were refused by the test extender" for n in names
+                                                if _refuses(service, n)}}).encode()
+    return 200, json.dumps([{"Host": n, "Score": zlib.crc32(("%s+%s" % (service, n)).encode()) % 11}
+                            for n in names]).encode()
+
+
+@pytest.fixture(scope="module")
+def hashed_extender():
+    server = PythonExtender(_hashed)
+    yield server
+    server.close()
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(kinded())
+def test_generated_plans_honour_the_extender(hashed_extender, problem):
+    """Generated problems (priorities, preemptible and every-node services, previous placements) planned with
+    an extender that refuses a quarter of the (service, node) pairs: every result passes the plan checker, no
+    instance (running ones included) is on a node refused for its service, greedy and exact paths alike, and the
+    extender is asked at most once per service and verb."""
+    hashed_extender.requests.clear()
+    result = plan(copy.deepcopy(problem), exact_seconds=2.0, profile=profile(
+        {"urlPrefix": hashed_extender.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 3,
+         "nodeCacheCapable": True}))
+    refused = {service: {node for node in problem["nodes"] if _refuses(service, node)} for service in problem["services"]}
+    violations = check_plan(copy.deepcopy(problem), result) + refused_by(result, refused)
+    assert not violations, (violations, problem, result)
+    asked = hashed_extender.verbs()
+    assert len(asked) == len(set(asked)), asked
