@@ -55,7 +55,7 @@ DEFAULT_RESTART_POLICY = "always"
 DEFAULT_MAX_UNAVAILABLE_STATEFUL = 1
 DEFAULT_MAX_UNAVAILABLE_STATELESS = "25%"
 MAX_UNAVAILABLE_LIMIT = 100000
-_PERCENT = re.compile(r"^([0-9]{1,3})%$")
+_PERCENT = re.compile(r"([0-9]{1,3})%")
 _MAX_UNAVAILABLE_EXPECTED = "an integer from 1 to %d, or a percentage from 1%% to 100%% such as '25%%'" % MAX_UNAVAILABLE_LIMIT
 
 
@@ -66,7 +66,8 @@ def _max_unavailable(reader, spec, path):
         return DEFAULT_MAX_UNAVAILABLE_STATEFUL if spec.get("stateful") is True else DEFAULT_MAX_UNAVAILABLE_STATELESS
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_UNAVAILABLE_LIMIT:
         return value
-    match = _PERCENT.match(value) if isinstance(value, str) else None
+    # fullmatch: "$" also matches before a final newline, so match let "50%\n" (a YAML block scalar) through.
+    match = _PERCENT.fullmatch(value) if isinstance(value, str) else None
     if match and 1 <= int(match.group(1)) <= 100:
         return value
     reader.bad(path, value, _MAX_UNAVAILABLE_EXPECTED)
@@ -336,11 +337,13 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
     return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile))
 
 
-def rebalance_catalog(problem, max_moves, exact_seconds):
-    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys."""
+def rebalance_catalog(problem, max_moves, exact_seconds, profile=None):
+    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys, under
+    ``profile`` (a parsed scheduler profile, or None for the default) as plan_catalog."""
     from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 
-    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds))
+    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds,
+                                                                      profile=profile))
 
 
 def _without_deploy_keys(problem, run):

@@ -76,7 +76,7 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
             if found.placements is not None:
                 filled = _fill(framework, problem, found)
                 better = _feasible(framework, problem, filled, EXACT)
-                if _cost(better) < _cost(result):
+                if _cost(better, problem) < _cost(result, problem):
                     better["exact"] = {"status": found.status, "seconds": round(found.seconds, 3),
                                        "time_limit": exact_seconds}
                     result = better
@@ -169,9 +169,13 @@ def _feasible(framework, problem, attempt, path):
     return result
 
 
-def _cost(result):
-    """What the exact solver minimises first: evictions, then moves."""
-    return (len(result["evictions"]), len(result["moves"]))
+def _cost(result, problem):
+    """What the exact solver minimises first: evictions, the highest priority first (the priorities of the evicted,
+    highest first, compared as lists: one eviction of priority 2 costs more than any of priority 1), then moves."""
+    priority = {name: service.priority for name, service in problem.services.items()}
+    # An evicted instance is preemptible, so <service>-<ordinal> (every-node services are never preemptible).
+    evicted = sorted((priority[entry["instance"].rsplit("-", 1)[0]] for entry in result["evictions"]), reverse=True)
+    return (evicted, len(result["moves"]))
 
 
 def _exact_summary(found, greedy_summary, exact_seconds):
