@@ -61,8 +61,8 @@ def scale_overrides(services, overrides, request):
         errors.append(("scale.service", "got %s; expected one of the catalog's scalable services (%s)"
                        % (show(service), ", ".join(scalable) or "none is marked scalable: true")))
     elif not takes_replicas(services[service]):
-        errors.append(("scale.service", "got %s; it is not scalable: a %s has no replicas (scalable services: %s)"
-                       % (show(service), "sidecar" if services[service].get("sidecar") is True else "every-node service",
+        errors.append(("scale.service", "got %s; it is not scalable: %s has no replicas (scalable services: %s)"
+                       % (show(service), "a sidecar" if services[service].get("sidecar") is True else "an every-node service",
                           ", ".join(scalable) or "none")))
     elif service not in scalable:
         errors.append(("scale.service", "got %s; it is not scalable: its catalog entry (gangplank_services.%s) lacks "

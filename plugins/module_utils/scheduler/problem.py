@@ -540,11 +540,14 @@ def _parse_services(reader, value, quotas, nodes):
                      "(1 + node_selector entries), plus the nodes' NoSchedule and NoExecute taints); expected at "
                      "most %d" % (work, MAX_EVERY_NODE_WORK))
     else:
+        total = sum(service.replicas for service in services.values() if not service.every_node)
         for name, service in services.items():
-            if service.every_node and not service.sidecar:
-                # One instance per eligible node: its count is known once the nodes are.
+            if service.every_node and not service.sidecar and total <= MAX_INSTANCES:
+                # One instance per eligible node: its count is known once the nodes are. Past MAX_INSTANCES in all
+                # the count stops mattering (_check_totals refuses the problem), so counting stops there.
                 services[name] = dataclasses.replace(service, replicas=sum(
                     1 for node in nodes.values() if every_node_eligible(service, node)))
+                total += services[name].replicas
     _check_references(reader, services)
     return services
 

@@ -329,8 +329,8 @@ class Attempt:
         """Per service, the nodes its static filters accept: one count per equivalence class."""
         counts, by_class = {}, {}
         for service in self.problem.services.values():
-            if service.sidecar:
-                continue
+            if service.sidecar or service.replicas == 0:
+                continue            # no instance asks (a catalog may hold thousands of services scaled to 0)
             key = self._class_of.get(service.name)
             if key is None:
                 key = self._class_of[service.name] = equivalence_key(self.problem, service, self._conflicts)
