@@ -215,9 +215,14 @@ def read_json(path, limit=None):
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
-    with os.fdopen(descriptor, "rb") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise ValueError("%s is not a regular file" % path)
+        handle = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)        # os.fdopen leaves it open when it fails (a directory)
+        raise
+    with handle:
         raw = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(raw) > limit:
         raise ValueError("%s holds more than %d bytes" % (path, limit))

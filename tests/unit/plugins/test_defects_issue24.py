@@ -283,6 +283,16 @@ def test_defect11_facts_cache_linked_to_an_endless_device_is_not_read(tmp_path, 
         assert read_cache(str(link)) is None
 
 
+def test_defect11_facts_cache_on_a_directory_or_fifo_leaves_no_descriptor_open(tmp_path):
+    directory, fifo = tmp_path / "dir.json", tmp_path / "fifo.json"
+    directory.mkdir()
+    os.mkfifo(fifo)
+    before = len(os.listdir("/proc/self/fd"))
+    for _attempt in range(5):
+        assert read_cache(str(directory)) is None and read_cache(str(fifo)) is None
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_defect11_facts_cache_larger_than_its_bound_is_not_read_whole(tmp_path):
     big = tmp_path / "facts.json"
     big.write_bytes(b'{"x": "' + b"a" * (5 * 2 ** 20) + b'"}')
