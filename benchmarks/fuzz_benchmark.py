@@ -232,8 +232,8 @@ def main(argv=None):
     print("%-16s" % "total" + "".join("%11s" % total[column] for column in COLUMNS[:-1]))
     print("entry points whose slowest case took over %g s: %d" % (TARGET_SECONDS, total["over_10s"]))
     for name, row in worst.items():
-        print("worst case %-46s %7.2f s  %s  %s" % (name, row["seconds"], "ok" if row["within_target"] else "OVER",
-                                                   row["outcome"][:100]))
+        verdict = "ok" if row["within_target"] else "OVER"
+        print("worst case %-46s %7.2f s  %s  %s" % (name, row["seconds"], verdict, row["outcome"][:100]))
     for example in examples[:20]:
         print("  " + example.replace("\n", "\n    "))
     print("MISS: %d traceback(s), hang(s) or violation(s)" % missed if missed else

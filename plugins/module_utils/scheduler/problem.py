@@ -19,7 +19,8 @@ from graphlib import CycleError, TopologicalSorter
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
-    MAX_PRIORITY, MAX_TOTAL, MAX_EVERY_NODE_WORK, every_node_eligible, every_node_work, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    MAX_PRIORITY, MAX_TOTAL, MAX_EVERY_NODE_WORK, every_node_eligible, every_node_work, NVMeDevice, NVMeRequest, Node,
+    PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size

@@ -72,9 +72,9 @@ def test_defect01_lone_surrogate_node_name_is_refused_naming_the_path():
     errors = errors_of({"nodes": {"ok": NODE, SURROGATE: NODE}, "services": {"web": {}}})
     assert list(errors) == ['nodes."\\ud800"'] and "lone surrogates" in errors['nodes."\\ud800"']
     # Anywhere text is read: labels, taints, GPU fields, previous, quotas.
-    errors = errors_of({"nodes": {"a": dict(NODE, labels={"zone": SURROGATE}, taints=[{"key": SURROGATE, "effect": "NoSchedule"}],
-                                           gpus=[{"index": 0, "uuid": "G" + SURROGATE, "model": "M", "memory": "1Gi"}])},
-                        "services": {"web": {"node_selector": {SURROGATE: "x"}}},
+    node = dict(NODE, labels={"zone": SURROGATE}, taints=[{"key": SURROGATE, "effect": "NoSchedule"}],
+                gpus=[{"index": 0, "uuid": "G" + SURROGATE, "model": "M", "memory": "1Gi"}])
+    errors = errors_of({"nodes": {"a": node}, "services": {"web": {"node_selector": {SURROGATE: "x"}}},
                         "previous": {"web-0": {"node": SURROGATE}}})
     assert sorted(errors) == ['nodes.a.gpus[0].uuid', 'nodes.a.labels.zone', 'nodes.a.taints[0].key',
                               'previous.web-0.node', 'services.web.node_selector."\\ud800"']
@@ -194,8 +194,8 @@ def test_defect06_rebalance_honours_the_profile_filter():
                    rebalance_catalog(_profile_problem(), 2, 5.0, profile=profile)):
         assert all(result["placements"][name]["node"] != "cad" for name in ("web-0", "web-1")), result["placements"]
         # The next normal plan under the profile moves nothing back.
-        again = dict(_profile_problem(), previous={name: {"node": entry["node"], "gpus": entry["gpus"]}
-                                                  for name, entry in result["placements"].items()})
+        running = {name: {"node": entry["node"], "gpus": entry["gpus"]} for name, entry in result["placements"].items()}
+        again = dict(_profile_problem(), previous=running)
         assert plan_catalog(again, exact_seconds=0, profile=profile)["moves"] == []
 
 
