@@ -184,15 +184,46 @@ def every_node_eligible(service, node):
     return True
 
 
-def every_node_work(services, nodes):
-    """An upper bound on the checks every_node_eligible makes for ``services`` (those with every_node) over
-    ``nodes``: per service, each node's selector entries and its NoSchedule/NoExecute taints. Bounded by
+class LabelIndex:
+    """The nodes (in name order) per label (key, value), for the keys some selector uses: an every-node service's
+    candidates are the nodes of its rarest selector label, not every node (999 services whose selector no node
+    matches, on 10,000 nodes, were 1e7 checks; now 999 lookups). Built in one pass over the nodes' labels."""
+
+    def __init__(self, nodes, keys):
+        self.nodes = list(nodes)
+        self.by_label = {}
+        for node in self.nodes:
+            for key, value in node.labels.items():
+                if key in keys:
+                    self.by_label.setdefault((key, value), []).append(node)
+
+    def candidates(self, service):
+        """The nodes that may be eligible for ``service``: those with its rarest selector label (all without one)."""
+        if not service.node_selector:
+            return self.nodes
+        return min((self.by_label.get(item, ()) for item in service.node_selector.items()), key=len)
+
+
+def every_node_index(services, nodes):
+    """A LabelIndex for the selectors of the every-node services among ``services``."""
+    keys = {key for service in services if service.every_node and not service.sidecar for key in service.node_selector}
+    return LabelIndex(nodes, keys)
+
+
+def every_node_work(services, index):
+    """An upper bound on the checks every_node_eligible makes for the every-node ``services``: per service, each
+    candidate node (LabelIndex) times its selector entries, plus the nodes' NoSchedule/NoExecute taints. Bounded by
     MAX_EVERY_NODE_WORK before any is made (10,000 services x 10,000 nodes would be 1e8)."""
     every = [service for service in services if service.every_node and not service.sidecar]
     if not every:
         return 0
-    hard_taints = sum(1 for node in nodes for taint in node.taints if taint.effect in (NO_SCHEDULE, NO_EXECUTE))
-    return sum(len(nodes) * (1 + len(service.node_selector)) + hard_taints for service in every)
+    hard_taints = sum(1 for node in index.nodes for taint in node.taints if taint.effect in (NO_SCHEDULE, NO_EXECUTE))
+    return sum(len(index.candidates(service)) * (1 + len(service.node_selector)) + hard_taints for service in every)
+
+
+def every_node_nodes(service, index):
+    """The names of the nodes ``service`` (every-node) gets an instance on, in name order."""
+    return [node.name for node in index.candidates(service) if every_node_eligible(service, node)]
 
 
 @dataclass(frozen=True)
@@ -278,11 +309,14 @@ class Problem:
 
     def _build_instances(self):
         result = []
+        index = None
         for service in self.services.values():
             if service.sidecar:
                 continue
             if service.every_node:
-                eligible = [name for name, node in self.nodes.items() if every_node_eligible(service, node)]
+                if index is None:
+                    index = every_node_index(self.services.values(), self.nodes.values())
+                eligible = every_node_nodes(service, index)
                 for ordinal, node_name in enumerate(eligible):
                     name = "%s@%s" % (service.name, node_name)
                     result.append(Instance(service, ordinal, self.previous.get(name), node_name))

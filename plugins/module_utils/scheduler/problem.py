@@ -19,7 +19,7 @@ from graphlib import CycleError, TopologicalSorter
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
-    MAX_PRIORITY, MAX_TOTAL, MAX_EVERY_NODE_WORK, every_node_eligible, every_node_work, NVMeDevice, NVMeRequest, Node,
+    MAX_PRIORITY, MAX_TOTAL, MAX_EVERY_NODE_WORK, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
     PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
@@ -534,20 +534,20 @@ def _parse_services(reader, value, quotas, nodes):
             every_node=every_node,
             image=image,
         )
-    work = every_node_work(services.values(), list(nodes.values()))
+    index = every_node_index(services.values(), nodes.values())
+    work = every_node_work(services.values(), index)
     if work > MAX_EVERY_NODE_WORK:
         # Refused before any pair is checked: the product, not each bound alone, decides the time.
-        reader.error("services", "every-node services need %d eligibility checks (per every-node service: nodes x "
-                     "(1 + node_selector entries), plus the nodes' NoSchedule and NoExecute taints); expected at "
-                     "most %d" % (work, MAX_EVERY_NODE_WORK))
+        reader.error("services", "every-node services need %d eligibility checks (per every-node service: the nodes with "
+                     "its rarest node_selector label x (1 + node_selector entries), plus the nodes' NoSchedule and "
+                     "NoExecute taints); expected at most %d" % (work, MAX_EVERY_NODE_WORK))
     else:
         total = sum(service.replicas for service in services.values() if not service.every_node)
         for name, service in services.items():
             if service.every_node and not service.sidecar and total <= MAX_INSTANCES:
                 # One instance per eligible node: its count is known once the nodes are. Past MAX_INSTANCES in all
                 # the count stops mattering (_check_totals refuses the problem), so counting stops there.
-                services[name] = dataclasses.replace(service, replicas=sum(
-                    1 for node in nodes.values() if every_node_eligible(service, node)))
+                services[name] = dataclasses.replace(service, replicas=len(every_node_nodes(service, index)))
                 total += services[name].replicas
     _check_references(reader, services)
     return services
