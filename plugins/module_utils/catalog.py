@@ -43,6 +43,7 @@ _IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
+_PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
 _CONTROL = re.compile(r"[\x00\n\r]")
 _VOLUME_SEPARATORS = re.compile(r"[:,\x00\n\r]")
@@ -163,7 +164,9 @@ def _health(reader, value, path, ports):
     port = reader.integer(target["port"], join_path(kind_path, "port"), minimum=1, maximum=65535) if "port" in target else None
     if port is not None and port not in ports:
         # Probes run on the host against published ports, so the port must be one the service publishes.
-        reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (", ".join(map(str, ports)) or "none listed"))
+        # The first ports only: the list may hold 1,024 (or a hostile list of thousands); the error stays one short line.
+        shown = ", ".join(map(str, ports[:_PORTS_SHOWN])) + (", ..." if len(ports) > _PORTS_SHOWN else "")
+        reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (shown or "none listed"))
     probe["port"] = port
     if kind == "http":
         probe["path"] = reader.string(target.get("path", "/"), join_path(kind_path, "path"), "a URL path beginning with /")
@@ -311,8 +314,13 @@ def read_catalog(services):
 
 
 def split_catalog(services):
-    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here."""
+    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here.
+
+    Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
+    the deploy side (deploy_waves, desired_containers) reads the entries without that parser."""
     scheduling, deploy, errors = read_catalog(services)
+    errors = errors + [(str(join_path("services", str(name))), "got %s; expected a mapping" % show(entry))
+                       for name, entry in scheduling.items() if not isinstance(entry, dict)]
     if errors:
         raise ProblemError(errors)
     return scheduling, deploy

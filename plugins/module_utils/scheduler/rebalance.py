@@ -223,6 +223,7 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
               # so not bounded by max_moves; said apart so that "moves 1" with max_moves 0 is no broken bound.
               "current_moves": len(current["moves"]),
               "restarts": len(_restarted(current, problem))}
+    report["current_restarts"] = report["restarts"]         # the same: the current plan's own restarts
     found = _solve(problem, framework, max_moves, exact_seconds, current)
     report.update(status=found.status, seconds=round(found.seconds, 3))
     if found.placements is not None and found.reason:

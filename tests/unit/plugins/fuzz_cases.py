@@ -559,9 +559,11 @@ def run_rebalance(case):
     disabled = profile.disabled.get("filter", ()) if profile else ()
     violations = check_plan(split_problem(problem), result, disabled_filters=disabled)
     report = result.get("rebalance") or {}
-    if result.get("path") == "rebalance" and report.get("moves", 0) + report.get("restarts", 0) > max_moves:
-        violations.append("rebalance: %d moves and %d restarts with max_moves %d" % (
-            report["moves"], report["restarts"], max_moves))
+    # The current plan's own moves and restarts (the catalog does not fit as it runs) are not the rebalance's.
+    own = report.get("current_moves", 0) + report.get("current_restarts", 0)
+    if result.get("path") == "rebalance" and report.get("moves", 0) + report.get("restarts", 0) > max_moves + own:
+        violations.append("rebalance: %d moves and %d restarts with max_moves %d (the current plan's own: %d)" % (
+            report["moves"], report["restarts"], max_moves, own))
     return "violation: " + "; ".join(violations[:3]) if violations else "ok"
 
 

@@ -313,3 +313,18 @@ def test_defect11_facts_cache_module_answers_on_a_fifo(tmp_path):
                              env=dict(os.environ, PYTHONPATH=collections))
     answer = json.loads(process.stdout)
     assert answer["valid"] is False and answer["changed"] is False
+
+
+# --- found by the fuzz run of issue 24 ---------------------------------------------------------------------
+
+def test_fuzz_found_a_catalog_entry_that_is_not_a_mapping_is_refused_by_the_deploy_side():
+    for entry in (3, [], "web"):
+        with pytest.raises(DeployError, match='services.web: got .*; expected a mapping'):
+            waves([], {"web": entry})
+
+
+def test_fuzz_found_the_probe_port_error_stays_one_short_line():
+    with pytest.raises(ProblemError) as caught:
+        split_catalog({"db": {"image": "localhost/db:1", "ports": list(range(1, 2001)), "health": {"tcp": {"port": 5432}}}})
+    message = dict(caught.value.errors)["services.db.health.tcp.port"]
+    assert message == "got 5432; expected one of the service's ports (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)"
