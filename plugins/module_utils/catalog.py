@@ -319,8 +319,9 @@ def split_catalog(services):
     Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
     the deploy side (deploy_waves, desired_containers) reads the entries without that parser."""
     scheduling, deploy, errors = read_catalog(services)
+    # null is an empty entry, as the scheduler's parser reads it.
     errors = errors + [(str(join_path("services", str(name))), "got %s; expected a mapping" % show(entry))
-                       for name, entry in scheduling.items() if not isinstance(entry, dict)]
+                       for name, entry in scheduling.items() if entry is not None and not isinstance(entry, dict)]
     if errors:
         raise ProblemError(errors)
     return scheduling, deploy

@@ -321,6 +321,8 @@ def test_fuzz_found_a_catalog_entry_that_is_not_a_mapping_is_refused_by_the_depl
     for entry in (3, [], "web"):
         with pytest.raises(DeployError, match='services.web: got .*; expected a mapping'):
             waves([], {"web": entry})
+    # null is an empty entry, as the scheduler reads it (the planner command accepts it).
+    assert split_catalog({"web": None})[0] == {"web": None}
 
 
 def test_fuzz_found_the_probe_port_error_stays_one_short_line():
