@@ -35,7 +35,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import schedule
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import check_class_work, schedule
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 REBALANCE = "rebalance"
@@ -204,6 +204,7 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
     if isinstance(exact_seconds, bool) or not isinstance(exact_seconds, (int, float)) or not 0 <= exact_seconds <= 3600:
         raise ProblemError([("exact_seconds", "got %s; expected a number of seconds from 0 to 3600" % show(exact_seconds))])
     problem = parse_problem(data)
+    check_class_work(problem)
     # The profile's framework: its filters (a user filter, a disabled NodeSelector) decide where the model may put
     # an instance, as they decide it for the current plan; otherwise the next plan would move the instances back.
     if profile is not None:

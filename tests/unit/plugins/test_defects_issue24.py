@@ -330,3 +330,16 @@ def test_fuzz_found_the_probe_port_error_stays_one_short_line():
         split_catalog({"db": {"image": "localhost/db:1", "ports": list(range(1, 2001)), "health": {"tcp": {"port": 5432}}}})
     message = dict(caught.value.errors)["services.db.health.tcp.port"]
     assert message == "got 5432; expected one of the service's ports (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)"
+
+
+def test_scheduling_classes_times_nodes_is_bounded_before_planning():
+    nodes = {"n%04d" % i: dict(NODE, labels={"id": str(i)}) for i in range(1300)}
+    services = {"s%04d" % j: {"resources": {"cpu": "1m"}, "node_selector": {"id": str(j)}} for j in range(1300)}
+    with at_most(60):
+        with pytest.raises(ProblemError) as caught:
+            plan_catalog({"nodes": nodes, "services": services}, exact_seconds=0)
+    assert "1300 scheduling classes" in caught.value.errors[0][1] and "at most 1500000" in caught.value.errors[0][1]
+    # Services scaled to 0 and identical services are no classes of their own.
+    idle = dict({"s%04d" % j: {"replicas": 0, "node_selector": {"id": str(j)}} for j in range(1300)},
+                web={"replicas": 3, "resources": {"cpu": "1m"}})
+    assert plan_catalog({"nodes": nodes, "services": idle}, exact_seconds=0)["feasible"] is True
