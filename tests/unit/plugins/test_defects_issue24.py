@@ -338,7 +338,7 @@ def test_scheduling_classes_times_nodes_is_bounded_before_planning():
     with at_most(60):
         with pytest.raises(ProblemError) as caught:
             plan_catalog({"nodes": nodes, "services": services}, exact_seconds=0)
-    assert "1300 scheduling classes" in caught.value.errors[0][1] and "at most 1500000" in caught.value.errors[0][1]
+    assert "1300 scheduling classes" in caught.value.errors[0][1] and "at most 1000000" in caught.value.errors[0][1]
     # Services scaled to 0 and identical services are no classes of their own.
     idle = dict({"s%04d" % j: {"replicas": 0, "node_selector": {"id": str(j)}} for j in range(1300)},
                 web={"replicas": 3, "resources": {"cpu": "1m"}})
