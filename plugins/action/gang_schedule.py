@@ -17,14 +17,14 @@ from ansible_collections.gangplank.platform.plugins.module_utils.messages import
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     exact_seconds_error, plain_data, plan_catalog, rebalance_catalog,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
-    DEFAULT_MAX_MOVES, describe, max_moves_error,
+    DEFAULT_MAX_MOVES, describe, max_moves_error, max_moves_value,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
@@ -68,9 +68,9 @@ def build_problem(services, quotas, hosts, hostvars, record):
     replicas_of = record.get("replicas") or {}
     if not isinstance(replicas_of, dict):
         raise ProblemError([("record.replicas", "got %s; expected a mapping of service to replicas" % show(replicas_of))])
-    for name, replicas in replicas_of.items():
+    for name, replicas in applied_overrides(services, replicas_of).items():
         # Scaling (playbooks/scale.yml) records replica counts that win over the catalog.
-        if isinstance(services.get(name), dict) and not services[name].get("sidecar"):
+        if isinstance(services.get(name), dict):
             services[name]["replicas"] = replicas
     return {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
 
@@ -149,8 +149,7 @@ def _max_moves(request):
     value = request.get("max_moves")
     if value is None:
         return DEFAULT_MAX_MOVES
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 6:
-        value = int(value.strip())
+    value = max_moves_value(value)
     return max_moves_error(value) or value
 
 
@@ -189,7 +188,7 @@ class ActionModule(ActionBase):
             if max_moves is None:
                 planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
             else:
-                planned = rebalance_catalog(problem, max_moves, args["exact_timeout"])
+                planned = rebalance_catalog(problem, max_moves, args["exact_timeout"], profile=profile)
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result
@@ -218,7 +217,7 @@ class ActionModule(ActionBase):
                 result["msg"] = "The gang does not fit; nothing was changed on any host.\n" + render_table(planned)
             return result
         new_record = {"placement": planned["placements"], "node_labels": planned["node_labels"],
-                      "replicas": record.get("replicas") or {}, "ranks": planned["ranks"]}
+                      "replicas": applied_overrides(args["services"], record.get("replicas")), "ranks": planned["ranks"]}
         delta = changes(record, planned)
         result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"] or (
             (args["record"].get("replicas") or {}) != new_record["replicas"])

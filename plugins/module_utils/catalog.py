@@ -43,6 +43,7 @@ _IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
+_PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
 _CONTROL = re.compile(r"[\x00\n\r]")
 _VOLUME_SEPARATORS = re.compile(r"[:,\x00\n\r]")
@@ -55,7 +56,7 @@ DEFAULT_RESTART_POLICY = "always"
 DEFAULT_MAX_UNAVAILABLE_STATEFUL = 1
 DEFAULT_MAX_UNAVAILABLE_STATELESS = "25%"
 MAX_UNAVAILABLE_LIMIT = 100000
-_PERCENT = re.compile(r"^([0-9]{1,3})%$")
+_PERCENT = re.compile(r"([0-9]{1,3})%")
 _MAX_UNAVAILABLE_EXPECTED = "an integer from 1 to %d, or a percentage from 1%% to 100%% such as '25%%'" % MAX_UNAVAILABLE_LIMIT
 
 
@@ -66,7 +67,8 @@ def _max_unavailable(reader, spec, path):
         return DEFAULT_MAX_UNAVAILABLE_STATEFUL if spec.get("stateful") is True else DEFAULT_MAX_UNAVAILABLE_STATELESS
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_UNAVAILABLE_LIMIT:
         return value
-    match = _PERCENT.match(value) if isinstance(value, str) else None
+    # fullmatch: "$" also matches before a final newline, so match let "50%\n" (a YAML block scalar) through.
+    match = _PERCENT.fullmatch(value) if isinstance(value, str) else None
     if match and 1 <= int(match.group(1)) <= 100:
         return value
     reader.bad(path, value, _MAX_UNAVAILABLE_EXPECTED)
@@ -162,7 +164,9 @@ def _health(reader, value, path, ports):
     port = reader.integer(target["port"], join_path(kind_path, "port"), minimum=1, maximum=65535) if "port" in target else None
     if port is not None and port not in ports:
         # Probes run on the host against published ports, so the port must be one the service publishes.
-        reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (", ".join(map(str, ports)) or "none listed"))
+        # The first ports only: the list may hold 1,024 (or a hostile list of thousands); the error stays one short line.
+        shown = ", ".join(map(str, ports[:_PORTS_SHOWN])) + (", ..." if len(ports) > _PORTS_SHOWN else "")
+        reader.bad(join_path(kind_path, "port"), port, "one of the service's ports (%s)" % (shown or "none listed"))
     probe["port"] = port
     if kind == "http":
         probe["path"] = reader.string(target.get("path", "/"), join_path(kind_path, "path"), "a URL path beginning with /")
@@ -310,8 +314,14 @@ def read_catalog(services):
 
 
 def split_catalog(services):
-    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here."""
+    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here.
+
+    Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
+    the deploy side (deploy_waves, desired_containers) reads the entries without that parser."""
     scheduling, deploy, errors = read_catalog(services)
+    # null is an empty entry, as the scheduler's parser reads it.
+    errors = errors + [(str(join_path("services", str(name))), "got %s; expected a mapping" % show(entry))
+                       for name, entry in scheduling.items() if entry is not None and not isinstance(entry, dict)]
     if errors:
         raise ProblemError(errors)
     return scheduling, deploy
@@ -336,11 +346,13 @@ def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
     return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile))
 
 
-def rebalance_catalog(problem, max_moves, exact_seconds):
-    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys."""
+def rebalance_catalog(problem, max_moves, exact_seconds, profile=None):
+    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys, under
+    ``profile`` (a parsed scheduler profile, or None for the default) as plan_catalog."""
     from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 
-    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds))
+    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds,
+                                                                      profile=profile))
 
 
 def _without_deploy_keys(problem, run):

@@ -43,6 +43,11 @@ class DeployError(ValueError):
     """The bindings, the catalog or the existing containers do not allow a deployment."""
 
 
+def _ascii_digits(text):
+    """Whether int() reads ``text`` as written: str.isdigit() also accepts "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _digest(value):
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -203,7 +208,7 @@ def _existing_entry(item):
     state = item.get("State") or {}
     bindings = (item.get("HostConfig") or {}).get("PortBindings") or {}
     ports = {int(binding["HostPort"]) for entries in bindings.values() for binding in entries or []
-             if str(binding.get("HostPort") or "").isdigit()}
+             if _ascii_digits(str(binding.get("HostPort") or ""))}
     return name.lstrip("/"), {"running": bool(state.get("Running")), "labels": (item.get("Config") or {}).get("Labels") or {},
                               "ports": ports}
 
@@ -236,7 +241,7 @@ def _removal_order(name, labels):
     # Sidecars first: an instance cannot be removed while a sidecar shares its network. Then, per
     # service, the highest ordinals first, as a scale-down takes them.
     service, _dash, ordinal = labels.get(INSTANCE, "").rpartition("-")
-    return (SIDECAR_OF not in labels, service, -int(ordinal) if ordinal.isdigit() else 0, name)
+    return (SIDECAR_OF not in labels, service, -int(ordinal) if _ascii_digits(ordinal) else 0, name)
 
 
 def rollout(host, containers, rendered, existing):
@@ -285,7 +290,7 @@ def rollout(host, containers, rendered, existing):
 
 def _ordinal(instance):
     _service, _dash, ordinal = instance.rpartition("-")
-    return int(ordinal) if ordinal.isdigit() else 0
+    return int(ordinal) if _ascii_digits(ordinal) else 0
 
 
 def waves(rollouts, services):

@@ -31,21 +31,42 @@ def _replicas(value):
     return None
 
 
+def takes_replicas(spec):
+    """Whether a catalog entry has a replica count an override can set: not a sidecar (it runs beside each instance
+    of its app) and not an every-node service (one instance per eligible node)."""
+    return isinstance(spec, dict) and spec.get("sidecar") is not True and spec.get("every_node") is not True
+
+
+def applied_overrides(services, overrides):
+    """The overrides that apply to the catalog now. One recorded while a service was scalable that has since become a
+    sidecar or an every-node service no longer applies (giving it replicas would fail every plan); it is dropped
+    from the record by the next plan. Overrides of services not in the catalog are kept, as before, and not applied."""
+    return {name: count for name, count in (overrides or {}).items() if name not in services or takes_replicas(services[name])}
+
+
 def scale_overrides(services, overrides, request):
     """The record's replica overrides after ``request`` ({service, replicas, reset}).
 
-    Raises ProblemError naming ``scale.service`` or ``scale.replicas`` when the request is not valid.
+    Raises ProblemError naming ``scale.service`` or ``scale.replicas`` when the request is not valid. A reset is
+    taken for any service the record holds an override of, scalable or not any more: it is how one is cleared.
     """
     service = request.get("service")
-    scalable = sorted(name for name, spec in services.items() if isinstance(spec, dict) and spec.get("scalable") is True)
+    scalable = sorted(name for name, spec in services.items()
+                      if isinstance(spec, dict) and spec.get("scalable") is True and takes_replicas(spec))
     errors = []
-    if not isinstance(service, str) or service not in services:
+    reset = request.get("reset") is True
+    if reset and isinstance(service, str) and service in (overrides or {}):
+        pass                        # clearing a recorded override is always allowed
+    elif not isinstance(service, str) or service not in services:
         errors.append(("scale.service", "got %s; expected one of the catalog's scalable services (%s)"
                        % (show(service), ", ".join(scalable) or "none is marked scalable: true")))
+    elif not takes_replicas(services[service]):
+        errors.append(("scale.service", "got %s; it is not scalable: %s has no replicas (scalable services: %s)"
+                       % (show(service), "a sidecar" if services[service].get("sidecar") is True else "an every-node service",
+                          ", ".join(scalable) or "none")))
     elif service not in scalable:
         errors.append(("scale.service", "got %s; it is not scalable: its catalog entry (gangplank_services.%s) lacks "
                        "scalable: true (scalable services: %s)" % (show(service), service, ", ".join(scalable) or "none")))
-    reset = request.get("reset") is True
     replicas = request.get("replicas")
     if reset and replicas is not None:
         errors.append(("scale.replicas", "got %s with reset; expected either replicas or reset=true, not both" % show(replicas)))

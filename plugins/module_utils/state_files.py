@@ -24,6 +24,7 @@ import fcntl
 import json
 import math
 import os
+import stat
 import tempfile
 
 DIRECTORY_MODE = 0o755
@@ -201,18 +202,30 @@ def remove_file(path):
     return True
 
 
-def read_json(path):
+def read_json(path, limit=None):
     """The JSON object in the file at ``path``, or None when the file does not exist.
 
     A file that is not UTF-8, not valid JSON or not a JSON object raises ValueError naming ``path``,
-    so that a damaged state file is never mistaken for empty state. Other read errors (permissions)
-    raise OSError as usual.
+    so that a damaged state file is never mistaken for empty state; so does a path that is not a regular
+    file (a FIFO would block the read forever, /dev/zero would fill the memory) and, with ``limit``, a
+    file of more than ``limit`` bytes. Other read errors (permissions) raise OSError as usual.
     """
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        # O_NONBLOCK: opening a FIFO for reading waits for a writer; with it, open returns and fstat says what it is.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError("%s is not a regular file" % path)
+        handle = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)        # os.fdopen leaves it open when it fails (a directory)
+        raise
+    with handle:
+        raw = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(raw) > limit:
+        raise ValueError("%s holds more than %d bytes" % (path, limit))
     try:
         content = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:

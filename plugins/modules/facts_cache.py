@@ -88,7 +88,6 @@ fingerprint:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -99,11 +98,10 @@ FILE_MODE = 0o600
 
 
 def read_cache(path):
-    """The cache file's content, or None when it is missing, too large or not JSON (then it is simply not used)."""
+    """The cache file's content, or None when it is missing, too large, not a regular file or not JSON (then it is
+    simply not used). The size is bounded while reading: a link to /dev/zero has size 0 and no end."""
     try:
-        if os.path.getsize(path) > MAX_CACHE_BYTES:
-            return None
-        return read_json(path)
+        return read_json(path, limit=MAX_CACHE_BYTES)
     except (OSError, ValueError):
         return None
 

@@ -69,6 +69,7 @@ options:
         on other devices; stateful instances never move. A plan that frees nothing is not taken.
       - What it gains (whole GPUs and nodes freed) is in the C(rebalance) key of RV(plan), in RV(rebalance), and leads RV(table).
       - O(exact_timeout) is the solver's time; 0 turns the rebalance off (the current placement stands).
+      - A scheduler profile (the C(profile) option) binds the rebalance as it binds a plan, its filters included.
     type: dict
     suboptions:
       max_moves:

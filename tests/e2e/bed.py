@@ -7,12 +7,16 @@ directory, so the demo deployment and other modules on the same machine are left
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
+import uuid
 
 import pytest
 import yaml
@@ -79,11 +83,103 @@ def run_playbook(inventory, playbook, *extra, timeout=600):
     return completed.returncode, report
 
 
+RUN_MARK = "GANGPLANK_E2E_RUN"     # in the environment of a background run and of everything it starts
+# Processes that outlive a run by design and cannot act for it: a container's monitor, rootless podman's pause process.
+_NOT_THE_RUNS = ("conmon", "catatonit")
+
+
 def start_playbook(inventory, name, *extra):
-    """playbooks/<name> in the background, in a process group of its own (a test may kill it mid-run)."""
-    return subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(ROOT, "playbooks", name), *extra],
-                            cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    """playbooks/<name> in the background, in a process group of its own (a test may kill it mid-run: kill_run).
+    ``process.mark`` is the value of RUN_MARK in the environment of the run and of every process it starts."""
+    mark = uuid.uuid4().hex
+    process = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(ROOT, "playbooks", name), *extra],
+                               cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1", **{RUN_MARK: mark}),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process.mark = mark
+    return process
+
+
+def _processes():
+    """pid -> (parent pid, session id, command name) of every process now; a process gone meanwhile is left out."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as handle:
+                stat = handle.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        # comm is in parentheses and may hold spaces or parentheses: the fields after the last ")" are fixed.
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z":                        # a zombie can no longer act
+            found[int(entry)] = (int(fields[1]), int(fields[3]), name)
+    return found
+
+
+def _marked(pid, mark):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            return ("%s=%s" % (RUN_MARK, mark)).encode() in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def run_members(process, mark):
+    """The processes of a run: the playbook, its descendants, and every process with its RUN_MARK (those whose
+    parent already exited: an ssh ControlPersist master daemonises, so its parent is not the run's)."""
+    table = _processes()
+    members = {process.pid} if process.pid in table else set()
+    children = {}
+    for pid, (parent, _session, _name) in table.items():
+        children.setdefault(parent, []).append(pid)
+    stack = list(members)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in members:
+                members.add(child)
+                stack.append(child)
+    members |= {pid for pid, (_parent, _session, name) in table.items()
+                if name not in _NOT_THE_RUNS and _marked(pid, mark)}
+    return {pid: table[pid] for pid in members if pid in table}
+
+
+def kill_run(process):
+    """Kill a background run and everything it started, as stopping an AWX job's execution environment does.
+
+    os.killpg(process.pid) is not enough: ansible-core's workers call os.setsid() (WorkerProcess._detach, to leave
+    the terminal), so each worker, and the module processes it starts, are in a session and process group of their
+    own. A killpg of the playbook's group killed only the main process; a worker survived, orphaned, still able to
+    finish its task. So the run is frozen (SIGSTOP: a stopped process forks nothing) until no new member appears,
+    then killed. Returns the members that were outside the playbook's process group (what killpg missed)."""
+    frozen, escaped = {}, {}
+    while True:
+        members = run_members(process, process.mark)
+        new = {pid: info for pid, info in members.items() if pid not in frozen}
+        if not new:
+            break
+        for pid, info in new.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+            frozen[pid] = info
+            if pid != process.pid and info[1] != process.pid:
+                escaped[pid] = info
+    for pid in frozen:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
+    return escaped
+
+
+def survivors(process, seconds=10):
+    """The processes of a killed run still alive after ``seconds`` (killed processes take a moment to go)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = run_members(process, process.mark)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def containers(names):

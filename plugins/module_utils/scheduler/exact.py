@@ -47,6 +47,7 @@ SKIPPED = "skipped"             # the problem is too large to model in the time 
 # Instance x node pairs above which the model is not built: at a few dozen servers it is far below;
 # at 1,000 nodes x 10,000 instances building it alone would take minutes.
 MAX_CANDIDATES = 250000
+_MAX_WEIGHT = 2 ** 62           # the objective's largest weight times what it counts stays a 64-bit integer
 
 
 class ExactResult:
@@ -83,7 +84,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     builder = _Model(problem, framework, modelled(problem.instances()))
     if builder.reason is not None:
         return ExactResult(INFEASIBLE, time.monotonic() - started, reason=builder.reason)
-    invalid = _unrepresentable(builder)
+    invalid = builder.too_large or _unrepresentable(builder)
     if invalid:
         return ExactResult(SKIPPED, time.monotonic() - started, reason=invalid)
     if hint:
@@ -149,7 +150,7 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
         len(unplaced), len(instances), len(nodes), len(problem.nodes))
     if builder.reason is not None:
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, builder.reason))
-    invalid = _unrepresentable(builder)
+    invalid = builder.too_large or _unrepresentable(builder)
     if invalid:
         return ExactResult(SKIPPED, 0.0, reason="%s: %s" % (scope, invalid))
     builder.hint(freed)
@@ -226,6 +227,7 @@ class _Model:
         self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
         self.nvme = {}          # (instance index, node name, device position) -> BoolVar
         self.placed = {}        # instance index of a preemptible instance -> 1 when placed, as a linear expression
+        self.too_large = None   # why the objective cannot be stated in CP-SAT's 64 bits, or None
         self._by_node = None
         self._domains(framework)
         if self.reason is None:
@@ -252,7 +254,8 @@ class _Model:
                 self.reason = "%s: no node passes its filters" % instance.name
                 return
             for name in allowed:
-                self.place[index, name] = self.model.NewBoolVar("x_%d_%s" % (index, name))
+                # Names hold node names through ascii() (%a): OR-Tools takes UTF-8, which a lone surrogate is not.
+                self.place[index, name] = self.model.NewBoolVar("x_%d_%a" % (index, name))
             if optional:
                 # Not part of the gang: placed once, or left out (the objective counts it).
                 self.model.AddAtMostOne(self.place[index, name] for name in allowed)
@@ -272,7 +275,7 @@ class _Model:
                 for position, device in enumerate(node.gpus):
                     if request.matches(device) and (request.memory is None or device.memory >= request.memory):
                         take = device.memory if request.memory is None else request.memory
-                        var = self.model.NewBoolVar("g_%d_%s_%d" % (index, name, position))
+                        var = self.model.NewBoolVar("g_%d_%a_%d" % (index, name, position))
                         self.gpu[index, name, position] = (var, take)
                         options.append(var)
                 self.model.Add(sum(options) == request.count * chosen)
@@ -281,7 +284,7 @@ class _Model:
                 options = []
                 for position, device in enumerate(node.nvme):
                     if request.label in device.labels and device.size >= request.size:
-                        var = self.model.NewBoolVar("n_%d_%s_%d" % (index, name, position))
+                        var = self.model.NewBoolVar("n_%d_%a_%d" % (index, name, position))
                         self.nvme[index, name, position] = var
                         options.append(var)
                 self.model.Add(sum(options) == chosen)
@@ -295,7 +298,11 @@ class _Model:
 
     def _constraints(self):
         model, problem = self.model, self.problem
-        conflicts = _conflicting_services(problem)
+        # Per service, the services it conflicts with: a node looks up the pairs of what may be on it, not every
+        # pair of the problem (10,000 services with 90 conflicts each were 9e5 pairs on each node).
+        partners = {}
+        for first, second in _conflicting_services(problem):
+            partners.setdefault(first, []).append(second)
         gpu_takes, nvme_takes = {}, {}
         for (_index, node_name, position), (var, take) in self.gpu.items():
             gpu_takes.setdefault((node_name, position), []).append((var, take))
@@ -313,13 +320,15 @@ class _Model:
                 by_service.setdefault(self.instances[index].service.name, []).append(var)
             present = {}
             for service, members in by_service.items():
-                present[service] = model.NewBoolVar("p_%s_%s" % (service, name))
+                present[service] = model.NewBoolVar("p_%s_%a" % (service, name))
                 for var in members:
                     model.AddImplication(var, present[service])
-            for first, second in conflicts:
-                if first == second and first in by_service:
+            # In the order of the sorted pairs, as before: the model, and so CP-SAT's search, stays the same.
+            for first, second in sorted((first, second) for first in by_service for second in partners.get(first, ())
+                                        if second in present):
+                if first == second:
                     model.Add(sum(by_service[first]) <= 1)
-                elif first in present and second in present:
+                else:
                     model.Add(present[first] + present[second] <= 1)
             for position, device in enumerate(node.gpus):
                 takes = gpu_takes.get((name, position))
@@ -349,7 +358,7 @@ class _Model:
                 usage["gpu_memory"] += take * var
                 key = (node_name, position)
                 if key not in occupied:
-                    occupied[key] = self.model.NewBoolVar("q_%s_%s_%d" % (group, node_name, position))
+                    occupied[key] = self.model.NewBoolVar("q_%a_%a_%d" % (group, node_name, position))
                 self.model.AddImplication(var, occupied[key])
                 takes.setdefault(key, []).append((var, take))
         for (node_name, position), members in takes.items():
@@ -374,7 +383,7 @@ class _Model:
             total = [outside[dimension]]
             for group, quota in problem.quotas.items():
                 held = model.NewIntVar(0, max(capacity[dimension], quota.min.get(dimension, 0)) + 1,
-                                       "m_%s_%s" % (group, dimension))
+                                       "m_%a_%s" % (group, dimension))
                 model.Add(held >= quota.min.get(dimension, 0))
                 model.Add(held >= usage[group][dimension])
                 total.append(held)
@@ -383,12 +392,12 @@ class _Model:
     def _objective(self):
         model = self.model
         moves = []
-        dropped = []
+        dropped = {}            # priority -> the running preemptible instances of that priority left out
         for index, instance in enumerate(self.instances):
             previous = instance.previous_node()
             placed = self.placed.get(index, 1)
             if index in self.placed:
-                dropped.append(1 - placed)
+                dropped.setdefault(instance.service.priority, []).append(1 - placed)
             if previous is None or instance.service.stateful:
                 continue
             stay = self.place.get((index, previous))
@@ -399,8 +408,18 @@ class _Model:
         nodes_weight = len(touched) + 1
         rebound_weight = nodes_weight * (len(used_nodes) + 1)
         moves_weight = rebound_weight * (len(rebound) + 1)
-        dropped_weight = moves_weight * (len(moves) + 1)
-        model.Minimize(dropped_weight * sum(dropped) + moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
+        # Evictions by priority, lowest first: one eviction of a priority weighs more than all those of the lower
+        # ones together, so a running instance is never evicted to keep lower-priority ones (greedy's rule; counting
+        # evictions alone evicted one of priority 2 to keep two of priority 1).
+        weight = moves_weight * (len(moves) + 1)
+        evictions = 0
+        for priority in sorted(dropped):
+            evictions += weight * sum(dropped[priority])
+            weight *= len(dropped[priority]) + 1
+        if weight > _MAX_WEIGHT:
+            self.too_large = "the objective's weights (evictions per priority, moves, nodes, GPUs) exceed 64 bits"
+            return
+        model.Minimize(evictions + moves_weight * sum(moves) + rebound_weight * sum(rebound) + nodes_weight * sum(used_nodes)
                        + gpus_weight * sum(touched))
 
     def _in_use(self):
@@ -410,7 +429,7 @@ class _Model:
         for name in self.problem.nodes:
             here = self._on(name)
             if here:
-                used = model.NewBoolVar("u_%s" % name)
+                used = model.NewBoolVar("u_%a" % name)
                 for _index, var in here:
                     model.AddImplication(var, used)
                 used_nodes.append(used)
@@ -419,7 +438,7 @@ class _Model:
             devices.setdefault((node_name, position), []).append(var)
         touched = []
         for (node_name, position), members in sorted(devices.items()):
-            busy = model.NewBoolVar("t_%s_%d" % (node_name, position))
+            busy = model.NewBoolVar("t_%a_%d" % (node_name, position))
             for var in members:
                 model.AddImplication(var, busy)
             touched.append(busy)
@@ -491,6 +510,10 @@ def _conflicting_services(problem):
     """Pairs of services whose instances may not share a node (the AntiAffinity plugin's rule, which is symmetric)."""
     services = problem.services
     conflicts = service_conflicts(services)
-    members = {name: pod_requests(services, service).services for name, service in services.items()}
-    return sorted((first, second) for first in services for second in services
-                  if first <= second and not conflicts[first].isdisjoint(members[second]))
+    # Through the services each pod holds, not over every pair of services: 10,000 services were 1e8 pairs.
+    holders = {}
+    for name, service in services.items():
+        for member in pod_requests(services, service).services:
+            holders.setdefault(member, set()).add(name)
+    return sorted({(first, second) for first in services for avoided in conflicts[first]
+                   for second in holders.get(avoided, ()) if first <= second})

@@ -19,7 +19,8 @@ from graphlib import CycleError, TopologicalSorter
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPURequest, MAX_DEVICES, MAX_ENTRIES, MAX_ERRORS, MAX_INSTANCES, MAX_ITEMS, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_SERVICES,
-    MAX_PRIORITY, MAX_TOTAL, every_node_eligible, NVMeDevice, NVMeRequest, Node, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    MAX_PRIORITY, MAX_TOTAL, MAX_EVERY_NODE_WORK, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
+    PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
@@ -46,6 +47,7 @@ _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
 _MAX_GPU_INDEX = 1023
 _MAX_IMAGE = 4096               # characters of an image reference
+_TEXT_EXPECTED = "text without lone surrogates (valid Unicode, as UTF-8 can hold it)"
 _MAX_LABEL_DIGITS = 64          # an integer label value longer than this is not a label but a mistake
 
 
@@ -84,6 +86,18 @@ class _Path:
     __repr__ = __str__
 
 
+def _not_text(value):
+    """Whether a string cannot be written as UTF-8: a lone surrogate (JSON's "\\ud800") would pass every check,
+    then break the exact solver's names, the table and the HTML page when they are written out."""
+    if value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class Reader:
     """Reads values at paths, recording what is wrong instead of stopping."""
 
@@ -119,6 +133,8 @@ class Reader:
         for key in value:
             if not isinstance(key, str):
                 self.bad(join_path(path, printable(key)), key, "a string key")
+            elif _not_text(key):
+                self.bad(join_path(path, key), key, _TEXT_EXPECTED)
             elif keys is not None and key not in keys:
                 self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
         for key in required:
@@ -142,6 +158,9 @@ class Reader:
         if not isinstance(value, str) or not value:
             self.bad(path, value, expected)
             return None
+        if _not_text(value):
+            self.bad(path, value, _TEXT_EXPECTED)
+            return None
         return value
 
     def label_value(self, value, path):
@@ -149,6 +168,9 @@ class Reader:
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, str):
+            if _not_text(value):
+                self.bad(path, value, _TEXT_EXPECTED)
+                return None
             return value
         if isinstance(value, int):
             if value.bit_length() <= _MAX_LABEL_DIGITS * 3 and len(str(value)) <= _MAX_LABEL_DIGITS:
@@ -424,7 +446,8 @@ def _parse_kind(reader, spec, path, sidecar):
             reader.bad(join_path(path, "image"), image, "an image reference of at most %d characters" % _MAX_IMAGE)
             image = None
     if sidecar:
-        for key in ("priority", "preemptible", "every_node"):
+        # scalable too: a sidecar runs beside each instance of its app, so a scale request has nothing to set.
+        for key in ("priority", "preemptible", "every_node", "scalable"):
             if spec.get(key):
                 reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
     if preemptible and spec.get("stateful") is True:
@@ -511,10 +534,21 @@ def _parse_services(reader, value, quotas, nodes):
             every_node=every_node,
             image=image,
         )
-        if every_node and not sidecar:
-            # One instance per eligible node: its count is known once the nodes are.
-            services[name] = dataclasses.replace(services[name], replicas=sum(
-                1 for node in nodes.values() if every_node_eligible(services[name], node)))
+    index = every_node_index(services.values(), nodes.values())
+    work = every_node_work(services.values(), index)
+    if work > MAX_EVERY_NODE_WORK:
+        # Refused before any pair is checked: the product, not each bound alone, decides the time.
+        reader.error("services", "every-node services need %d eligibility checks (per every-node service: the nodes with "
+                     "its rarest node_selector label x (1 + node_selector entries), plus the nodes' NoSchedule and "
+                     "NoExecute taints); expected at most %d" % (work, MAX_EVERY_NODE_WORK))
+    else:
+        total = sum(service.replicas for service in services.values() if not service.every_node)
+        for name, service in services.items():
+            if service.every_node and not service.sidecar and total <= MAX_INSTANCES:
+                # One instance per eligible node: its count is known once the nodes are. Past MAX_INSTANCES in all
+                # the count stops mattering (_check_totals refuses the problem), so counting stops there.
+                services[name] = dataclasses.replace(service, replicas=len(every_node_nodes(service, index)))
+                total += services[name].replicas
     _check_references(reader, services)
     return services
 

@@ -25,6 +25,7 @@ Plain Python; no Ansible import.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
@@ -34,7 +35,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import schedule
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import check_class_work, schedule
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 REBALANCE = "rebalance"
@@ -45,6 +46,17 @@ MAX_MOVES = 100000              # as many as there may be instances
 # within 30 s on a busy 2-CPU machine; a part of this size improves within seconds).
 PART_PAIRS = 5000
 DEFAULT_SECONDS = 30.0          # CP-SAT's time for the rebalance model: an operator's on-demand run, not a plan on every deploy
+
+
+_DIGITS = re.compile(r"[0-9]{1,%d}" % len(str(MAX_MOVES)))
+
+
+def max_moves_value(value):
+    """``value`` as max_moves: an int as is, a string of ASCII digits (``-e max_moves=2`` gives "2") as its int; other
+    values as they are, for max_moves_error to name. str.isdigit() also accepts "²", which int() refuses."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    return value
 
 
 def max_moves_error(value):
@@ -110,7 +122,7 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
             total = [ungrouped[dimension] + outside.get(None, {}).get(dimension, 0)]
             for group, quota in problem.quotas.items():
                 held = model.NewIntVar(0, max(capacity[dimension], quota.min.get(dimension, 0)) + 1,
-                                       "m_%s_%s" % (group, dimension))
+                                       "m_%a_%s" % (group, dimension))
                 model.Add(held >= quota.min.get(dimension, 0))
                 model.Add(held >= usage[group][dimension] + outside.get(group, {}).get(dimension, 0))
                 total.append(held)
@@ -177,12 +189,13 @@ class _RebalanceModel(exact._Model):  # pylint: disable=protected-access
         model.Minimize(gpus_weight * sum(touched) + nodes_weight * sum(used_nodes) + disrupted_weight * sum(disrupted))
 
 
-def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, plugins=PLUGINS):
-    """A rebalance plan for a problem mapping whose ``previous`` is the running placement.
+def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, plugins=PLUGINS, profile=None):
+    """A rebalance plan for a problem mapping whose ``previous`` is the running placement; ``profile`` a parsed
+    scheduler profile (scheduler/profiles.py) or None: its filters bind the rebalance as they bind a plan.
 
     Raises ProblemError for a malformed problem or max_moves. The result is a plan result
     (docs/problem-format.md) with ``path`` ``rebalance`` when it moves anything, and ``rebalance``:
-    {max_moves, moves, restarts, before, after, gain, status, seconds, reason}.
+    {max_moves, moves, current_moves, restarts, before, after, gain, status, seconds, reason}.
     """
     started = time.monotonic()
     error = max_moves_error(max_moves)
@@ -191,8 +204,14 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
     if isinstance(exact_seconds, bool) or not isinstance(exact_seconds, (int, float)) or not 0 <= exact_seconds <= 3600:
         raise ProblemError([("exact_seconds", "got %s; expected a number of seconds from 0 to 3600" % show(exact_seconds))])
     problem = parse_problem(data)
-    framework = Framework(problem, plugins, WEIGHTS)
-    current = schedule(problem, plugins, exact_seconds=exact_seconds)
+    check_class_work(problem)
+    # The profile's framework: its filters (a user filter, a disabled NodeSelector) decide where the model may put
+    # an instance, as they decide it for the current plan; otherwise the next plan would move the instances back.
+    if profile is not None:
+        framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
+    else:
+        framework = Framework(problem, plugins, WEIGHTS)
+    current = schedule(problem, plugins, exact_seconds=exact_seconds, profile=profile)
     if not current["feasible"]:
         current["rebalance"] = {"max_moves": max_moves, "status": "not_run",
                                 "reason": "the current catalog does not fit the cluster, so there is nothing to rebalance"}
@@ -201,7 +220,11 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
     before = fragmentation(current["usage"])
     report = {"max_moves": max_moves, "before": before, "after": before,
               "gain": {"whole_gpus_freed": 0, "nodes_freed": 0}, "moves": len(current["moves"]),
+              # Moves the current plan itself makes (the catalog no longer fits as it runs): not the rebalance's,
+              # so not bounded by max_moves; said apart so that "moves 1" with max_moves 0 is no broken bound.
+              "current_moves": len(current["moves"]),
               "restarts": len(_restarted(current, problem))}
+    report["current_restarts"] = report["restarts"]         # the same: the current plan's own restarts
     found = _solve(problem, framework, max_moves, exact_seconds, current)
     report.update(status=found.status, seconds=round(found.seconds, 3))
     if found.placements is not None and found.reason:
@@ -495,6 +518,9 @@ def describe(result):
     lines.append("  nodes free:      %d -> %d of %d (%+d)" % (
         before["free_nodes"], after["free_nodes"], after["nodes"], gain["nodes_freed"]))
     lines.append("  GPUs used in part: %d -> %d" % (before["partly_used_gpus"], after["partly_used_gpus"]))
+    if report.get("current_moves"):
+        lines.append("  the current plan itself makes %d move(s) (the catalog does not fit as it runs): the plan's, "
+                     "not the rebalance's, and made with or without it" % report["current_moves"])
     if report.get("scope"):
         lines.append("  solved over %s" % report["scope"])
     if report.get("reason"):

@@ -36,7 +36,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_report
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
@@ -50,11 +50,32 @@ REPAIR_PAIRS = 2000000
 REPAIR_SWAPS = 20000
 
 
+# Scheduling classes (services with instances that differ in what decides where they may go: equivalence_key)
+# times nodes: every class runs its static filters and scores on every node. 1,000 x 1,000 takes about 6 CPU
+# seconds here, 1,224 x 1,224 about 9, 2,000 x 2,000 about 20 (benchmarks/fuzz_benchmark.py --worst-cases); a trace
+# of 8,000 pods of 337 shapes on 1,213 nodes is 4e5.
+MAX_CLASS_NODE_PAIRS = 1000000
+
+
+def check_class_work(problem):
+    """ProblemError when the scheduling classes times the nodes pass MAX_CLASS_NODE_PAIRS (refused before any is
+    checked: each bound alone allows 10,000 x 10,000)."""
+    conflicts = service_conflicts(problem.services)
+    classes = {equivalence_key(problem, service, conflicts) for service in problem.services.values()
+               if not service.sidecar and service.replicas > 0}
+    if len(classes) * len(problem.nodes) > MAX_CLASS_NODE_PAIRS:
+        raise ProblemError([("services", "%d scheduling classes (services that differ in requests, node_selector, "
+                                         "tolerations, anti_affinity, quota or image) x %d nodes = %d pairs; expected at most %d"
+                             % (len(classes), len(problem.nodes), len(classes) * len(problem.nodes), MAX_CLASS_NODE_PAIRS))])
+
+
 def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
-    """Schedule a problem mapping; raises ProblemError when the problem is malformed. ``profile`` (a
-    profiles.Profile) replaces ``plugins`` and ``weights``."""
+    """Schedule a problem mapping; raises ProblemError when the problem is malformed or too much work
+    (check_class_work). ``profile`` (a profiles.Profile) replaces ``plugins`` and ``weights``."""
     started = time.monotonic()
-    result = schedule(parse_problem(data), plugins, weights, exact_seconds, profile)
+    problem = parse_problem(data)
+    check_class_work(problem)
+    result = schedule(problem, plugins, weights, exact_seconds, profile)
     # The only part of a result that differs between runs of the same problem.
     result["seconds"] = round(time.monotonic() - started, 3)
     return result
@@ -89,7 +110,7 @@ def _schedule(framework, problem, exact_seconds):
             if found.placements is not None:
                 filled = _fill(framework, problem, found)
                 better = _feasible(framework, problem, filled, EXACT)
-                if _cost(better) < _cost(result):
+                if _cost(better, problem) < _cost(result, problem):
                     better["exact"] = {"status": found.status, "seconds": round(found.seconds, 3),
                                        "time_limit": exact_seconds}
                     result = better
@@ -182,9 +203,13 @@ def _feasible(framework, problem, attempt, path):
     return result
 
 
-def _cost(result):
-    """What the exact solver minimises first: evictions, then moves."""
-    return (len(result["evictions"]), len(result["moves"]))
+def _cost(result, problem):
+    """What the exact solver minimises first: evictions, the highest priority first (the priorities of the evicted,
+    highest first, compared as lists: one eviction of priority 2 costs more than any of priority 1), then moves."""
+    priority = {name: service.priority for name, service in problem.services.items()}
+    # An evicted instance is preemptible, so <service>-<ordinal> (every-node services are never preemptible).
+    evicted = sorted((priority[entry["instance"].rsplit("-", 1)[0]] for entry in result["evictions"]), reverse=True)
+    return (evicted, len(result["moves"]))
 
 
 def _exact_summary(found, greedy_summary, exact_seconds):
@@ -338,8 +363,8 @@ class Attempt:
         """Per service, the nodes its static filters accept: one count per equivalence class."""
         counts, by_class = {}, {}
         for service in self.problem.services.values():
-            if service.sidecar:
-                continue
+            if service.sidecar or service.replicas == 0:
+                continue            # no instance asks (a catalog may hold thousands of services scaled to 0)
             key = self._class_of.get(service.name)
             if key is None:
                 key = self._class_of[service.name] = equivalence_key(

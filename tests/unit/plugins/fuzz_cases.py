@@ -27,18 +27,21 @@ import tempfile
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
-    GPU_VISIBILITY_VARIABLES, plan_catalog, split_catalog,
+    GPU_VISIBILITY_VARIABLES, plan_catalog, rebalance_catalog, split_catalog,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, waves
+from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import cached_facts
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     NodeFactsError, facts_table, scheduler_node,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides, takes_replicas
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
+from ansible_collections.gangplank.platform.plugins.modules import facts_cache as facts_cache_module
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -491,6 +494,259 @@ def as_text(problem, choose):
     return text, True
 
 
+# --- issue 24: rebalance (with a profile), waves, scale of sidecars and every-node services, the facts cache ----
+
+def _fragmented():
+    """A feasible, fragmented cluster: inference spread one instance per GPU, web one per node, an every-node agent,
+    a sidecar, preemptible batch work, a stateful database and a node reserved for CAD images (for ImageAffinity)."""
+    gpu = {"model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"}
+    nodes = {"n%d" % index: {"cpu": 32, "memory": "128Gi", "labels": {"zone": "east" if index < 3 else "west"},
+                             "gpus": [dict(gpu, index=position, uuid="GPU-%d-%d" % (index, position)) for position in range(2)],
+                             "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"]}]}
+             for index in range(4)}
+    nodes["n3"]["labels"]["gangplank.io/image"] = "cad"
+    nodes["n2"]["taints"] = [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
+    services = {
+        "infer": {"replicas": 4, "scalable": True, "sidecars": ["log"], "image": "localhost/infer:1",
+                  "resources": {"cpu": 2, "memory": "8Gi", "gpu": {"memory": "20Gi"}, "nvme": {"label": "cache", "size": "10Gi"}}},
+        "web": {"replicas": 3, "image": "localhost/web:1", "resources": {"cpu": 1, "memory": "1Gi"}, "ports": [8080],
+                "node_selector": {"zone": "east"}},
+        "log": {"sidecar": True, "image": "localhost/log:1", "resources": {"cpu": "100m", "memory": "64Mi"}},
+        "db": {"stateful": True, "image": "localhost/db:1", "resources": {"cpu": 2, "memory": "4Gi"},
+               "tolerations": [{"key": "dedicated"}]},
+        "agent": {"every_node": True, "image": "localhost/agent:1", "resources": {"cpu": "50m", "memory": "32Mi"},
+                  "tolerations": [{"key": "dedicated"}]},
+        "batch": {"replicas": 2, "preemptible": True, "priority": 1, "image": "localhost/batch:1", "resources": {"cpu": 4}},
+    }
+    previous = {"infer-%d" % index: {"node": "n%d" % index, "gpus": [{"uuid": "GPU-%d-%d" % (index, index % 2)}],
+                                     "nvme": {"name": "nvme0n1"}} for index in range(4)}
+    previous.update({"web-0": {"node": "n0"}, "web-1": {"node": "n1"}, "web-2": {"node": "n2"}, "db-0": {"node": "n2"},
+                     "batch-0": {"node": "n3"}, "agent@n0": {"node": "n0"}})
+    return {"nodes": nodes, "services": services, "previous": previous}
+
+
+FRAGMENTED = _fragmented()
+
+
+def rebalance_case(choose):
+    """A problem (mutated or not), a max_moves (valid, hostile or a string) and a profile (none, or one with a filter)."""
+    problem = mutate(FRAGMENTED, choose, mutations=1) if choose((True, False)) else copy.deepcopy(FRAGMENTED)
+    max_moves = choose((0, 1, 2, 3, 10, "2", " 1 ")) if choose((True, True, False)) else \
+        choose(("²", "٣", "1\n", -1, 1.5, None, True, 10 ** 30, "9" * 40, "", [], float("nan")))
+    profile = choose((None, "selector_off", "image"))
+    return problem, max_moves, profile
+
+
+_REBALANCE_PROFILES = {
+    None: None,
+    "selector_off": {"plugins": {"filter": {"disabled": ["NodeSelector"]}}},
+    "image": dict(PROFILE, plugins={"filter": {"enabled": ["ImageAffinity"]}}),
+}
+
+
+def run_rebalance(case):
+    """rebalance_catalog: rejected, or a plan the checker accepts whose own disruptions stay within max_moves."""
+    problem, max_moves, which = case
+    profile = parse_profile(_REBALANCE_PROFILES[which], base=ROOT) if which else None
+    max_moves = max_moves_value(max_moves)
+    if max_moves_error(max_moves):
+        return "rejected"
+    try:
+        result = rebalance_catalog(problem, max_moves, EXACT_SECONDS, profile=profile)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    disabled = profile.disabled.get("filter", ()) if profile else ()
+    violations = check_plan(split_problem(problem), result, disabled_filters=disabled)
+    report = result.get("rebalance") or {}
+    # The current plan's own moves and restarts (the catalog does not fit as it runs) are not the rebalance's.
+    own = report.get("current_moves", 0) + report.get("current_restarts", 0)
+    if result.get("path") == "rebalance" and report.get("moves", 0) + report.get("restarts", 0) > max_moves + own:
+        violations.append("rebalance: %d moves and %d restarts with max_moves %d (the current plan's own: %d)" % (
+            report["moves"], report["restarts"], max_moves, own))
+    return "violation: " + "; ".join(violations[:3]) if violations else "ok"
+
+
+WAVE_VALUES = (1, 2, 100000, 100001, 0, -1, "25%", "100%", "1%", "0%", "101%", "50%\n", "\n50%", "50 %", "٥٠%", "²%",
+               "1000%", "%", "", None, 1.5, True, float("nan"), [], {})
+
+
+def waves_case(choose):
+    """The catalog's services with a max_unavailable each (valid or hostile), and rollouts restarting some instances."""
+    services = copy.deepcopy(PROBLEM["services"])
+    for name in ("db", "infer", "web"):
+        value = WAVE_VALUES[choose(range(len(WAVE_VALUES)))] if choose((True, False, False)) else choose((1, 2, "25%", "100%", None))
+        if value is not None:
+            services[name]["max_unavailable"] = value
+    if choose((True, False)):
+        services = mutate(services, choose, mutations=1)
+    count = choose((1, 2, 5, 40))
+    ordinals = [choose(("0", "1", "7", "²", "٣", "", "-1", "01")) for _ in range(3)] + [str(n) for n in range(count)]
+    containers = []
+    for position, ordinal in enumerate(ordinals):
+        service = choose(("infer", "web", "db"))
+        name = "node-a-%s-%s-%d" % (service, ordinal, position)
+        containers.append({"name": name, "action": choose(("recreate", "recreate", "keep", "create", "start")),
+                           "rank": choose((0, 1, 2)), "labels": {}, "sidecar": False, "service": service,
+                           "instance": "%s-%s" % (service, ordinal)})
+    return [{"containers": containers, "evict": []}], services
+
+
+def run_waves(case):
+    """deploy.waves (the deploy_waves filter): DeployError, or waves of at least 1 and wave numbers below them."""
+    rollouts, services = case
+    try:
+        result = waves(rollouts, services)
+    except DeployError as error:
+        if "\n" in str(error).split("\n", 1)[0]:
+            raise AssertionError("error not on one line")
+        return "rejected"
+    for rank, count in result["waves"].items():
+        if not isinstance(count, int) or count < 1:
+            return "violation: rank %s takes %r waves" % (rank, count)
+    for name, wave in result["wave_of"].items():
+        if not isinstance(wave, int) or wave < 1:
+            return "violation: %s in wave %r" % (name, wave)
+    return "ok"
+
+
+def scale_kinds_case(choose):
+    """A scale request for any kind of service (app, sidecar, every-node, unknown) over overrides that may be stale
+    (recorded while a service was scalable, before it became an every-node service or a sidecar)."""
+    services = copy.deepcopy(FRAGMENTED["services"])
+    if choose((True, False, False, False)):
+        services["log"]["scalable"] = True          # the parser refuses it; the scale request must too
+    if choose((True, False, False, False)):
+        services["agent"]["scalable"] = choose((True, False))
+    overrides = {name: 3 for name in ("agent", "log", "infer", "gone") if choose((True, False))}
+    service = choose(("infer",) * 6 + ("log", "agent", "batch", "web", "gone", "", None))
+    if choose((True, True, False)):
+        request = {"service": service, "replicas": choose((0, 1, 3, "2"))} if choose((True, False)) else \
+            {"service": service, "reset": True}
+    else:
+        request = {"service": service, "replicas": choose(("²", -1, None, 10 ** 9, 1.5, "3\n")), "reset": choose((False, True, "yes"))}
+    return services, overrides, request
+
+
+def run_scale_kinds(case):
+    """scale_overrides, then the plan with the overrides that apply: a sidecar or an every-node service never gets a
+    count; a stale override neither fails the plan nor refuses its reset; the plan passes the checker."""
+    services, overrides, request = case
+    try:
+        after = scale_overrides(services, overrides, request)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        if request.get("reset") is True and request.get("replicas") is None and request.get("service") in overrides:
+            return "violation: the reset of a recorded override was refused: %r" % (error.errors,)
+        return "rejected"
+    service = request.get("service")
+    if request.get("reset") is not True and not takes_replicas(services.get(service)):
+        return "violation: a scale request for %r (not an app with replicas) was recorded" % service
+    problem = copy.deepcopy(FRAGMENTED)
+    problem["services"] = services
+    for name, count in applied_overrides(services, after).items():
+        if name in services:
+            services[name]["replicas"] = count
+    try:
+        result = plan_catalog(problem, exact_seconds=EXACT_SECONDS)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        if any(path.endswith(".replicas") for path, _message in error.errors):
+            return "violation: an applied override fails the plan: %r" % (error.errors[:2],)
+        return "rejected"
+    violations = check_plan(split_problem(problem), result)
+    return "violation: " + "; ".join(violations[:3]) if violations else "ok"
+
+
+def every_node_case(choose):
+    """A generated cluster with every-node services (selectors, tolerations, sidecars), plain and preemptible work,
+    taints of every effect and running instances, then maybe one hostile mutation."""
+    nodes, services, previous = {}, {}, {}
+    zones, keys = ("east", "west", "gpu"), ("dedicated", "spot", "maint")
+    for index in range(choose((1, 2, 3, 5, 8, 20, 60))):
+        node = {"cpu": choose((1, 4, 16)), "memory": choose(("2Gi", "16Gi", "64Gi")), "labels": {"zone": choose(zones)}}
+        taints = [{"key": choose(keys), "value": choose((None, "a", "b")), "effect": choose(("NoSchedule", "NoExecute", "PreferNoSchedule"))}
+                  for _ in range(choose((0, 0, 1, 2)))]
+        node["taints"] = [{k: v for k, v in taint.items() if v is not None} for taint in taints]
+        if choose((True, False, False)):
+            node["gpus"] = [{"index": 0, "uuid": "GPU-%d" % index, "model": "NVIDIA L4", "memory": "24Gi"}]
+        node["unschedulable"] = choose((False, False, True))
+        nodes["n%02d" % index] = node
+    services["log"] = {"sidecar": True, "resources": {"cpu": "10m", "memory": "16Mi"}, "ports": [choose((9100, 9200))]}
+    for index in range(choose((1, 2, 3))):
+        spec = {"every_node": True, "priority": choose((0, 100, -5)), "resources": {"cpu": choose(("10m", "1", "8")), "memory": "32Mi"}}
+        if choose((True, False)):
+            spec["node_selector"] = {"zone": choose(zones)}
+        if choose((True, False)):
+            spec["tolerations"] = [{"key": choose(keys)} if choose((True, False)) else
+                                   {"key": choose(keys), "value": choose(("a", "b")), "effect": choose(("NoSchedule", "NoExecute"))}]
+        if choose((True, False)):
+            spec["sidecars"] = ["log"]
+        services["agent%d" % index] = spec
+    services["web"] = {"replicas": choose((0, 1, 3)), "resources": {"cpu": "500m", "memory": "256Mi"}, "sidecars": ["log"],
+                       "ports": [8080], "anti_affinity": choose(([], ["web"]))}
+    services["batch"] = {"replicas": choose((1, 4)), "preemptible": True, "priority": choose((-1, 2)), "resources": {"cpu": 1}}
+    services["spot"] = {"replicas": choose((1, 2)), "preemptible": True, "priority": choose((1, 3)), "resources": {"cpu": 2}}
+    for name in list(nodes)[:6]:
+        for instance in ("agent0@%s" % name, "batch-0", "spot-1", "web-0"):
+            if choose((True, False, False)):
+                previous[instance] = {"node": name}
+    problem = {"nodes": nodes, "services": services, "previous": previous}
+    return mutate(problem, choose, mutations=1) if choose((True, False, False)) else problem
+
+
+def run_every_node(problem):
+    return run_planner(problem)
+
+
+def facts_cache_case(choose):
+    """What the facts cache path holds: a cache (mutated or not), bytes that are not one, or no regular file at all."""
+    kind = choose(("cache", "cache", "bytes", "fifo", "zero", "urandom", "directory", "missing", "huge", "dangling"))
+    content = None
+    if kind == "cache":
+        facts = dict(HOSTVARS["ansible_facts"])
+        content = mutate({"version": 1, "fingerprint": "f" * 64, "facts": facts}, choose, mutations=1, pool=JSON_HOSTILE)
+    elif kind == "bytes":
+        content = choose((b"", b"\xff\xfe", b"NaN", b"[" * 100000, b'{"version": 1e400}', b'{"version": NaN}', b"{}",
+                          b'{"version": 1, "fingerprint": "x", "facts": []}', b"\x00" * 100))
+    return kind, content
+
+
+def run_facts_cache(case):
+    """read_cache and cached_facts: None or a mapping of facts, never a block, a traceback or a whole device read."""
+    kind, content = case
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "facts.json")
+        if kind == "cache":
+            try:
+                text = json.dumps(content, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError, RecursionError):
+                text = b'{"version": 1, "facts": NaN}'
+            with open(path, "wb") as handle:
+                handle.write(text)
+        elif kind == "bytes":
+            with open(path, "wb") as handle:
+                handle.write(content)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind in ("zero", "urandom"):
+            os.symlink("/dev/" + kind, path)
+        elif kind == "directory":
+            os.mkdir(path)
+        elif kind == "huge":
+            with open(path, "wb") as handle:
+                handle.truncate(facts_cache_module.MAX_CACHE_BYTES + 1)
+        elif kind == "dangling":
+            os.symlink(os.path.join(directory, "nowhere"), path)
+        current = facts_cache_module.read_cache(path)
+        if kind in ("fifo", "zero", "urandom", "directory", "huge", "missing", "dangling") and current is not None:
+            return "violation: %s read as %r" % (kind, str(current)[:80])
+        facts, reason = cached_facts(current, "f" * 64)
+        if not isinstance(reason, str) or (facts is not None and not isinstance(facts, dict)):
+            return "violation: cached_facts gave %r, %r" % (facts, reason)
+        return "ok" if facts is not None else "rejected"
+
+
 # --- every in-process entry point: name -> (make a case from choose, run it) --------------------------
 
 ENTRY_POINTS = {
@@ -503,4 +759,9 @@ ENTRY_POINTS = {
     "record_file": (record_contents, run_record_file),
     "health_probes": (lambda choose: mutate(PROBES, choose), run_probes),
     "deploy_host": (hostile_value, run_deploy),
+    "rebalance": (rebalance_case, run_rebalance),
+    "waves": (waves_case, run_waves),
+    "scale_kinds": (scale_kinds_case, run_scale_kinds),
+    "every_node": (every_node_case, run_every_node),
+    "facts_cache": (facts_cache_case, run_facts_cache),
 }

@@ -10,12 +10,15 @@ NoExecute also evicts running ones, PreferNoSchedule only lowers the score.
 from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, ScorePlugin, Status
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
+    NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, toleration_index, tolerated,
+)
 
 
 def untolerated(service, taints):
-    return [taint for taint in taints
-            if not any(toleration.tolerates(taint) for toleration in service.tolerations)]
+    # model.tolerated: constant time per taint, so a node's taints cost their count, not count x tolerations.
+    index = toleration_index(service)
+    return [taint for taint in taints if not tolerated(index, taint)]
 
 
 class TaintToleration(FilterPlugin, ScorePlugin):
