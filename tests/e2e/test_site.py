@@ -231,8 +231,7 @@ def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
     assert (bed.state() / "lock.json").exists()
     returncode, report = bed.playbook("site.yml")
     assert returncode != 0 and any("locked by" in message for message in failures(report))
-    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=0",
-                                      "-e", "deploy_lock_timeout=0")
+    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=0")
     assert returncode == 0, failures(report)
     found = containers()
     assert len(found) == CONTAINERS and all(state == "running" for state, _at, _labels in found.values())

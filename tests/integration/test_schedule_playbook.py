@@ -159,7 +159,7 @@ def test_a_concurrent_run_is_refused_naming_the_holder_and_a_stale_lock_can_be_b
     message = tasks["Take the cluster lock and read the placement record"]["host-a"]["results"][0]["msg"]
     assert "alice@awx" in message and "job-42" in message
     assert cluster.snapshot() == before and cluster.lock_path().exists()
-    returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=60")
+    returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=60")
     assert returncode == 0 and not cluster.lock_path().exists()
 
 
