@@ -1,15 +1,19 @@
 # -*- coding: utf-8 -*-
 """playbooks/schedule.yml for real on three inventory hosts that are all this machine (local
 connections), each with its own state directory: bind, re-run, check mode, infeasible, a
-concurrent run refused, a stale lock broken, and an interrupted bind repaired."""
+run that finds the lock held waiting for it (two runs at once both succeed), a lock held past the wait refused, a
+stale lock broken, and an interrupted bind repaired."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 import yaml
@@ -61,13 +65,13 @@ class Cluster:
     def lock_path(self):
         return self.base / "host-a" / "state" / "lock.json"
 
-    def run(self, *extra, catalog=None):
+    def run(self, *extra, catalog=None, hosts_file="hosts.yml", env=None):
         inventory = json.loads(json.dumps(self.inventory))
         if catalog is not None:
             inventory["all"]["vars"]["gangplank_services"] = catalog
-        path = self.base / "hosts.yml"
+        path = self.base / hosts_file
         path.write_text(yaml.safe_dump(inventory))
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1")
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", **(env or {}))
         completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(path),
                                     os.path.join(ROOT, "playbooks", "schedule.yml"), *extra],
                                    cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -150,17 +154,63 @@ def test_infeasible_changes_nothing(cluster):
     assert cluster.snapshot() == before and not cluster.lock_path().exists()
 
 
-def test_a_concurrent_run_is_refused_naming_the_holder_and_a_stale_lock_can_be_broken(cluster):
+LOCK_TASK = "Take the cluster lock and read the placement record, waiting while another run holds it (cluster_lock_wait)"
+
+
+def test_a_lock_held_past_the_wait_is_refused_naming_the_holder_and_a_stale_lock_can_be_broken(cluster):
     before = cluster.snapshot()
     cluster.lock_path().write_text(json.dumps({"owner": "alice@awx", "job_id": "job-42",
                                                "started_at": "2026-11-21T00:00:00Z", "started_epoch": 1.0}))
-    returncode, tasks, _stats = cluster.run()
-    assert returncode == 2
-    message = tasks["Take the cluster lock and read the placement record"]["host-a"]["results"][0]["msg"]
-    assert "alice@awx" in message and "job-42" in message
+    started = time.monotonic()
+    returncode, tasks, _stats = cluster.run("-e", "gangplank_lock_wait=2")
+    assert returncode == 2 and time.monotonic() - started >= 2
+    message = tasks[LOCK_TASK]["host-a"]["results"][0]["msg"]
+    assert "alice@awx" in message and "job-42" in message and "waited 2s for it (lock_wait=2s)" in message
     assert cluster.snapshot() == before and cluster.lock_path().exists()
     returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=60")
     assert returncode == 0 and not cluster.lock_path().exists()
+
+
+def test_a_run_that_finds_the_lock_held_waits_for_it_and_then_runs(cluster, tmp_path):
+    """Another job holds the lock (a fresh one, not breakable) and ends 3 s after this run began to wait for it:
+    this run queues, then succeeds."""
+    cluster.lock_path().write_text(json.dumps({"owner": "bob@awx", "job_id": "job-43",
+                                               "started_at": "2026-11-21T00:00:00Z", "started_epoch": int(time.time())}))
+    module_tmp = tmp_path / "ansible-tmp"
+
+    def release_once_the_lock_task_runs():
+        # The lock task's module is copied to the run's temporary folder when it starts: then it is waiting.
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list(module_tmp.glob("*/AnsiballZ_cluster_state.py")):
+            time.sleep(0.2)
+        time.sleep(3)
+        cluster.lock_path().unlink()
+
+    releaser = threading.Thread(target=release_once_the_lock_task_runs)
+    releaser.start()
+    try:
+        returncode, tasks, _stats = cluster.run(env={"ANSIBLE_REMOTE_TMP": str(module_tmp), "ANSIBLE_KEEP_REMOTE_FILES": "0"})
+    finally:
+        releaser.join()
+    assert returncode == 0
+    result = tasks[LOCK_TASK]["host-a"]["results"][0]
+    # The run says that it waited, and for whom (a warning of the lock task).
+    assert result["waited"] >= 2 and re.search(r"waited \d+s for the cluster lock at \S+, held by job\(s\) job-43", json.dumps(tasks[LOCK_TASK]))
+    assert not cluster.lock_path().exists()
+
+
+def test_two_runs_at_once_both_succeed_one_after_the_other(cluster):
+    """Two real ansible-playbook runs started together: neither fails on the lock, and the record is consistent."""
+    revision = cluster.record()["revision"]
+    outcomes = []
+    runs = [threading.Thread(target=lambda: outcomes.append(cluster.run(hosts_file="hosts-%d.yml" % number)))
+            for number in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert [returncode for returncode, _tasks, _stats in outcomes] == [0, 0]
+    assert cluster.record()["revision"] == revision and not cluster.lock_path().exists()
 
 
 def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
