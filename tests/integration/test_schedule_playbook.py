@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -236,3 +237,35 @@ def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
     assert stats["host-c"]["changed"] >= 1
     record = cluster.record()
     assert sorted(bound_instances(cluster)) == sorted((n, p["node"]) for n, p in record["placement"].items())
+
+
+def test_a_host_that_is_down_keeps_its_instances_and_the_rest_is_planned(cluster):
+    """The host of the stateful db does not answer (ssh to a closed port): the run plans and binds the live hosts,
+    the db stays recorded on the down host (it waits for it), a new web instance goes to a live host, the run names
+    what waits, and the next run with the host back changes nothing it did not have to."""
+    record = cluster.record()
+    down = record["placement"]["db-0"]["node"]
+    assert down in record["nodes"]            # the record keeps what each host was planned with
+    live = [host for host in HOSTS if host != down]
+    inventory = cluster.inventory
+    saved = json.loads(json.dumps(inventory))
+    inventory["all"]["hosts"][down].update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                                            "ansible_ssh_common_args": "-o ConnectTimeout=3"})
+    inventory["all"]["vars"]["web_replicas"] = 3
+    # The control host must answer: the record and lock live there.
+    if down == "host-a":
+        inventory["all"]["children"]["gangplank_control"]["hosts"] = {live[0]: {}}
+        shutil.copytree(cluster.base / "host-a" / "state", cluster.base / live[0] / "state", dirs_exist_ok=True)
+    try:
+        returncode, tasks, stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode == 4, tasks            # Ansible's unreachable status, after the live hosts are done
+    assert stats[down]["unreachable"] and all(not stats[host]["failures"] for host in live)
+    control = cluster.base / (live[0] if down == "host-a" else "host-a") / "state" / "placement.json"
+    after = json.loads(control.read_text())
+    assert after["placement"]["db-0"] == record["placement"]["db-0"]
+    assert after["placement"]["web-2"]["node"] in live
+    plan_lines = tasks["Show the plan"][live[0]]["msg"]
+    assert any(line.startswith("down: %s" % down) and "db-0" in line for line in plan_lines), plan_lines
+    assert not (control.parent / "lock.json").exists()

@@ -84,7 +84,7 @@ def snapshot(folder):
 
 def content(number):
     return {"placement": {"train": {"node%d" % number: [0, 1]}}, "node_labels": {"node%d" % number: {"role": "train"}},
-            "replicas": {"train": number}, "ranks": ["node%d" % number]}
+            "replicas": {"train": number}, "ranks": ["node%d" % number], "nodes": {"node%d" % number: {"cpu": number}}}
 
 
 def test_read_of_an_empty_directory(state):
@@ -92,7 +92,7 @@ def test_read_of_an_empty_directory(state):
     assert result["changed"] is False and not result.get("failed")
     assert result["lock"] is None
     assert result["path"] == str(state)
-    assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [],
+    assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [], "nodes": {},
                                 "written_at": None, "job_id": None, "owner": None, "history": []}
     assert not state.exists()
 
@@ -238,6 +238,17 @@ def test_an_unchanged_record_is_not_written(state, clock):
     assert snapshot(state) == before
 
 
+def test_a_record_of_an_older_version_without_nodes_is_read_as_empty_nodes(state, clock):
+    lock(state)
+    write(state, content(1))
+    older = json.loads((state / "placement.json").read_text())
+    del older["nodes"]
+    (state / "placement.json").write_text(json.dumps(older))
+    result = read(state)
+    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["placement"] == content(1)["placement"]
+    assert write(state, {"nodes": {"node1": {"cpu": 2}}})["record"]["revision"] == 2
+
+
 def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, clock):
     lock(state)
     first = write(state, content(1))["record"]
@@ -249,7 +260,8 @@ def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, cl
 
 
 @pytest.mark.parametrize("record, says", [
-    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks"),
+    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes"),
+    ({"nodes": []}, "record.nodes must be a mapping, got list"),
     ({"ranks": {}}, "record.ranks must be a list, got dict"),
     ({"replicas": {"train": -1}}, "record.replicas.train must be a whole number of 0 or more, got -1"),
 ])
