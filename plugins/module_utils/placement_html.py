@@ -177,7 +177,7 @@ def health_verdict(health):
     health = str(health)
     if health in ("healthy", "running", "no probe"):
         return "ok"
-    if health in ("not probed", "unknown", ""):
+    if health in ("not probed", "unknown", "", "waiting: host down"):
         return "unknown"
     return "bad"
 
@@ -203,9 +203,14 @@ def _card(node, usage, placements, moved, labels, health):
             taken = _amount(nvme.get("size", 0), "placements.%s.nvme.size" % name)
             on_nvme.setdefault(str(nvme.get("name")), []).append((name, service, taken))
     empty = "" if instances else " empty"
-    parts = ['<section class="card%s">' % empty,
-             '<h2 class="node">%s</h2>' % _text(node),
-             '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
+    if usage.get("down"):
+        # A host that is down (status): its recorded instances wait for it.
+        parts = ['<section class="card down">', '<h2 class="node">%s <span class="down-mark">DOWN</span></h2>' % _text(node),
+                 '<p class="sub">down: %d instance(s) wait for it</p>' % len(instances)]
+    else:
+        parts = ['<section class="card%s">' % empty,
+                 '<h2 class="node">%s</h2>' % _text(node),
+                 '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
     if "cpu_millicores" in usage:       # a status picture (status_result) has no CPU and memory figures
         parts.append(_used_bar("CPU", _amount(cpu.get("used", 0), path + ".cpu_millicores.used"),
                                _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
@@ -239,7 +244,9 @@ def _summary(result, placements, usage):
     if not result.get("feasible"):
         return "INFEASIBLE: %s; nothing is placed" % result.get("summary", "")
     if result.get("path") == "status":
-        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health" % (len(placements), len(usage))
+        down = sorted(node for node, entry in usage.items() if isinstance(entry, dict) and entry.get("down"))
+        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health%s" % (
+            len(placements), len(usage), "; down: %s" % ", ".join(down) if down else "")
     used = sum(1 for entry in usage.values() if isinstance(entry, dict) and entry.get("instances"))
     whole = sum(1 for entry in usage.values() if isinstance(entry, dict)
                 for gpu in entry.get("gpus") or [] if isinstance(gpu, dict) and not gpu.get("used"))
@@ -257,6 +264,8 @@ h1{font-size:18px;margin:0 0 4px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:10px}
 .card{background:#fff;border:1px solid #cdd5e0;border-radius:6px;padding:8px 10px;overflow:hidden}
 .card.empty{background:#eef7ee}
+.card.down{background:#f4f4f4;border:2px dashed #a0181c}
+.down-mark{color:#fff;background:#a0181c;border-radius:3px;padding:0 4px;font-size:11px;vertical-align:middle}
 .node{font-size:14px;margin:0;overflow-wrap:anywhere}
 .sub{margin:0 0 4px;color:#5a6472;font-size:11px}
 .row{display:flex;flex-direction:column;margin:2px 0}
@@ -303,13 +312,16 @@ def _host_gpus(devices, host):
     return gpus
 
 
-def status_result(bindings, gpus=None):
+def status_result(bindings, gpus=None, down=None):
     """A result to picture from what each node is bound to run: ``{host: {instance: binding}}`` (the instances of
     each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' CPU and memory are not known there,
     so the cards have no CPU and memory bars. ``gpus`` ({host: the host's gangplank_gpus, as its stored hardware
     facts list them}) gives each GPU its size: its bar is then drawn to scale, and a GPU nobody takes is shown free;
-    a GPU of a host without them has the bar of what its instances take."""
+    a GPU of a host without them has the bar of what its instances take. ``down`` ({host: {instance: binding}}, the
+    record's instances of the hosts that are down) adds a card per down host, marked down, with what waits for it."""
     _mapping(bindings, "bindings")
+    down = _mapping({} if down is None else down, "down")
+    bindings = dict(bindings, **{host: instances for host, instances in down.items() if host not in bindings})
     devices = _mapping({} if gpus is None else gpus, "gpus")
     placements, usage = {}, {}
     for host in sorted(bindings, key=str):
@@ -324,7 +336,7 @@ def status_result(bindings, gpus=None):
                 entry = gpus.setdefault(str(claim.get("uuid")), fresh)
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
         usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (str(gpu["index"]).zfill(4), str(gpu["uuid"]))),
-                            "instances": sorted(str(name) for name in instances)}
+                            "instances": sorted(str(name) for name in instances), "down": host in down}
     return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
 
 

@@ -248,3 +248,14 @@ def test_each_instance_is_marked_healthy_failing_or_unknown():
     assert 'class="chip ok"' in page and "\u2714 %s<" % names[0] in page
     assert 'class="chip bad"' in page and "\u2718 %s<" % names[1] in page and "\u2718 %s<" % names[3] in page
     assert 'class="chip unknown"' in page and "? %s<" % names[2] in page
+
+
+def test_a_status_picture_shows_a_down_host_with_what_waits_for_it():
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    bindings = _status_bindings()
+    gone = {"db-0": {"service": "db", "ordinal": 0, "node": "gone", "gpus": []}}
+    page = render_html(status_result(bindings, down={"gone": gone}), health={"db-0": "waiting: host down"})
+    assert "; down: gone" in page and 'class="card down"' in page and "DOWN" in page
+    assert "down: 1 instance(s) wait for it" in page and 'class="chip unknown"' in page
+    with pytest.raises(PictureError, match="down: got list"):
+        status_result(bindings, down=[])
