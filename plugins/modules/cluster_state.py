@@ -104,8 +104,9 @@ author:
 notes:
   - Run it on one control host per cluster (for example with C(run_once)), always with the same O(path).
   - Times are UTC, in ISO 8601 (C(2025-01-31T12:00:00Z)).
-  - If a run dies while it holds the lock, the next run waits O(lock_wait) seconds and then fails naming it. Re-run with O(break_lock=true) once the lock is older
-    than O(lock_timeout), or remove C(lock.json) by hand after making sure that run is gone.
+  - If a run dies while it holds the lock, the next run waits O(lock_wait) seconds and then fails naming it.
+    Re-run with O(break_lock=true) once the lock is older than O(lock_timeout), or remove C(lock.json) by hand after
+    making sure that run is gone.
   - If C(placement.json) is corrupt, repair it by hand; the previous revisions are inside it, under C(history).
 """
 

@@ -197,7 +197,7 @@ def test_a_host_that_is_down_keeps_its_instances_and_everything_else_is_planned(
     assert not result.get("failed"), result.get("msg")
     assert result["plan"]["placements"]["db-0"] == placement["db-0"]
     assert result["changes"]["removed"] == [] and "db-0" not in [move["instance"] for move in result["changes"]["moved"]]
-    new = [name for name in result["changes"]["added"]]
+    new = result["changes"]["added"]
     assert new == ["web-2", "web-3"] and all(result["plan"]["placements"][name]["node"] in live for name in new)
     assert down in result["waiting"] and "db-0" in result["waiting"][down]
     assert any(line.startswith("down: %s" % down) and "db-0" in line for line in result["table"])
