@@ -163,7 +163,8 @@ def _chip(instance, service, moved_from=None, health=None):
         verdict = health_verdict(health)
         title += ", %s" % health
         classes += " " + verdict
-        mark += HEALTH_MARKS[verdict] + " "
+        # In an element of its own: the instance's name stays a text node of its own.
+        mark += '<b class="mark">%s</b>' % HEALTH_MARKS[verdict]
     return '<span class="%s" style="border-left-color:%s" title="%s">%s%s</span>' % (
         classes, service_colour(service), _text(title), mark, _text(instance))
 
@@ -282,6 +283,7 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 .chip.bad{background:#fde8e8;color:#a0181c}
 .chip.ok{background:#e9f6ec}
 .chip.unknown{background:#f1f1f1;color:#555}
+.chip .mark{font-weight:normal;margin-right:3px}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}

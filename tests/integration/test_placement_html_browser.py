@@ -122,8 +122,9 @@ def test_the_status_page_draws_gpus_to_scale_and_marks_each_instances_health(tmp
     assert "GPU0 A100-SXM4-80GB 20Gi/80Gi" in dom and "GPU1 A100-SXM4-80GB 0/80Gi whole" in dom
     quarter = re.search(r'<rect x="0\.00" y="0" width="([0-9.]+)" height="\d+" fill="[^"]+" class="seg"><title>infer-0', dom)
     assert quarter and float(quarter.group(1)) == BAR_WIDTH / 4
-    assert re.search(r'class="chip ok"[^>]*>\u2714 infer-0<', dom) and re.search(r'class="chip bad"[^>]*>\u2718 web-0<', dom)
-    assert re.search(r'class="chip unknown"[^>]*>\? web-1<', dom)
+    assert re.search(r'class="chip ok"[^>]*><b class="mark">\u2714</b>infer-0<', dom)
+    assert re.search(r'class="chip bad"[^>]*><b class="mark">\u2718</b>web-0<', dom)
+    assert re.search(r'class="chip unknown"[^>]*><b class="mark">\?</b>web-1<', dom)
     picture(tmp_path, "status", status_result(bindings, gpus=gpus), "1000,600")
 
 

@@ -245,9 +245,10 @@ def test_each_instance_is_marked_healthy_failing_or_unknown():
     names = sorted(name for host in bindings.values() for name in host)
     health = dict(zip(names, ["healthy", "unhealthy: connection refused", "not probed", "missing"]))
     page = render_html(status_result(bindings), health=health)
-    assert 'class="chip ok"' in page and "\u2714 %s<" % names[0] in page
-    assert 'class="chip bad"' in page and "\u2718 %s<" % names[1] in page and "\u2718 %s<" % names[3] in page
-    assert 'class="chip unknown"' in page and "? %s<" % names[2] in page
+    assert 'class="chip ok"' in page and '<b class="mark">\u2714</b>%s<' % names[0] in page
+    assert 'class="chip bad"' in page and '\u2718</b>%s<' % names[1] in page and '\u2718</b>%s<' % names[3] in page
+    assert 'class="chip unknown"' in page and '?</b>%s<' % names[2] in page
+    assert all(">%s<" % name in page for name in names)      # each name is a text node of its own
 
 
 def test_a_status_picture_shows_a_down_host_with_what_waits_for_it():
