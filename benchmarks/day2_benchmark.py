@@ -10,6 +10,9 @@ For each size the demo catalog (inventories/local) is deployed once with site.ym
 - config change: the api's rendered config file changes (its template gets one more line), site.yml
   restarts the two api instances.
 
+Besides wall time each step reports its tasks, its tasks x hosts (every task result on every host,
+skipped ones included: what the controller had to run) and on how many hosts something changed.
+
 Each figure is wall time, with the 1-minute load average before it and its ratio to the 3-host
 figure of the same checkout. Hosts d2-n1..N on 127.0.0.100-129: d2-n1 and d2-n2 have the simulated
 GPUs and NVMe of node1 and node2, the rest are like node3. Forks = number of hosts.
@@ -103,17 +106,22 @@ class Run:
                                     os.path.join(self.checkout, "playbooks", name), *extra],
                                    cwd=self.checkout, env=self.env, capture_output=True, text=True, check=False)
         seconds = time.monotonic() - started
-        tasks = changed = 0
+        tasks = changed = host_tasks = 0
+        changed_hosts = []
         try:
             report = json.loads(completed.stdout)
             tasks = sum(len(play["tasks"]) for play in report["plays"])
+            # Tasks x hosts: each task's result on each host it ran (or was skipped) on.
+            host_tasks = sum(len(task["hosts"]) for play in report["plays"] for task in play["tasks"])
             changed = sum(stats["changed"] for stats in report["stats"].values())
+            changed_hosts = sorted(host for host, stats in report["stats"].items() if stats["changed"])
         except (ValueError, KeyError):
             report = None
         error = None
         if completed.returncode != 0:
             error = "%s failed (rc %d): %s" % (name, completed.returncode, (completed.stdout + completed.stderr)[-2000:])
-        return {"seconds": seconds, "tasks": tasks, "changed": changed, "error": error}
+        return {"seconds": seconds, "tasks": tasks, "host_tasks": host_tasks, "changed": changed,
+                "changed_hosts": changed_hosts, "error": error}
 
     def containers(self):
         out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
@@ -216,8 +224,9 @@ def main(argv=None):
                 base = figures.get((name, sizes[0]), [])
                 reference = next((item["seconds"] for item in base if item["label"] == result["label"]), None)
                 ratio = " %5.2fx of %d hosts" % (result["seconds"] / reference, sizes[0]) if reference else ""
-                print("  %-32s %7.1f s  %3d tasks  %3d changed  load %5.2f%s%s"
-                      % (result["label"], result["seconds"], result["tasks"], result["changed"], result["load"], ratio,
+                print("  %-32s %7.1f s  %3d tasks  %5d tasks x hosts  %3d changed on %2d host(s)  load %5.2f%s%s"
+                      % (result["label"], result["seconds"], result["tasks"], result["host_tasks"], result["changed"],
+                         len(result["changed_hosts"]), result["load"], ratio,
                          "  FAILED: " + result["error"] if result["error"] else ""), flush=True)
     print("\nsummary (seconds; ratio to %d hosts)" % sizes[0])
     print("%-32s %s" % ("", "  ".join("%-16s" % ("%s@%d" % key) for key in figures)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import down_nodes, waiting, waiting_lines
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
@@ -39,6 +40,7 @@ ARGUMENT_SPEC = {
     "profile": {"type": "dict", "default": None},
     "scale": {"type": "dict", "default": None},
     "rebalance": {"type": "dict", "default": None},
+    "down_hosts": {"type": "list", "elements": "str", "default": []},
 }
 
 # Where each part of the problem comes from, to name it in errors.
@@ -80,6 +82,8 @@ def bindings(result, hosts):
     rank_of = {service: rank for rank, services in enumerate(result["ranks"]) for service in services}
     per_host = {host: {"labels": result["node_labels"].get(host, {}), "instances": {}} for host in hosts}
     for name, placement in result["placements"].items():
+        if placement["node"] not in per_host:       # a host that is down: its instances wait for it
+            continue
         entry = dict(placement, rank=rank_of[placement["service"]])
         per_host[placement["node"]]["instances"][name] = entry
     return per_host
@@ -183,6 +187,9 @@ class ActionModule(ActionBase):
                 return result
         try:
             problem = build_problem(args["services"], args["quotas"], args["hosts"], task_vars["hostvars"], record)
+            # A host that is down keeps its place: the node it was planned with, cordoned, with its instances.
+            down = down_nodes(record, args["hosts"], args["down_hosts"])
+            problem["nodes"].update(down)
             # Relative user_plugins paths start from the playbook's folder.
             profile = load_profile(args["profile"], self._loader.get_basedir())
             if max_moves is None:
@@ -206,6 +213,8 @@ class ActionModule(ActionBase):
         if planned.get("warnings"):
             result["warnings"] = list(planned["warnings"])     # an ignorable extender that was skipped
         result["table"] = render_table(planned).splitlines()
+        result["waiting"] = waiting(planned.get("placements") or {}, down)
+        result["table"] += waiting_lines(result["waiting"])
         if max_moves is not None:
             # What the rebalance gains, shown before anything is done.
             result["rebalance"] = describe(planned)
@@ -216,8 +225,12 @@ class ActionModule(ActionBase):
                 result["failed"] = True
                 result["msg"] = "The gang does not fit; nothing was changed on any host.\n" + render_table(planned)
             return result
+        recorded_nodes = record.get("nodes") or {}
         new_record = {"placement": planned["placements"], "node_labels": planned["node_labels"],
-                      "replicas": applied_overrides(args["services"], record.get("replicas")), "ranks": planned["ranks"]}
+                      "replicas": applied_overrides(args["services"], record.get("replicas")), "ranks": planned["ranks"],
+                      # What each host was planned with: a host that is down later keeps its place with it.
+                      "nodes": dict({host: problem["nodes"][host] for host in args["hosts"]},
+                                    **{host: recorded_nodes[host] for host in down})}
         delta = changes(record, planned)
         result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"] or (
             (args["record"].get("replicas") or {}) != new_record["replicas"])

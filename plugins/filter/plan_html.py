@@ -25,17 +25,31 @@ options:
     required: true
   status:
     description:
-      - The input is per host the bound instances (playbooks/status.yml), not a plan; the nodes' sizes are not known
-        there, so the cards have no CPU and memory bars and each GPU's bar is what its instances take.
+      - The input is per host the bound instances (playbooks/status.yml), not a plan; the nodes' CPU and memory are not
+        known there, so the cards have no CPU and memory bars. Each GPU's bar is to scale when O(gpus) gives its size,
+        else it is what its instances take.
     type: bool
     default: false
+  gpus:
+    description:
+      - With O(status), per host its GPUs as its stored hardware facts list them (C(gangplank_gpus), each with C(uuid),
+        C(index), C(model) and C(memory_total) in bytes), at most 64 per host; a GPU nobody takes is then shown free.
+    type: dict
+    default: {}
+  down:
+    description:
+      - With O(status), per host that is down (in the placement record, not live in this run) its recorded instances;
+        each gets a card marked down, with the instances that wait for it.
+    type: dict
+    default: {}
   title:
     description: The page's title and heading.
     type: str
     default: gangplank placement
   health:
     description:
-      - Live state per instance name, shown on the instances; or the status rows of the C(status_table) filter, one per
+      - Live state per instance name, shown on the instances (a mark, healthy, failing or unknown, and the full state
+        on hover); or the status rows of the C(status_table) filter, one per
         container, from which each instance's state is taken.
     type: raw
     default: {}
@@ -70,16 +84,20 @@ from ansible_collections.gangplank.platform.plugins.module_utils.placement_html 
 )
 
 
-def plan_html(result, title="gangplank placement", health=None, notes=None, status=False):
+def plan_html(result, title="gangplank placement", health=None, notes=None, status=False, gpus=None, down=None):
     if not status and (not isinstance(result, dict) or "feasible" not in result):
         raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
     if not isinstance(health or {}, (dict, list)) or not isinstance(notes or [], list):
         raise AnsibleFilterError("plan_html: health must be a mapping of instance to state (or status rows) and notes a list of lines")
     try:
         if status:
-            result = status_result(result)
+            result = status_result(result, gpus=gpus, down=down)
         if isinstance(health, list):
             health = health_of(health)
+        if status and isinstance(down, dict):
+            # The instances of a host that is down are not probed: they wait for it.
+            health = dict(health or {}, **{str(name): "waiting: host down" for instances in down.values()
+                                           if isinstance(instances, dict) for name in instances})
         return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []])
     except PictureError as error:
         raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % error) from None

@@ -160,10 +160,27 @@ def _chip(instance, service, moved_from=None, health=None):
         title += ", moved from %s" % moved_from
         mark = "\u21aa "
     if health:
+        verdict = health_verdict(health)
         title += ", %s" % health
-        classes += " bad" if health not in ("healthy", "running", "no probe") else ""
+        classes += " " + verdict
+        # In an element of its own: the instance's name stays a text node of its own.
+        mark += '<b class="mark">%s</b>' % HEALTH_MARKS[verdict]
     return '<span class="%s" style="border-left-color:%s" title="%s">%s%s</span>' % (
         classes, service_colour(service), _text(title), mark, _text(instance))
+
+
+# The live health of an instance at a glance: a mark on its chip (and its colour), the full state on hover.
+HEALTH_MARKS = {"ok": "\u2714", "bad": "\u2718", "unknown": "?"}
+
+
+def health_verdict(health):
+    """ok (healthy, or running without a probe), unknown (not probed), or bad (failing, stopped, missing)."""
+    health = str(health)
+    if health in ("healthy", "running", "no probe"):
+        return "ok"
+    if health in ("not probed", "unknown", "", "waiting: host down"):
+        return "unknown"
+    return "bad"
 
 
 def _card(node, usage, placements, moved, labels, health):
@@ -187,9 +204,14 @@ def _card(node, usage, placements, moved, labels, health):
             taken = _amount(nvme.get("size", 0), "placements.%s.nvme.size" % name)
             on_nvme.setdefault(str(nvme.get("name")), []).append((name, service, taken))
     empty = "" if instances else " empty"
-    parts = ['<section class="card%s">' % empty,
-             '<h2 class="node">%s</h2>' % _text(node),
-             '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
+    if usage.get("down"):
+        # A host that is down (status): its recorded instances wait for it.
+        parts = ['<section class="card down">', '<h2 class="node">%s <span class="down-mark">DOWN</span></h2>' % _text(node),
+                 '<p class="sub">down: %d instance(s) wait for it</p>' % len(instances)]
+    else:
+        parts = ['<section class="card%s">' % empty,
+                 '<h2 class="node">%s</h2>' % _text(node),
+                 '<p class="sub">%d instance(s)%s</p>' % (len(instances), ", free" if not instances else "")]
     if "cpu_millicores" in usage:       # a status picture (status_result) has no CPU and memory figures
         parts.append(_used_bar("CPU", _amount(cpu.get("used", 0), path + ".cpu_millicores.used"),
                                _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
@@ -223,7 +245,9 @@ def _summary(result, placements, usage):
     if not result.get("feasible"):
         return "INFEASIBLE: %s; nothing is placed" % result.get("summary", "")
     if result.get("path") == "status":
-        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health" % (len(placements), len(usage))
+        down = sorted(node for node, entry in usage.items() if isinstance(entry, dict) and entry.get("down"))
+        return "%d instance(s) on %d node(s), as bound on the nodes, with their live health%s" % (
+            len(placements), len(usage), "; down: %s" % ", ".join(down) if down else "")
     used = sum(1 for entry in usage.values() if isinstance(entry, dict) and entry.get("instances"))
     whole = sum(1 for entry in usage.values() if isinstance(entry, dict)
                 for gpu in entry.get("gpus") or [] if isinstance(gpu, dict) and not gpu.get("used"))
@@ -241,6 +265,8 @@ h1{font-size:18px;margin:0 0 4px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:10px}
 .card{background:#fff;border:1px solid #cdd5e0;border-radius:6px;padding:8px 10px;overflow:hidden}
 .card.empty{background:#eef7ee}
+.card.down{background:#f4f4f4;border:2px dashed #a0181c}
+.down-mark{color:#fff;background:#a0181c;border-radius:3px;padding:0 4px;font-size:11px;vertical-align:middle}
 .node{font-size:14px;margin:0;overflow-wrap:anywhere}
 .sub{margin:0 0 4px;color:#5a6472;font-size:11px}
 .row{display:flex;flex-direction:column;margin:2px 0}
@@ -254,7 +280,10 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 .chip{border:1px solid #cdd5e0;border-left:5px solid #888;border-radius:3px;padding:0 4px;font-size:11px;
  white-space:nowrap;display:inline-block;max-width:100%;overflow:hidden;text-overflow:ellipsis;vertical-align:middle}
 .chip.moved{border-style:dashed;border-left-style:solid;background:#fff7e0}
-.chip.bad{background:#fde8e8}
+.chip.bad{background:#fde8e8;color:#a0181c}
+.chip.ok{background:#e9f6ec}
+.chip.unknown{background:#f1f1f1;color:#555}
+.chip .mark{font-weight:normal;margin-right:3px}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
@@ -268,15 +297,38 @@ def _table(headers, rows):
     return "<table><tr>%s</tr>%s</table>" % (head, body)
 
 
-def status_result(bindings):
+MAX_GPUS_PER_HOST = 64
+
+
+def _host_gpus(devices, host):
+    """The GPUs a host's stored facts list (its ``gangplank_gpus``), by uuid, with their size; {} when unknown."""
+    gpus = {}
+    listed = _list(devices.get(host) or [], "gpus." + host)
+    if len(listed) > MAX_GPUS_PER_HOST:
+        raise PictureError("gpus." + host, "got %d GPUs; expected at most %d" % (len(listed), MAX_GPUS_PER_HOST))
+    for position, gpu in enumerate(listed):
+        path = "gpus.%s[%d]" % (host, position)
+        _mapping(gpu, path)
+        gpus[str(gpu.get("uuid"))] = {"index": gpu.get("index", position), "uuid": gpu.get("uuid"), "model": gpu.get("model", ""),
+                                      "used": 0, "total": _amount(gpu.get("memory_total"), path + ".memory_total")}
+    return gpus
+
+
+def status_result(bindings, gpus=None, down=None):
     """A result to picture from what each node is bound to run: ``{host: {instance: binding}}`` (the instances of
-    each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' sizes are not known there, so
-    the cards have no CPU and memory bars and each GPU's bar is what its instances take."""
+    each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' CPU and memory are not known there,
+    so the cards have no CPU and memory bars. ``gpus`` ({host: the host's gangplank_gpus, as its stored hardware
+    facts list them}) gives each GPU its size: its bar is then drawn to scale, and a GPU nobody takes is shown free;
+    a GPU of a host without them has the bar of what its instances take. ``down`` ({host: {instance: binding}}, the
+    record's instances of the hosts that are down) adds a card per down host, marked down, with what waits for it."""
     _mapping(bindings, "bindings")
+    down = _mapping({} if down is None else down, "down")
+    bindings = dict(bindings, **{host: instances for host, instances in down.items() if host not in bindings})
+    devices = _mapping({} if gpus is None else gpus, "gpus")
     placements, usage = {}, {}
     for host in sorted(bindings, key=str):
         instances = _mapping(bindings[host] or {}, "bindings." + str(host))
-        gpus = {}
+        gpus = _host_gpus(devices, str(host))
         for name in sorted(instances, key=str):
             binding = _mapping(instances[name], "bindings.%s.%s" % (host, name))
             placements[str(name)] = binding
@@ -285,8 +337,8 @@ def status_result(bindings):
                 fresh = {"index": claim.get("index"), "uuid": claim.get("uuid"), "model": claim.get("model", ""), "used": 0, "total": None}
                 entry = gpus.setdefault(str(claim.get("uuid")), fresh)
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
-        usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: str(gpu["index"])),
-                            "instances": sorted(str(name) for name in instances)}
+        usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (str(gpu["index"]).zfill(4), str(gpu["uuid"]))),
+                            "instances": sorted(str(name) for name in instances), "down": host in down}
     return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
 
 

@@ -15,7 +15,7 @@ description:
   - Both are files on the host the module runs on (a control host of the cluster), in the directory O(path).
     Nothing is kept on the controller, which AWX throws away after each job.
   - C(placement.json) (mode 0600) holds the current revision and the older ones under C(history), newest first.
-    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas) and C(ranks).
+    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks) and C(nodes).
   - C(lock.json) (mode 0600) names the run that holds the lock, with C(owner), C(job_id), C(started_at) and C(started_epoch).
   - Files are replaced atomically (a temporary file, fsync, rename, fsync of the directory). The lock is created with
     C(O_CREAT|O_EXCL), so of several runs that try at once exactly one gets it. Runs on the same host also take
@@ -31,7 +31,8 @@ options:
     description:
       - C(read) returns the record and the lock and changes nothing.
       - C(lock) takes the lock for O(job_id). Taking a lock the same job holds is fine and changes nothing.
-        A lock held by another job fails the task at once, naming the holder, unless it is older than
+        A lock held by another job is waited for, up to O(lock_wait) seconds (checked every 1 to 5 seconds, so runs
+        queue behind each other), and then fails the task, naming the holder, unless it is older than
         O(lock_timeout) and O(break_lock) is true; then it is replaced, and the old holder is returned as RV(broken_lock).
       - C(write) stores O(record) as a new revision. The lock must be held by O(job_id).
         A record equal to the current one changes nothing.
@@ -55,6 +56,13 @@ options:
       - Seconds after which a lock counts as stale, that is, may be broken with O(break_lock).
     type: int
     default: 3600
+  lock_wait:
+    description:
+      - With O(action=lock), how many seconds to wait for a lock that another job holds before failing; 0 fails at once.
+      - At most 86400 (a day). The wait takes no lock of its own, so the run that holds the lock is not slowed down.
+      - A run that waited says so in a warning, and returns RV(waited).
+    type: int
+    default: 0
   break_lock:
     description:
       - With O(action=lock), replace a lock of another job when it is older than O(lock_timeout).
@@ -65,7 +73,8 @@ options:
   record:
     description:
       - For O(action=write), the new content, a mapping with the keys C(placement) (a mapping), C(node_labels) (a mapping),
-        C(replicas) (a mapping of service name to a count, the scale overrides) and C(ranks) (a list).
+        C(replicas) (a mapping of service name to a count, the scale overrides), C(ranks) (a list) and C(nodes) (a mapping
+        of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned
         by O(action=read) can be passed back with changes. Other keys fail the task.
@@ -95,8 +104,9 @@ author:
 notes:
   - Run it on one control host per cluster (for example with C(run_once)), always with the same O(path).
   - Times are UTC, in ISO 8601 (C(2025-01-31T12:00:00Z)).
-  - If a run dies while it holds the lock, the next run fails naming it. Re-run with O(break_lock=true) once the lock is older
-    than O(lock_timeout), or remove C(lock.json) by hand after making sure that run is gone.
+  - If a run dies while it holds the lock, the next run waits O(lock_wait) seconds and then fails naming it.
+    Re-run with O(break_lock=true) once the lock is older than O(lock_timeout), or remove C(lock.json) by hand after
+    making sure that run is gone.
   - If C(placement.json) is corrupt, repair it by hand; the previous revisions are inside it, under C(history).
 """
 
@@ -154,6 +164,9 @@ record:
     replicas:
       description: Service name to replica count, the scale overrides.
       type: dict
+    nodes:
+      description: Per host, the scheduler's node entry the placement was planned with (empty in records of older versions).
+      type: dict
     ranks:
       description: The ranks of the gang.
       type: list
@@ -190,6 +203,11 @@ lock:
     job_id: "4711"
     started_at: "2025-01-31T11:59:00Z"
     started_epoch: 1738324740
+waited:
+  description: The seconds O(action=lock) waited for another job's lock before it got it.
+  returned: when O(action=lock) had to wait
+  type: int
+  sample: 42
 broken_lock:
   description: The stale lock of another job that O(action=lock) replaced because of O(break_lock).
   returned: when a lock was broken
@@ -223,8 +241,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.state_files imp
 PLACEMENT_FILE = "placement.json"
 LOCK_FILE = "lock.json"
 FILE_MODE = 0o600
-CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks")
-CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list}
+CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes")
+CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict}
+# Keys a record written by an older version may lack (read as empty).
+NEWER_KEYS = ("nodes",)
 ENTRY_KEYS = ("revision",) + CONTENT_KEYS + ("written_at", "job_id", "owner")
 READ_ONLY_KEYS = ("revision", "written_at", "job_id", "owner", "history")
 
@@ -237,12 +257,22 @@ class StateError(Exception):
         self.details = details
 
 
+class LockHeld(StateError):
+    """The lock is held by another job and may not be broken (yet)."""
+
+
 MAX_EPOCH = 253402300799        # 9999-12-31T23:59:59Z
+MAX_LOCK_WAIT = 86400
 
 
 def _now():
     """The current time in seconds since the epoch (a function, so tests can move the clock)."""
     return time.time()
+
+
+def _sleep(seconds):
+    """Wait between two looks at a held lock (a function, so tests can move the clock instead)."""
+    time.sleep(seconds)
 
 
 def iso_utc(epoch):
@@ -272,6 +302,8 @@ def _record_problem(content):
     if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
         return "'revision' is %s, not a whole number of 0 or more" % json.dumps(revision)
     for key in CONTENT_KEYS:
+        if key in NEWER_KEYS and key not in content:
+            continue
         if not isinstance(content.get(key), CONTENT_TYPES[key]):
             return "'%s' is %s, not a JSON %s" % (key, json.dumps(content.get(key))[:80], "object" if CONTENT_TYPES[key] is dict else "array")
     history = content.get("history", [])
@@ -358,8 +390,39 @@ def new_lock(owner, job_id, now):
     return {"owner": owner, "job_id": job_id, "started_at": iso_utc(now), "started_epoch": int(now)}
 
 
-def take_lock(directory, owner, job_id, lock_timeout, break_lock, check_mode):
-    """Take the lock for ``job_id``; returns the result (changed, lock, record, maybe broken_lock and warnings)."""
+def take_lock(directory, owner, job_id, lock_timeout, break_lock, check_mode, lock_wait=0):
+    """Take the lock for ``job_id``, waiting up to ``lock_wait`` seconds while another job holds it; returns the result
+    (changed, lock, record, maybe broken_lock, waited and warnings)."""
+    started = _now()
+    delay = 1.0
+    holders = []
+    while True:
+        try:
+            result = _take_lock_once(directory, owner, job_id, lock_timeout, break_lock, check_mode)
+        except LockHeld as held:
+            now = _now()
+            if now - started >= lock_wait:
+                if lock_wait > 0:
+                    raise LockHeld("%s; waited %ds for it (lock_wait=%ds)" % (held, int(now - started), lock_wait),
+                                   **held.details) from None
+                raise
+            holder = held.details.get("lock") or {}
+            if not holders or holders[-1] != holder.get("job_id"):
+                holders.append(holder.get("job_id"))
+            # Look often at first (a short run is soon done), then every 5 s; never past the end of the wait.
+            _sleep(max(0.0, min(delay, lock_wait - (now - started))))
+            delay = min(delay * 1.5, 5.0)
+            continue
+        if holders:
+            result["waited"] = int(_now() - started)
+            result.setdefault("warnings", []).append(
+                "waited %ds for the cluster lock at %s, held by job(s) %s, before taking it"
+                % (result["waited"], directory, ", ".join(str(job) for job in holders)))
+        return result
+
+
+def _take_lock_once(directory, owner, job_id, lock_timeout, break_lock, check_mode):
+    """One try at the lock; LockHeld when another job holds it."""
     lock_path = os.path.join(directory, LOCK_FILE)
     if not check_mode:
         ensure_directory(directory)
@@ -369,7 +432,7 @@ def take_lock(directory, owner, job_id, lock_timeout, break_lock, check_mode):
         if holder is not None and holder["job_id"] == job_id:
             return {"changed": False, "lock": holder, "record": load_record(directory)}
         if holder is not None and not (break_lock and now - holder["started_epoch"] > lock_timeout):
-            raise StateError(held_message(directory, holder, now, lock_timeout, break_lock), lock=holder)
+            raise LockHeld(held_message(directory, holder, now, lock_timeout, break_lock), lock=holder)
         # Read before locking: a corrupt record fails the task without leaving a lock behind.
         record = load_record(directory)
         lock = new_lock(owner, job_id, now)
@@ -378,7 +441,7 @@ def take_lock(directory, owner, job_id, lock_timeout, break_lock, check_mode):
             if not check_mode and not create_exclusive(lock_path, to_json(lock), FILE_MODE):
                 # Only a run that does not take the directory lock can get here first.
                 holder = load_lock(directory) or lock
-                raise StateError(held_message(directory, holder, now, lock_timeout, break_lock), lock=holder)
+                raise LockHeld(held_message(directory, holder, now, lock_timeout, break_lock), lock=holder)
             return result
         if not check_mode:
             atomic_write(lock_path, to_json(lock), FILE_MODE)
@@ -492,6 +555,7 @@ def main():
             owner=dict(type="str"),
             job_id=dict(type="str"),
             lock_timeout=dict(type="int", default=3600),
+            lock_wait=dict(type="int", default=0),
             break_lock=dict(type="bool", default=False),
             record=dict(type="dict"),
             history=dict(type="int", default=10),
@@ -511,6 +575,8 @@ def main():
             module.fail_json(msg="%s must not be empty" % name, path=directory)
     if params["lock_timeout"] < 0:
         module.fail_json(msg="lock_timeout must be 0 or more seconds, got %d" % params["lock_timeout"], path=directory)
+    if not 0 <= params["lock_wait"] <= MAX_LOCK_WAIT:
+        module.fail_json(msg="lock_wait must be 0 to %d seconds, got %d" % (MAX_LOCK_WAIT, params["lock_wait"]), path=directory)
     if params["history"] < 1:
         module.fail_json(msg="history must be 1 or more (the current revision counts), got %d" % params["history"], path=directory)
 
@@ -518,7 +584,8 @@ def main():
         if action == "read":
             result = read_state(directory)
         elif action == "lock":
-            result = take_lock(directory, params["owner"], params["job_id"], params["lock_timeout"], params["break_lock"], module.check_mode)
+            result = take_lock(directory, params["owner"], params["job_id"], params["lock_timeout"], params["break_lock"], module.check_mode,
+                               lock_wait=params["lock_wait"])
         elif action == "write":
             result = write_record(directory, params["job_id"], params["record"], params["history"], module.check_mode, owner=params["owner"])
             before, after, before_revision = result.pop("before"), result.pop("after"), result.pop("before_revision")

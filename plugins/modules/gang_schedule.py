@@ -32,6 +32,17 @@ options:
     type: list
     elements: str
     required: true
+  down_hosts:
+    description:
+      - Hosts of the inventory that are not live in this run (unreachable, or left out with C(--limit)); usually
+        C(groups['all'] | difference(ansible_play_hosts)).
+      - Each one that the record knows keeps its place, like a NotReady node in Kubernetes - the node entry it was last
+        planned with (the record's C(nodes)), cordoned, and its recorded instances and what they reserve. Nothing new
+        is placed there (but every-node services); its instances wait for it (RV(waiting)); everything else is planned
+        on the live hosts. A host the record has no node entry for counts as removed.
+    type: list
+    elements: str
+    default: []
   record:
     description:
       - The placement record read from the cluster by M(gangplank.platform.cluster_state) (its C(record) return).
@@ -122,6 +133,11 @@ table:
   returned: unless the input is invalid
   type: list
   elements: str
+waiting:
+  description: Per host that is down (O(down_hosts)), the instances that wait for it; also as lines at the end of RV(table).
+  returned: unless the input is invalid
+  type: dict
+  sample: {"node3": ["db-0", "queue-0"]}
 changes:
   description:
     - Against the record, the instances C(added), C(removed), C(moved) (from, to), C(rebound) (same node, other devices)
@@ -129,7 +145,9 @@ changes:
   returned: when feasible
   type: dict
 record:
-  description: The new record content to write with M(gangplank.platform.cluster_state) (placement, node_labels, replicas, ranks).
+  description:
+    - The new record content to write with M(gangplank.platform.cluster_state) (placement, node_labels, replicas, ranks,
+      and nodes, the node entry of each host, live or down, the plan was made with).
   returned: when feasible
   type: dict
 hosts:

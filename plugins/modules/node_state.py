@@ -15,7 +15,9 @@ description:
     so that later plays read it as C(ansible_local.gangplank) after fact gathering.
   - The file holds JSON with the keys C(revision), C(labels), C(instances) and C(ranks), exactly as given, with sorted keys, an indent of 2
     and a trailing newline, so the same input always gives the same bytes. Its mode is C(0644).
-  - The file is only written when its parsed content differs from the desired content, so an unchanged node keeps the file and its mtime.
+  - The file is only written when its parsed labels, instances or ranks differ from the desired ones, so an unchanged node keeps the file and
+    its mtime, also when the record's revision moved on (a scale that changes another host writes nothing here); its C(revision) is then the one
+    that last changed the node's share.
     Writes are atomic (a temporary file in the same directory, renamed over the old one); the parent directory is created when missing.
   - The file is a cache derived from the cluster's placement record. An existing file that is not valid JSON is replaced, with a warning.
 options:
@@ -229,7 +231,11 @@ def ensure_present(module, path):
     current, corrupt = read_current(module, path)
     result = {"changed": False, "state": desired, "previous_revision": previous_revision_of(current)}
 
-    if current == desired and not corrupt:
+    # Only the node's share counts: a newer revision of the record that leaves it as it is writes nothing, so a plan
+    # that changes one host (a scale) changes that host alone. The file's revision is then the one that last changed it.
+    same_share = current is not None and all(current.get(key) == desired[key] for key in ("labels", "instances", "ranks"))
+    if same_share and not corrupt and isinstance(previous_revision_of(current), int) and set(current) == set(desired):
+        result["state"] = current
         if file_mode(path) != FILE_MODE:
             result["changed"] = True
             if not module.check_mode:

@@ -148,8 +148,7 @@ def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
     partial = bed.containers()
     assert any("-api-" in name for name in partial) and not any("-worker-" in name for name in partial), partial
     assert bed.sh(NAMES[0], "test -e %s/lock.json && echo locked" % STATE).strip() == "locked"
-    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=0",
-                                      "-e", "deploy_lock_timeout=0")
+    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=0")
     assert returncode == 0, failures(report)
     found = bed.containers()
     assert len(found) == CONTAINERS and all(state == "running" for state, _at, _labels, _engine in found.values())

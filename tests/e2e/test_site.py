@@ -232,10 +232,10 @@ def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
     partial = containers()
     assert any("-api-" in name for name in partial) and not any("-worker-" in name for name in partial), partial
     assert (bed.state() / "lock.json").exists()
-    returncode, report = bed.playbook("site.yml")
-    assert returncode != 0 and any("locked by" in message for message in failures(report))
-    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=0",
-                                      "-e", "deploy_lock_timeout=0")
+    # The dead run's lock is waited for (gangplank_lock_wait), then the run fails naming it.
+    returncode, report = bed.playbook("site.yml", "-e", "gangplank_lock_wait=1")
+    assert returncode != 0 and any("locked by" in message and "waited 1s for it" in message for message in failures(report))
+    returncode, report = bed.playbook("site.yml", "-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=0")
     assert returncode == 0, failures(report)
     found = containers()
     assert len(found) == CONTAINERS and all(state == "running" for state, _at, _labels in found.values())

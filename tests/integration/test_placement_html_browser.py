@@ -19,7 +19,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import render_html
+from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import BAR_WIDTH, render_html, status_result
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,6 +102,30 @@ def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothin
     feasible = plan({"nodes": problem["nodes"], "services": {"web": problem["services"]["web"]}})
     dom = picture(tmp_path, "hostile", feasible, "1000,600")
     assert "&lt;script&gt;" in dom and "<script" not in dom and "<img" not in dom
+
+
+def test_the_status_page_draws_gpus_to_scale_and_marks_each_instances_health(tmp_path):
+    """playbooks/status.yml's picture: the bound instances, a GPU with 20Gi of 80Gi taken drawn as a quarter bar,
+    a free GPU as free, and each instance marked healthy, failing or unknown."""
+    gib = 1024 ** 3
+    bindings = {"gpu-a": {"infer-0": {"service": "infer", "ordinal": 0, "rank": 1,
+                                      "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": 20 * gib}]},
+                          "web-0": {"service": "web", "ordinal": 0, "rank": 0}},
+                "cpu-b": {"web-1": {"service": "web", "ordinal": 1, "rank": 0}}}
+    gpus = {"gpu-a": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * gib},
+                      {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * gib}]}
+    health = {"infer-0": "healthy", "web-0": "unhealthy: connection refused", "web-1": "not probed"}
+    page = tmp_path / "status.html"
+    page.write_text(render_html(status_result(bindings, gpus=gpus), title="status", health=health), encoding="utf-8")
+    dom, console = browse(tmp_path, page, "--dump-dom")
+    assert console == [], console
+    assert "GPU0 A100-SXM4-80GB 20Gi/80Gi" in dom and "GPU1 A100-SXM4-80GB 0/80Gi whole" in dom
+    quarter = re.search(r'<rect x="0\.00" y="0" width="([0-9.]+)" height="\d+" fill="[^"]+" class="seg"><title>infer-0', dom)
+    assert quarter and float(quarter.group(1)) == BAR_WIDTH / 4
+    assert re.search(r'class="chip ok"[^>]*><b class="mark">\u2714</b>infer-0<', dom)
+    assert re.search(r'class="chip bad"[^>]*><b class="mark">\u2718</b>web-0<', dom)
+    assert re.search(r'class="chip unknown"[^>]*><b class="mark">\?</b>web-1<', dom)
+    picture(tmp_path, "status", status_result(bindings, gpus=gpus), "1000,600")
 
 
 def test_console_messages_are_caught(tmp_path):

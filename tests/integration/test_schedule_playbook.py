@@ -1,15 +1,20 @@
 # -*- coding: utf-8 -*-
 """playbooks/schedule.yml for real on three inventory hosts that are all this machine (local
 connections), each with its own state directory: bind, re-run, check mode, infeasible, a
-concurrent run refused, a stale lock broken, and an interrupted bind repaired."""
+run that finds the lock held waiting for it (two runs at once both succeed), a lock held past the wait refused, a
+stale lock broken, and an interrupted bind repaired."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 import yaml
@@ -61,13 +66,13 @@ class Cluster:
     def lock_path(self):
         return self.base / "host-a" / "state" / "lock.json"
 
-    def run(self, *extra, catalog=None):
+    def run(self, *extra, catalog=None, hosts_file="hosts.yml", env=None):
         inventory = json.loads(json.dumps(self.inventory))
         if catalog is not None:
             inventory["all"]["vars"]["gangplank_services"] = catalog
-        path = self.base / "hosts.yml"
+        path = self.base / hosts_file
         path.write_text(yaml.safe_dump(inventory))
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1")
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", **(env or {}))
         completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(path),
                                     os.path.join(ROOT, "playbooks", "schedule.yml"), *extra],
                                    cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -150,17 +155,63 @@ def test_infeasible_changes_nothing(cluster):
     assert cluster.snapshot() == before and not cluster.lock_path().exists()
 
 
-def test_a_concurrent_run_is_refused_naming_the_holder_and_a_stale_lock_can_be_broken(cluster):
+LOCK_TASK = "Take the cluster lock and read the placement record, waiting while another run holds it (cluster_lock_wait)"
+
+
+def test_a_lock_held_past_the_wait_is_refused_naming_the_holder_and_a_stale_lock_can_be_broken(cluster):
     before = cluster.snapshot()
     cluster.lock_path().write_text(json.dumps({"owner": "alice@awx", "job_id": "job-42",
                                                "started_at": "2026-11-21T00:00:00Z", "started_epoch": 1.0}))
-    returncode, tasks, _stats = cluster.run()
-    assert returncode == 2
-    message = tasks["Take the cluster lock and read the placement record"]["host-a"]["results"][0]["msg"]
-    assert "alice@awx" in message and "job-42" in message
+    started = time.monotonic()
+    returncode, tasks, _stats = cluster.run("-e", "gangplank_lock_wait=2")
+    assert returncode == 2 and time.monotonic() - started >= 2
+    message = tasks[LOCK_TASK]["host-a"]["results"][0]["msg"]
+    assert "alice@awx" in message and "job-42" in message and "waited 2s for it (lock_wait=2s)" in message
     assert cluster.snapshot() == before and cluster.lock_path().exists()
-    returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "schedule_lock_timeout=60")
+    returncode, _tasks, _stats = cluster.run("-e", "gangplank_break_lock=true", "-e", "cluster_lock_timeout=60")
     assert returncode == 0 and not cluster.lock_path().exists()
+
+
+def test_a_run_that_finds_the_lock_held_waits_for_it_and_then_runs(cluster, tmp_path):
+    """Another job holds the lock (a fresh one, not breakable) and ends 3 s after this run began to wait for it:
+    this run queues, then succeeds."""
+    cluster.lock_path().write_text(json.dumps({"owner": "bob@awx", "job_id": "job-43",
+                                               "started_at": "2026-11-21T00:00:00Z", "started_epoch": int(time.time())}))
+    module_tmp = tmp_path / "ansible-tmp"
+
+    def release_once_the_lock_task_runs():
+        # The lock task's module is copied to the run's temporary folder when it starts: then it is waiting.
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list(module_tmp.glob("*/AnsiballZ_cluster_state.py")):
+            time.sleep(0.2)
+        time.sleep(3)
+        cluster.lock_path().unlink()
+
+    releaser = threading.Thread(target=release_once_the_lock_task_runs)
+    releaser.start()
+    try:
+        returncode, tasks, _stats = cluster.run(env={"ANSIBLE_REMOTE_TMP": str(module_tmp), "ANSIBLE_KEEP_REMOTE_FILES": "0"})
+    finally:
+        releaser.join()
+    assert returncode == 0
+    result = tasks[LOCK_TASK]["host-a"]["results"][0]
+    # The run says that it waited, and for whom (a warning of the lock task).
+    assert result["waited"] >= 2 and re.search(r"waited \d+s for the cluster lock at \S+, held by job\(s\) job-43", json.dumps(tasks[LOCK_TASK]))
+    assert not cluster.lock_path().exists()
+
+
+def test_two_runs_at_once_both_succeed_one_after_the_other(cluster):
+    """Two real ansible-playbook runs started together: neither fails on the lock, and the record is consistent."""
+    revision = cluster.record()["revision"]
+    outcomes = []
+    runs = [threading.Thread(target=lambda: outcomes.append(cluster.run(hosts_file="hosts-%d.yml" % number)))
+            for number in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert [returncode for returncode, _tasks, _stats in outcomes] == [0, 0]
+    assert cluster.record()["revision"] == revision and not cluster.lock_path().exists()
 
 
 def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
@@ -186,3 +237,35 @@ def test_an_interrupted_bind_is_repaired_by_the_next_run(cluster):
     assert stats["host-c"]["changed"] >= 1
     record = cluster.record()
     assert sorted(bound_instances(cluster)) == sorted((n, p["node"]) for n, p in record["placement"].items())
+
+
+def test_a_host_that_is_down_keeps_its_instances_and_the_rest_is_planned(cluster):
+    """The host of the stateful db does not answer (ssh to a closed port): the run plans and binds the live hosts,
+    the db stays recorded on the down host (it waits for it), a new web instance goes to a live host, the run names
+    what waits, and the next run with the host back changes nothing it did not have to."""
+    record = cluster.record()
+    down = record["placement"]["db-0"]["node"]
+    assert down in record["nodes"]            # the record keeps what each host was planned with
+    live = [host for host in HOSTS if host != down]
+    inventory = cluster.inventory
+    saved = json.loads(json.dumps(inventory))
+    inventory["all"]["hosts"][down].update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                                            "ansible_ssh_common_args": "-o ConnectTimeout=3"})
+    inventory["all"]["vars"]["web_replicas"] = 3
+    # The control host must answer: the record and lock live there.
+    if down == "host-a":
+        inventory["all"]["children"]["gangplank_control"]["hosts"] = {live[0]: {}}
+        shutil.copytree(cluster.base / "host-a" / "state", cluster.base / live[0] / "state", dirs_exist_ok=True)
+    try:
+        returncode, tasks, stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode == 4, tasks            # Ansible's unreachable status, after the live hosts are done
+    assert stats[down]["unreachable"] and all(not stats[host]["failures"] for host in live)
+    control = cluster.base / (live[0] if down == "host-a" else "host-a") / "state" / "placement.json"
+    after = json.loads(control.read_text())
+    assert after["placement"]["db-0"] == record["placement"]["db-0"]
+    assert after["placement"]["web-2"]["node"] in live
+    plan_lines = tasks["Show the plan"][live[0]]["msg"]
+    assert any(line.startswith("down: %s" % down) and "db-0" in line for line in plan_lines), plan_lines
+    assert not (control.parent / "lock.json").exists()

@@ -31,10 +31,12 @@ SERVICES = {
 }
 
 
-def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None, scale=None):
+def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None, scale=None, down_hosts=None):
     task = Task()
     task.args = {"services": services or SERVICES, "hosts": list(hosts), "record": record or {},
                  "quotas": quotas or {}}
+    if down_hosts is not None:
+        task.args["down_hosts"] = list(down_hosts)
     if scale is not None:
         task.args["scale"] = scale
     action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(),
@@ -126,7 +128,12 @@ def test_deploy_keys_are_planned_around_and_their_mistakes_reported_with_the_sch
 
 
 def test_a_scale_request_is_recorded_and_planned():
-    services = dict(SERVICES, web=dict(SERVICES["web"], scalable=True))
+    services = dict(SERVICES, web={"replicas": 2, "scalable": True, "resources": {"cpu": 1}, "depends_on": ["db"]})
+    first = run(services=services)
+    placement = first["plan"]["placements"]
+    down = placement["db-0"]["node"]
+    live = [host for host in ("a", "b", "c") if host != down]
+    record = dict(first["record"], revision=1)
     result = run(services=services, scale={"service": "web", "replicas": "3"})
     assert result["changed"] is True and result["record"]["replicas"] == {"web": 3}
     assert result["changes"]["added"] == ["db-0", "infer-0", "web-0", "web-1", "web-2"]
@@ -153,7 +160,7 @@ def test_scaling_a_preemptible_service_records_the_ask_and_reports_what_runs():
 
 
 def test_hosts_changed_names_only_the_hosts_a_scale_touches():
-    services = dict(SERVICES, web=dict(SERVICES["web"], scalable=True))
+    services = dict(SERVICES, web={"replicas": 2, "scalable": True, "resources": {"cpu": 1}, "depends_on": ["db"]})
     first = run(services=services)
     assert first["hosts_changed"] == ["a", "b", "c"] or set(first["hosts_changed"]) == {
         placement["node"] for placement in first["plan"]["placements"].values()}
@@ -169,3 +176,48 @@ def test_hosts_changed_is_every_host_when_the_ranks_change():
     first = run()
     record = dict(first["record"], ranks=[["db", "web", "infer"]])
     assert run(record=record)["hosts_changed"] == ["a", "b", "c"]
+
+
+def test_the_record_keeps_the_node_entry_each_host_was_planned_with():
+    result = run()
+    assert sorted(result["record"]["nodes"]) == ["a", "b", "c"]
+    assert result["record"]["nodes"]["a"]["gpus"][0]["uuid"] == "GPU-a-0" and result["waiting"] == {}
+
+
+def test_a_host_that_is_down_keeps_its_instances_and_everything_else_is_planned():
+    """The host of the stateful db is unreachable: db-0 waits for it (kept in the record with its reservation),
+    a scale of web is planned on the live hosts, and nothing new goes to the down host."""
+    services = dict(SERVICES, web={"replicas": 2, "scalable": True, "resources": {"cpu": 1}, "depends_on": ["db"]})
+    first = run(services=services)
+    placement = first["plan"]["placements"]
+    down = placement["db-0"]["node"]
+    live = [host for host in ("a", "b", "c") if host != down]
+    record = dict(first["record"], revision=1)
+    result = run(record, services=services, hosts=live, down_hosts=[down], scale={"service": "web", "replicas": 4})
+    assert not result.get("failed"), result.get("msg")
+    assert result["plan"]["placements"]["db-0"] == placement["db-0"]
+    assert result["changes"]["removed"] == [] and "db-0" not in [move["instance"] for move in result["changes"]["moved"]]
+    new = result["changes"]["added"]
+    assert new == ["web-2", "web-3"] and all(result["plan"]["placements"][name]["node"] in live for name in new)
+    assert down in result["waiting"] and "db-0" in result["waiting"][down]
+    assert any(line.startswith("down: %s" % down) and "db-0" in line for line in result["table"])
+    # The down host gets no bindings (it is not in the play), keeps its node entry, and its instances stay recorded.
+    assert set(result["hosts"]) == set(live) and down not in result["hosts_changed"]
+    assert result["record"]["nodes"][down] == first["record"]["nodes"][down]
+    assert result["record"]["placement"]["db-0"]["node"] == down
+
+
+def test_without_a_recorded_node_entry_a_missing_host_counts_as_removed():
+    first = run()
+    down = first["plan"]["placements"]["db-0"]["node"]
+    record = dict(first["record"], revision=1, nodes={})
+    result = run(record, hosts=[host for host in ("a", "b", "c") if host != down], down_hosts=[down])
+    assert result["failed"] is True and "which is no longer in the cluster" in result["msg"]
+
+
+def test_a_host_that_is_not_in_the_inventory_is_removed_not_down():
+    first = run()
+    down = first["plan"]["placements"]["db-0"]["node"]
+    record = dict(first["record"], revision=1)
+    result = run(record, hosts=[host for host in ("a", "b", "c") if host != down], down_hosts=[])
+    assert result["failed"] is True and "which is no longer in the cluster" in result["msg"]

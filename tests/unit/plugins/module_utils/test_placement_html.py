@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 import html.parser
+import re
 
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
     PictureError, render_html, service_colour,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 PROBLEM = {
@@ -185,3 +187,76 @@ def test_a_status_picture_shows_the_bound_instances_with_their_health():
     assert 'class="chip bad"' in page and "infer-1 (infer), unhealthy: refused" in page
     with pytest.raises(PictureError, match="bindings.gpu-a: got list"):
         status_result({"gpu-a": ["x"]})
+
+
+GiB = 1024 ** 3
+STORED_GPUS = {"gpu-a": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * GiB},
+                         {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * GiB}]}
+
+
+def _status_bindings():
+    bindings = {}
+    for name, placement in plan(PROBLEM)["placements"].items():
+        bindings.setdefault(placement["node"], {})[name] = dict(placement, rank=0)
+    return bindings
+
+
+def _bar_widths(page, label):
+    """The widths of the used segments of the bar labelled ``label`` (its SVG follows the label)."""
+    start = page.index(">%s<" % label)
+    svg = page[start:page.index("</svg>", start)]
+    return [float(width) for width in re.findall(r'width="([0-9.]+)" height="\d+" fill=', svg)]
+
+
+def test_a_status_picture_draws_each_gpu_to_scale_with_the_stored_facts():
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import BAR_WIDTH, status_result
+    bindings = _status_bindings()
+    taken = {}
+    for binding in bindings["gpu-a"].values():
+        for claim in binding.get("gpus") or []:
+            taken[claim["uuid"]] = taken.get(claim["uuid"], 0) + claim["memory"]
+    page = render_html(status_result(bindings, gpus=STORED_GPUS))
+    for index, uuid in enumerate(("GPU-a0", "GPU-a1")):
+        used = taken.get(uuid, 0)
+        label = "GPU%d A100-SXM4-80GB %s/80Gi%s" % (index, format_size(used), "" if used else " whole")
+        assert label in page
+        # The bar is what the instances take of the GPU's size, not a full bar.
+        assert sum(_bar_widths(page, label)) == pytest.approx(BAR_WIDTH * used / (80 * GiB), abs=1.01)
+    # Without the stored facts the bar is what the instances take (the old picture).
+    assert "taken" in render_html(status_result(bindings))
+
+
+@pytest.mark.parametrize("gpus, says", [
+    ({"gpu-a": "x"}, "gpus.gpu-a: got str"),
+    ({"gpu-a": [{"uuid": "GPU-a0"}]}, r"gpus.gpu-a\[0\].memory_total: got None"),
+    ({"gpu-a": [{"uuid": "GPU-a0", "memory_total": -1}]}, r"gpus.gpu-a\[0\].memory_total: got -1"),
+    ({"gpu-a": [{"uuid": "u%d" % n, "memory_total": 1} for n in range(65)]}, "got 65 GPUs; expected at most 64"),
+    ([], "gpus: got list"),
+])
+def test_bad_stored_gpus_are_an_error_naming_the_path(gpus, says):
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    with pytest.raises(PictureError, match=says):
+        status_result(_status_bindings(), gpus=gpus)
+
+
+def test_each_instance_is_marked_healthy_failing_or_unknown():
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    bindings = _status_bindings()
+    names = sorted(name for host in bindings.values() for name in host)
+    health = dict(zip(names, ["healthy", "unhealthy: connection refused", "not probed", "missing"]))
+    page = render_html(status_result(bindings), health=health)
+    assert 'class="chip ok"' in page and '<b class="mark">\u2714</b>%s<' % names[0] in page
+    assert 'class="chip bad"' in page and '\u2718</b>%s<' % names[1] in page and '\u2718</b>%s<' % names[3] in page
+    assert 'class="chip unknown"' in page and '?</b>%s<' % names[2] in page
+    assert all(">%s<" % name in page for name in names)      # each name is a text node of its own
+
+
+def test_a_status_picture_shows_a_down_host_with_what_waits_for_it():
+    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    bindings = _status_bindings()
+    gone = {"db-0": {"service": "db", "ordinal": 0, "node": "gone", "gpus": []}}
+    page = render_html(status_result(bindings, down={"gone": gone}), health={"db-0": "waiting: host down"})
+    assert "; down: gone" in page and 'class="card down"' in page and "DOWN" in page
+    assert "down: 1 instance(s) wait for it" in page and 'class="chip unknown"' in page
+    with pytest.raises(PictureError, match="down: got list"):
+        status_result(bindings, down=[])

@@ -84,7 +84,7 @@ def snapshot(folder):
 
 def content(number):
     return {"placement": {"train": {"node%d" % number: [0, 1]}}, "node_labels": {"node%d" % number: {"role": "train"}},
-            "replicas": {"train": number}, "ranks": ["node%d" % number]}
+            "replicas": {"train": number}, "ranks": ["node%d" % number], "nodes": {"node%d" % number: {"cpu": number}}}
 
 
 def test_read_of_an_empty_directory(state):
@@ -92,7 +92,7 @@ def test_read_of_an_empty_directory(state):
     assert result["changed"] is False and not result.get("failed")
     assert result["lock"] is None
     assert result["path"] == str(state)
-    assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [],
+    assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [], "nodes": {},
                                 "written_at": None, "job_id": None, "owner": None, "history": []}
     assert not state.exists()
 
@@ -238,6 +238,17 @@ def test_an_unchanged_record_is_not_written(state, clock):
     assert snapshot(state) == before
 
 
+def test_a_record_of_an_older_version_without_nodes_is_read_as_empty_nodes(state, clock):
+    lock(state)
+    write(state, content(1))
+    older = json.loads((state / "placement.json").read_text())
+    del older["nodes"]
+    (state / "placement.json").write_text(json.dumps(older))
+    result = read(state)
+    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["placement"] == content(1)["placement"]
+    assert write(state, {"nodes": {"node1": {"cpu": 2}}})["record"]["revision"] == 2
+
+
 def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, clock):
     lock(state)
     first = write(state, content(1))["record"]
@@ -249,7 +260,8 @@ def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, cl
 
 
 @pytest.mark.parametrize("record, says", [
-    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks"),
+    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes"),
+    ({"nodes": []}, "record.nodes must be a mapping, got list"),
     ({"ranks": {}}, "record.ranks must be a list, got dict"),
     ({"replicas": {"train": -1}}, "record.replicas.train must be a whole number of 0 or more, got -1"),
 ])
@@ -357,6 +369,95 @@ def test_a_corrupt_record_fails_and_is_kept(state, clock, text, says):
 def test_argument_mistakes(state, args, says):
     result = run(dict(args, path=str(state)))
     assert result["failed"] is True and says in result["msg"]
+
+
+@pytest.fixture
+def sleeps(monkeypatch, clock):
+    """The module's waits between looks at a held lock: recorded, and they move the clock instead of sleeping."""
+    seen = []
+
+    def sleep(seconds):
+        seen.append(seconds)
+        clock.now += seconds
+
+    monkeypatch.setattr(cluster_state, "_sleep", sleep)
+    return seen
+
+
+def test_a_held_lock_is_waited_for_and_taken_once_released(state, clock, sleeps, monkeypatch, warnings):
+    lock(state)
+    released_after = []
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        clock.now += seconds
+        if clock.now - T0 >= 7 and not released_after:       # the other run ends 7 s into the wait
+            released_after.append(clock.now - T0)
+            assert unlock(state)["changed"] is True
+
+    monkeypatch.setattr(cluster_state, "_sleep", sleep)
+    result = lock(state, job_id="j2", owner="bob", lock_wait=60)
+    assert not result.get("failed") and result["changed"] is True
+    assert result["lock"]["job_id"] == "j2" and result["waited"] == int(released_after[0])
+    assert sleeps[0] == 1.0 and max(sleeps) <= 5.0 and sum(sleeps) < 60
+    assert any("waited %ds for the cluster lock" % result["waited"] in warning and "j1" in warning for warning in warnings)
+
+
+def test_a_lock_still_held_after_lock_wait_fails_saying_how_long_it_waited(state, clock, sleeps):
+    lock(state)
+    before = snapshot(state)
+    result = lock(state, job_id="j2", owner="bob", lock_wait=30)
+    assert result["failed"] is True and "is locked by alice (job j1)" in result["msg"]
+    assert result["msg"].endswith("waited 30s for it (lock_wait=30s)")
+    assert sum(sleeps) == 30 and max(sleeps) <= 5.0      # never sleeps past the end of the wait
+    assert snapshot(state) == before
+
+
+def test_no_wait_by_default(state, clock, sleeps):
+    lock(state)
+    result = lock(state, job_id="j2", owner="bob")
+    assert result["failed"] is True and sleeps == [] and "waited" not in result["msg"]
+
+
+def test_waiting_for_the_own_lock_does_not_happen(state, clock, sleeps):
+    lock(state)
+    result = lock(state, lock_wait=60)
+    assert result["changed"] is False and sleeps == [] and "waited" not in result
+
+
+@pytest.mark.parametrize("value", [-1, cluster_state.MAX_LOCK_WAIT + 1])
+def test_lock_wait_out_of_bounds_is_refused(state, value):
+    result = lock(state, lock_wait=value)
+    assert result["failed"] is True and "lock_wait must be 0 to 86400 seconds, got %d" % value in result["msg"]
+    assert not state.exists()
+
+
+def _queue(directory, job_id, barrier, results):
+    barrier.wait()
+    try:
+        cluster_state.take_lock(directory, "owner-" + job_id, job_id, 3600, False, False, lock_wait=60)
+        with open(os.path.join(directory, "lock.json")) as handle:
+            assert json.load(handle)["job_id"] == job_id
+        cluster_state.release_lock(directory, job_id, False)
+        results.put((job_id, "ran"))
+    except (cluster_state.StateError, AssertionError) as error:
+        results.put((job_id, str(error)))
+
+
+def test_runs_that_wait_all_get_the_lock_one_after_another(tmp_path):
+    """Four real processes with lock_wait: each takes the lock in turn (never two at once) and none fails."""
+    directory = str(tmp_path / "gangplank")
+    context = multiprocessing.get_context("fork")
+    jobs = ["q%d" % number for number in range(4)]
+    barrier = context.Barrier(len(jobs))
+    results = context.Queue()
+    processes = [context.Process(target=_queue, args=(directory, job_id, barrier, results)) for job_id in jobs]
+    for process in processes:
+        process.start()
+    outcomes = dict(results.get(timeout=60) for _job in jobs)
+    for process in processes:
+        process.join(timeout=30)
+    assert outcomes == {job_id: "ran" for job_id in jobs}
 
 
 def _race(directory, job_id, barrier, results):

@@ -106,6 +106,18 @@ def test_same_content_in_another_key_order_is_unchanged(fact):
     assert run(args_for(fact, instances=reordered))["changed"] is False
 
 
+def test_a_newer_revision_that_leaves_the_nodes_share_as_it_is_writes_nothing(fact):
+    """A scale that changes another host moves the record's revision on: this node's file stays as it is."""
+    run(args_for(fact))
+    before = (fact.read_bytes(), fact.stat().st_mtime_ns)
+    result = run(args_for(fact, revision=9))
+    assert result["changed"] is False and result["previous_revision"] == 7 and result["state"]["revision"] == 7
+    assert (fact.read_bytes(), fact.stat().st_mtime_ns) == before
+    # A change of the share is written with the new revision.
+    result = run(args_for(fact, revision=9, ranks=[["db"]]))
+    assert result["changed"] is True and json.loads(fact.read_text())["revision"] == 9
+
+
 def test_a_label_change_is_written_with_a_diff(fact):
     run(args_for(fact))
     labels = {"gangplank.io/service.web": "true"}
