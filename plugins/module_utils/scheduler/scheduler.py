@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import time
+import weakref
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     Framework, reasons_histogram,
@@ -47,6 +48,12 @@ EXACT_SECONDS = 5.0
 # The repair pass's bounds: (unplaced, placed) instance pairs it looks at, and swaps it tries.
 REPAIR_PAIRS = 2000000
 REPAIR_SWAPS = 20000
+# Re-orderings tried when greedy fails and the exact solver cannot answer (_reordered); one stops once it has left this
+# many times the failed attempt's unplaced instances (plus this many) unplaced.
+# Framework -> its static filters' answers, shared by its attempts (Attempt.static_ok); gone with the framework.
+_STATIC = weakref.WeakKeyDictionary()
+ORDERINGS = ("whole_gpus_first", "constrained_first", "previous_order")
+REORDER_SLACK = 2
 
 
 def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
@@ -91,7 +98,7 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         "ranks": ranks(problem.services),
     }
     if exact_seconds <= 0:
-        return infeasible
+        return _reordered(framework, problem, attempt, path) or infeasible
     found = exact.solve(problem, framework, exact_seconds, around=attempt)
     report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     if found.placements is not None:
@@ -101,7 +108,11 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         result["exact"] = report
         return result
     if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
-        # The solver never ran: the answer is still the greedy pass's, and says why no more was tried.
+        # The solver never ran (or only around the unplaced part, without a plan): the cheap re-orderings may still
+        # find one; else the answer is still the greedy pass's, and says why no more was tried.
+        reordered = _reordered(framework, problem, attempt, path)
+        if reordered is not None:
+            return reordered
         infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
         return infeasible
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
@@ -125,6 +136,64 @@ def _greedy(framework, problem):
             if not other.retry:
                 break
     return attempt, path
+
+
+def _reordered(framework, problem, failed, path):
+    """When greedy's queue order found no plan and the exact solver cannot answer for the whole problem: the same
+    greedy pass in other cheap orders (ORDERINGS), each one attempt, with moves allowed as the failed attempt had them.
+    The first that places the gang is the plan, its result naming the order (``ordering``); None when none does.
+    An attempt stops early once it has left REORDER_SLACK times as many instances unplaced as the failed one (plus
+    REORDER_SLACK) before its repair pass: it is not going to place the gang. At most len(ORDERINGS) attempts."""
+    moves_allowed = failed.cluster.moves_allowed
+    for name, order in _orderings(framework, problem, failed):
+        attempt = Attempt(framework, problem, moves_allowed=moves_allowed, order=order)
+        attempt.give_up = REORDER_SLACK * len(failed.unplaced) + REORDER_SLACK
+        attempt.run()
+        if attempt.unplaced or not framework.run_permit(attempt).ok:
+            continue
+        result = _feasible(framework, problem, attempt, path)
+        result["ordering"] = name
+        return result
+    return None
+
+
+def _orderings(framework, problem, failed):
+    """(name, sort key of the instances to place) of each re-ordering, in the order tried: whole-GPU shapes first
+    (most devices first), then the most constrained (fewest nodes passing the static filters, exactly rather than
+    in the queue sort's power-of-two buckets), then the previous plan's order (instances that ran, by the node and
+    devices they had, before new work). Ties: the queue sort's own key. Orders equal to one already tried are
+    skipped."""
+    sort_key = framework.queue_sort.sort_key
+    feasible = failed.feasible_nodes()
+
+    def whole(instance):
+        gpu = instance.service.resources.gpu
+        return gpu.count if gpu is not None and gpu.memory is None else 0
+
+    def whole_first(instance, moves_allowed):
+        return (-instance.service.priority, -whole(instance), feasible.get(instance.service.name, 0),
+                sort_key(instance, moves_allowed))
+
+    def constrained_first(instance, moves_allowed):
+        return (-instance.service.priority, feasible.get(instance.service.name, 0), -whole(instance),
+                sort_key(instance, moves_allowed))
+
+    def previous_order(instance, moves_allowed):
+        previous = instance.previous
+        if previous is None:
+            return (1, "", (), sort_key(instance, moves_allowed))
+        return (0, previous.node, previous.gpu_uuids, sort_key(instance, moves_allowed))
+
+    orderings = [("whole_gpus_first", whole_first), ("constrained_first", constrained_first)]
+    if any(instance.previous is not None for instance in failed.gang):
+        orderings.append(("previous_order", previous_order))
+    seen = [[instance.name for instance in sorted(failed.gang, key=lambda i: sort_key(i, True))]]
+    for name, order in orderings:
+        names = [instance.name for instance in sorted(failed.gang, key=lambda i, order=order: order(i, True))]
+        if names in seen:
+            continue
+        seen.append(names)
+        yield name, order
 
 
 def _fill(framework, problem, found):
@@ -290,8 +359,10 @@ class _Candidates:
 class Attempt:
     """One pass over the gang against a fresh, empty cluster state."""
 
-    def __init__(self, framework, problem, moves_allowed, keep_running=True):
+    def __init__(self, framework, problem, moves_allowed, keep_running=True, order=None):
         self.framework = framework
+        self.order = order              # the sort key of the instances to place; None: the queue sort's
+        self.give_up = None             # stop placing once more instances than this are unplaced (re-orderings)
         self.problem = problem
         self.cluster = ClusterState(problem)
         self.cluster.moves_allowed = moves_allowed
@@ -306,7 +377,9 @@ class Attempt:
         self.unplaced = {}
         self.preempted = {}             # preemptible instances left out -> why
         self.retry = False
-        self._static = {}
+        # Static filters read only the service, the node and whether the instance stays: their answers hold for every
+        # attempt of one framework (the second attempt, the re-orderings, the exact solver's fill), so they share them.
+        self._static = _STATIC.setdefault(framework, {})
         self.bound = []                 # node names in bind order: what each class heap must rescore
         self._conflicts = service_conflicts(problem.services)
         self._class_of = {}             # service name -> equivalence key
@@ -364,9 +437,10 @@ class Attempt:
                 # Its node no longer takes it: it moves, placed with the new work.
                 self.cluster.released.add(instance.name)
                 free.append(instance)
-        free.sort(key=lambda instance: sort_key(instance, True))
+        order = self.order or sort_key
+        free.sort(key=lambda instance: order(instance, True))
         self._schedule_all(free)
-        if self.unplaced:
+        if self.unplaced and (self.give_up is None or len(self.unplaced) <= self.give_up):
             self._repair()
         self.fill(later)
         return self
@@ -491,6 +565,8 @@ class Attempt:
         if not framework.expecting:
             for instance in queue:
                 self._schedule_one(instance, may_fail=True)
+                if self.give_up is not None and len(self.unplaced) > self.give_up:
+                    return
             return
         remaining = {}
         for instance in queue:
@@ -504,6 +580,8 @@ class Attempt:
                     self.generation += 1
             self._schedule_one(instance, may_fail=True)
             remaining[instance.service.name] -= 1
+            if self.give_up is not None and len(self.unplaced) > self.give_up:
+                break
         if framework.run_expect(None):
             self.generation += 1        # later use of this attempt (Attempt.place) scores against the catalog
 

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 25: a gang that greedy's queue order cannot place, tried again in cheap other orders when the exact solver
+cannot answer; and GPUFragmentation's expected mix on a living cluster (pinned instances, a small batch)."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+
+
+def _node(cpu, models):
+    return {"cpu": cpu, "memory": "32Gi",
+            "gpus": [{"index": index, "model": model, "memory": "1000Mi"} for index, model in enumerate(models)]}
+
+
+def _gpu(memory=None, models=None):
+    request = {"count": 1}
+    if memory is not None:
+        request["memory"] = memory
+    if models is not None:
+        request["models"] = models
+    return request
+
+
+# Found by a random search over small problems: the queue order (model-restricted shares before whole GPUs of a
+# common model) leaves a whole B GPU short; whole GPUs first places everything.
+WHOLE_FIRST = {
+    "nodes": {
+        "n0": _node(8, ["B", "B"]),
+        "n1": _node(8, ["A", "B", "B", "B"]),
+        "n2": _node(4, ["A", "A"]),
+        "n3": _node(8, ["A"]),
+    },
+    "services": {
+        "s0": {"replicas": 1, "resources": {"cpu": 2, "memory": "1Gi", "gpu": _gpu("700Mi")}},
+        "s1": {"replicas": 2, "resources": {"cpu": 3, "memory": "1Gi", "gpu": _gpu(models=["B"])}},
+        "s2": {"replicas": 2, "resources": {"cpu": 3, "memory": "1Gi", "gpu": _gpu("700Mi", ["A"])}},
+        "s3": {"replicas": 2, "resources": {"cpu": 3, "memory": "1Gi", "gpu": _gpu("300Mi", ["B"])}},
+    },
+}
+
+
+def _uuids(mapping):
+    for name, spec in mapping["nodes"].items():
+        for device in spec["gpus"]:
+            device["uuid"] = "%s-gpu%d" % (name, device["index"])
+    return mapping
+
+
+def test_a_gang_greedy_order_cannot_place_is_placed_by_a_reordering_which_the_result_names():
+    mapping = _uuids(copy.deepcopy(WHOLE_FIRST))
+    result = plan(copy.deepcopy(mapping), exact_seconds=0)
+    assert result["feasible"], result
+    assert result["path"] == "greedy"
+    assert result["ordering"] == "whole_gpus_first"
+    assert check_plan(mapping, result) == []
+    # Deterministic: the same plan again.
+    again = plan(copy.deepcopy(mapping), exact_seconds=0)
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in result.items() if k != "seconds"}
+
+
+def test_the_queue_order_alone_fails_there(monkeypatch):
+    """The test above can fail: without the re-orderings the same problem is infeasible."""
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import scheduler
+    monkeypatch.setattr(scheduler, "_orderings", lambda framework, problem, failed: iter(()))
+    result = plan(_uuids(copy.deepcopy(WHOLE_FIRST)), exact_seconds=0)
+    assert not result["feasible"]
+    assert "ordering" not in result
+
+
+def test_a_plan_the_queue_order_finds_names_no_ordering():
+    mapping = _uuids(copy.deepcopy(WHOLE_FIRST))
+    mapping["services"]["s3"]["replicas"] = 1
+    result = plan(mapping, exact_seconds=0)
+    assert result["feasible"] and "ordering" not in result
+
+
+def test_when_the_exact_solver_is_skipped_the_reorderings_still_run(monkeypatch):
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 1)
+    result = plan(_uuids(copy.deepcopy(WHOLE_FIRST)), exact_seconds=1)
+    assert result["feasible"], result
+    assert result["ordering"] == "whole_gpus_first"
+
+
+def test_an_infeasible_gang_stays_infeasible_after_the_reorderings():
+    mapping = _uuids(copy.deepcopy(WHOLE_FIRST))
+    mapping["services"]["s1"]["replicas"] = 9      # 9 whole B GPUs; the cluster has 5
+    result = plan(mapping, exact_seconds=0)
+    assert not result["feasible"]
+    assert "ordering" not in result and result["unschedulable"]
+
+
+def _living(batch):
+    """A cluster running 40 one-GPU pods (pinned, stateful) and 4 whole 8-GPU pods' worth of catalog, planning a batch
+    of ``batch`` shares: the batch is not the mix the cluster is expected to hold."""
+    nodes = {"n%02d" % index: _node(96, ["A"] * 8) for index in range(12)}
+    services = {
+        "one": {"replicas": 40, "stateful": True, "resources": {"cpu": 4, "memory": "1Gi", "gpu": _gpu()}},
+        "eight": {"replicas": 4, "stateful": True, "resources": {"cpu": 32, "memory": "1Gi",
+                                                                 "gpu": {"count": 8}}},
+        "share": {"replicas": batch, "resources": {"cpu": 1, "memory": "1Gi", "gpu": _gpu("300Mi")}},
+    }
+    return _uuids({"nodes": nodes, "services": services})
+
+
+def test_a_small_batch_on_a_living_cluster_is_scored_against_the_catalog():
+    problem = parse_problem(_living(batch=4))
+    plugin = GPUFragmentation(problem)
+    catalog = plugin._mix
+    # The queue is only the batch (4 of 48 GPU instances): the mix stays the catalog's.
+    assert plugin.expect({"share": 4}) is False
+    assert plugin._mix == catalog
+    assert plugin.expect(None) is False
+
+
+def test_a_gang_that_is_most_of_the_catalog_follows_what_is_left():
+    problem = parse_problem(_living(batch=60))
+    plugin = GPUFragmentation(problem)
+    catalog = plugin._mix
+    # The queue is most of the catalog: the mix is what is left of it.
+    assert plugin.expect({"share": 60, "one": 40, "eight": 4}) is False      # the same counts as the catalog
+    assert plugin.expect({"share": 50, "one": 0, "eight": 0}) is True
+    assert plugin._mix != catalog
+    assert plugin.expect(None) is True
+    assert plugin._mix == catalog
