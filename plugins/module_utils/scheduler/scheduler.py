@@ -48,12 +48,16 @@ EXACT_SECONDS = 5.0
 # The repair pass's bounds: (unplaced, placed) instance pairs it looks at, and swaps it tries.
 REPAIR_PAIRS = 2000000
 REPAIR_SWAPS = 20000
-# Re-orderings tried when greedy fails and the exact solver cannot answer (_reordered); one stops once it has left this
-# many times the failed attempt's unplaced instances (plus this many) unplaced.
 # Framework -> its static filters' answers, shared by its attempts (Attempt.static_ok); gone with the framework.
 _STATIC = weakref.WeakKeyDictionary()
+# Re-orderings tried when greedy fails and the exact solver cannot answer (_reordered); one stops once it has left
+# REORDER_SLACK times the failed attempt's unplaced instances (plus REORDER_SLACK) unplaced.
 ORDERINGS = ("whole_gpus_first", "constrained_first", "previous_order")
 REORDER_SLACK = 2
+# ... and only after an attempt that left at most this many unplaced, or this share of the gang (near misses: on the
+# openb trace an infeasible gang near capacity leaves 1-2% unplaced, and trying the re-orderings tripled its cost).
+REORDER_UNPLACED = 8
+REORDER_SHARE = 0.005
 
 
 def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
@@ -98,7 +102,7 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
         "ranks": ranks(problem.services),
     }
     if exact_seconds <= 0:
-        return _reordered(framework, problem, attempt, path) or infeasible
+        return _not_by_order(framework, problem, attempt, path, infeasible)
     found = exact.solve(problem, framework, exact_seconds, around=attempt)
     report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     if found.placements is not None:
@@ -110,11 +114,8 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
     if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
         # The solver never ran (or only around the unplaced part, without a plan): the cheap re-orderings may still
         # find one; else the answer is still the greedy pass's, and says why no more was tried.
-        reordered = _reordered(framework, problem, attempt, path)
-        if reordered is not None:
-            return reordered
         infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
-        return infeasible
+        return _not_by_order(framework, problem, attempt, path, infeasible)
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
 
@@ -136,6 +137,105 @@ def _greedy(framework, problem):
             if not other.retry:
                 break
     return attempt, path
+
+
+def _not_by_order(framework, problem, failed, path, infeasible):
+    """What greedy's failure means when the exact solver gave no answer for the whole problem: no placement exists
+    when counting proves it (_counted_proof, cheap: near capacity most infeasible gangs end here), else the plan of a
+    cheap re-ordering, else the infeasible result as it is."""
+    proof = _counted_proof(failed)
+    if proof:
+        infeasible["summary"] = "%s; no placement exists: %s" % (infeasible["summary"], proof)
+        return infeasible
+    if len(failed.unplaced) > max(REORDER_UNPLACED, REORDER_SHARE * len(failed.gang)):
+        return infeasible           # far from a plan: another order of the same pass will not close it
+    return _reordered(framework, problem, failed, path) or infeasible
+
+
+def _counted_proof(attempt):
+    """Why no order can place the gang, by counting, or "". For each class of the instances left unplaced, S being the
+    nodes its static filters accept: (1) the class asks more instances than S holds, each node counted alone for it (its
+    CPU, memory and matching GPUs over one instance's request); (2) the instances that only S can take (their own
+    accepted nodes within S; a pinned or every-node instance, its node) ask more CPU, memory or GPUs (whole ones, and
+    shares over S's largest device) than S has. Both are necessary for any placement; what runs elsewhere is ignored,
+    which only weakens them. Bounded: one pass over classes x nodes (the static answers are cached) and classes x the
+    unplaced classes."""
+    problem, framework, cluster = attempt.problem, attempt.framework, attempt.cluster
+    requests = problem.requests()
+    nodes = problem.nodes
+    groups = {}                 # class key, or ("node", name) for a fixed node -> [instance, ...]
+    accepted = {}               # the same key -> frozenset of node names
+    for instance in attempt.gang:
+        fixed = instance.node if instance.node is not None else (instance.previous.node if instance.pinned else None)
+        if fixed is not None:
+            key = ("node", fixed, instance.service.name)
+            if key not in accepted:
+                accepted[key] = frozenset((fixed,)) if fixed in nodes else frozenset()
+        else:
+            key = attempt._class_key(instance.service)
+            if key not in accepted:
+                stand_in = Instance(instance.service, 0, None)
+                status, cycle, filters = framework.run_pre_filter(cluster, stand_in)
+                if not status.ok:
+                    return ""
+                names = cycle.node_names if cycle.node_names is not None else nodes
+                accepted[key] = frozenset(name for name in names if name in nodes and attempt.static_ok(
+                    stand_in, nodes[name], filters))
+        groups.setdefault(key, []).append(instance)
+    unplaced = {attempt._class_key(instance.service) for instance in attempt.gang
+                if instance.name in attempt.unplaced and instance.node is None and not instance.pinned}
+    for key in sorted(unplaced, key=lambda k: min(i.name for i in groups.get(k, ()))):
+        if key not in groups:
+            continue
+        where = accepted[key]
+        service = groups[key][0].service
+        # (1) the class alone.
+        fits = sum(_holds(nodes[name], requests[service.name], service.resources.gpu) for name in where)
+        if not where:
+            return "no node accepts %s (nor %d more like it)" % (groups[key][0].name, len(groups[key]) - 1)
+        if len(groups[key]) > fits:
+            return "%d instance(s) like %s ask more than the %d node(s) that accept them hold (%d at most)" % (
+                len(groups[key]), groups[key][0].name, len(where), fits)
+        # (2) everything that only those nodes take.
+        largest = max([float(device.memory) for name in where for device in nodes[name].gpus] or [1.0])
+        cpu = memory = gpus = 0.0
+        count = 0
+        for other, members in groups.items():
+            if not accepted[other] <= where:
+                continue
+            count += len(members)
+            for instance in members:
+                request = requests[instance.service.name]
+                cpu += request.cpu
+                memory += request.memory
+                gpu = instance.service.resources.gpu
+                if gpu is not None:
+                    gpus += gpu.count * (1.0 if gpu.memory is None else gpu.memory / largest)
+        have = (sum(nodes[name].cpu for name in where), sum(nodes[name].memory for name in where),
+                sum(len(nodes[name].gpus) for name in where))
+        for what, asked, total in (("CPU (millicores)", cpu, have[0]), ("memory (bytes)", memory, have[1]),
+                                   ("GPUs", gpus, have[2])):
+            if asked > total + 1e-9:
+                return "the %d instance(s) that only the %d node(s) accepting %s can take ask %s of %s, they have %d" % (
+                    count, len(where), groups[key][0].name, ("%.2f" % asked) if what == "GPUs" else "%d" % asked, what,
+                    total)
+    return ""
+
+
+def _holds(node, request, gpu):
+    """How many instances of this request a node holds when nothing else runs there."""
+    counts = []
+    if request.cpu:
+        counts.append(node.cpu // request.cpu)
+    if request.memory:
+        counts.append(node.memory // request.memory)
+    if gpu is not None:
+        matching = [device for device in node.gpus if gpu.matches(device)]
+        if gpu.memory is None:
+            counts.append(len(matching) // gpu.count)
+        else:
+            counts.append(sum(device.memory // gpu.memory for device in matching) // gpu.count)
+    return min(counts) if counts else 10 ** 9      # asks nothing countable: no bound
 
 
 def _reordered(framework, problem, failed, path):

@@ -130,3 +130,60 @@ def test_a_gang_that_is_most_of_the_catalog_follows_what_is_left():
     assert plugin._mix != catalog
     assert plugin.expect(None) is True
     assert plugin._mix == catalog
+
+
+def test_a_class_no_node_holds_is_proved_infeasible_by_counting_without_reorderings(monkeypatch):
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import scheduler
+    tried = []
+    monkeypatch.setattr(scheduler, "_reordered", lambda *args: tried.append(args) or None)
+    mapping = _uuids({"nodes": {"a": _node(8, ["A", "A"]), "b": _node(8, ["B", "B"])},
+                      "services": {"pair": {"replicas": 2, "resources": {"cpu": 1, "memory": "1Gi",
+                                                                         "gpu": {"count": 2, "models": ["A"]}}}}})
+    result = plan(mapping, exact_seconds=0)
+    assert not result["feasible"]
+    assert result["summary"].endswith("no placement exists: 2 instance(s) like pair-0 ask more than the 1 node(s) "
+                                      "that accept them hold (1 at most)")
+    assert tried == []
+
+
+def test_instances_confined_to_the_same_nodes_are_counted_together():
+    # Each fits "a" alone; together they ask 5 of its 4 cores, and only "a" has model A.
+    mapping = _uuids({"nodes": {"a": _node(4, ["A", "A"]), "b": _node(4, ["B"])},
+                      "services": {"whole": {"resources": {"cpu": 3, "memory": "1Gi", "gpu": _gpu(models=["A"])}},
+                                   "share": {"resources": {"cpu": 2, "memory": "1Gi", "gpu": _gpu("500Mi", ["A"])}}}})
+    result = plan(mapping, exact_seconds=0)
+    assert not result["feasible"]
+    assert "no placement exists: the 2 instance(s) that only the 1 node(s) accepting" in result["summary"]
+    assert "ask 5000 of CPU (millicores), they have 4000" in result["summary"]
+
+
+def test_no_counting_proof_where_the_exact_solver_finds_a_plan():
+    """Soundness on random small problems: whenever counting says no placement exists, neither does the exact
+    solver find one; and every plan passes the plan checker."""
+    import random
+    rng = random.Random(25)
+    proofs = 0
+    for _trial in range(100):
+        nodes = {"n%d" % index: _node(rng.choice([4, 8]), [rng.choice("AB") for _ in range(rng.choice([1, 2, 4]))])
+                 for index in range(rng.randint(1, 3))}
+        services = {}
+        for index in range(rng.randint(1, 4)):
+            resources = {"cpu": rng.choice([1, 2, 3, 5]), "memory": "1Gi"}
+            kind = rng.random()
+            if kind < 0.4:
+                resources["gpu"] = {"count": rng.choice([1, 2])}
+            elif kind < 0.8:
+                resources["gpu"] = {"count": 1, "memory": "%dMi" % rng.choice([300, 500, 700])}
+            if "gpu" in resources and rng.random() < 0.4:
+                resources["gpu"]["models"] = [rng.choice("AB")]
+            services["s%d" % index] = {"replicas": rng.randint(1, 4), "resources": resources}
+        mapping = _uuids({"nodes": nodes, "services": services})
+        counted = plan(copy.deepcopy(mapping), exact_seconds=0)
+        if counted["feasible"]:
+            assert check_plan(mapping, counted) == []
+            continue
+        if "no placement exists" in counted["summary"]:
+            proofs += 1
+            solved = plan(copy.deepcopy(mapping), exact_seconds=5)
+            assert not solved["feasible"], (mapping, counted["summary"])
+    assert proofs >= 5
