@@ -30,6 +30,10 @@ How it measures, per pod list and seed (the paper's way, plus ours):
   repair pass (one placed pod makes room for one that fits nowhere); what does not fit is dropped;
 - ``moves``: online, but when a batch does not fit as it is, the whole cluster (earlier pods and the
   batch) is planned again with stateless moves allowed, and that plan is kept when it places more;
+- ``plan`` (the product's path, scale.yml on a living cluster): pods arrive in 2% batches; each batch is one
+  ``plan()`` of problem text (the mapping as JSON, parsed again) whose catalog is the services that have arrived,
+  every earlier pod ``stateful`` and in ``previous`` with its node and GPU UUIDs, with plan()'s own exact time limit
+  (``--exact-seconds``); a refused batch is planned again without the pods it refused (dropped), nothing moves;
 - the figure: the GPU allocation ratio (GPUs allocated, a shared GPU's share counted as a fraction,
   over all GPUs) when the arrived workload reaches 100%.
 """
@@ -200,6 +204,22 @@ def problem_for(nodes, order):
     return {"nodes": nodes, "services": services}, names
 
 
+def _beside_free_gpus(result, refused):
+    """How many of the refused whole-GPU pods (2 GPUs or more) a node still had that many wholly free GPUs of their
+    models for, once the rest of their batch was placed (they were short of CPU or memory there)."""
+    free = []
+    for usage in result["usage"].values():
+        free.append([gpu["model"] for gpu in usage["gpus"] if gpu["used"] == 0])
+    count = 0
+    for instance in refused:
+        gpu = instance.service.resources.gpu
+        if gpu is None or gpu.memory is not None or gpu.count < 2:
+            continue
+        if any(sum(1 for model in models if not gpu.models or model in gpu.models) >= gpu.count for models in free):
+            count += 1
+    return count
+
+
 class Replay:
     """One seed of one pod list: the arrivals as instances, and the batches they come in."""
 
@@ -315,6 +335,7 @@ class Replay:
             percent = step - PLAN_STEP if entry is not None else step
             waiting = list(batch)
             batch = []
+            refused_here = []
             for _try in range(PLAN_RETRIES):
                 mapping, names = self._plan_problem(running, waiting)
                 text = json.dumps(mapping, sort_keys=True)
@@ -324,6 +345,8 @@ class Replay:
                 calls += 1
                 paths[result["path"]] = paths.get(result["path"], 0) + 1
                 if result["feasible"]:
+                    refusals["whole_gpu_pods_refused_beside_free_gpus"] = refusals.get(
+                        "whole_gpu_pods_refused_beside_free_gpus", 0) + _beside_free_gpus(result, refused_here)
                     for name, ((instance, gpus), _at) in zip(names, waiting):
                         placed = result["placements"][name]
                         running.setdefault(instance.service.name, []).append(
@@ -333,6 +356,7 @@ class Replay:
                 refused = set(result["unschedulable"])
                 for name, ((instance, _gpus), at) in zip(names, waiting):
                     if name in refused:
+                        refused_here.append(instance)
                         if first_refusal is None:
                             first_refusal = 100.0 * at / self.gpus
                         message = result["unschedulable"][name]

@@ -98,8 +98,8 @@ def test_an_infeasible_gang_stays_infeasible_after_the_reorderings():
 
 
 def _living(batch):
-    """A cluster running 40 one-GPU pods (pinned, stateful) and 4 whole 8-GPU pods' worth of catalog, planning a batch
-    of ``batch`` shares: the batch is not the mix the cluster is expected to hold."""
+    """A cluster running 40 one-GPU pods and 2 8-GPU pods (stateful, pinned), 2 more 8-GPU pods in the catalog, and a
+    batch of ``batch`` shares to place: a small batch is not the mix the cluster is expected to hold."""
     nodes = {"n%02d" % index: _node(96, ["A"] * 8) for index in range(12)}
     services = {
         "one": {"replicas": 40, "stateful": True, "resources": {"cpu": 4, "memory": "1Gi", "gpu": _gpu()}},
@@ -107,7 +107,13 @@ def _living(batch):
                                                                  "gpu": {"count": 8}}},
         "share": {"replicas": batch, "resources": {"cpu": 1, "memory": "1Gi", "gpu": _gpu("300Mi")}},
     }
-    return _uuids({"nodes": nodes, "services": services})
+    mapping = _uuids({"nodes": nodes, "services": services})
+    # They run: one-GPU pods 4 to a node on n00-n09, the 8-GPU pods on n10 and n11 (two of them on nodes gone).
+    previous = {"one-%d" % ordinal: {"node": "n%02d" % (ordinal // 4), "gpus": [
+        {"uuid": "n%02d-gpu%d" % (ordinal // 4, ordinal % 4)}]} for ordinal in range(40)}
+    previous.update({"eight-%d" % ordinal: {"node": "n%02d" % (10 + ordinal)} for ordinal in range(2)})
+    mapping["previous"] = previous
+    return mapping
 
 
 def test_a_small_batch_on_a_living_cluster_is_scored_against_the_catalog():
@@ -121,7 +127,7 @@ def test_a_small_batch_on_a_living_cluster_is_scored_against_the_catalog():
 
 
 def test_a_gang_that_is_most_of_the_catalog_follows_what_is_left():
-    problem = parse_problem(_living(batch=60))
+    problem = parse_problem(_living(batch=60))      # 60 shares to place, 42 GPU instances running
     plugin = GPUFragmentation(problem)
     catalog = plugin._mix
     # The queue is most of the catalog: the mix is what is left of it.
