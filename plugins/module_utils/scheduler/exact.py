@@ -173,12 +173,15 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
 
 
 def _too_little_room(part, instances):
-    """Why the part's nodes cannot hold its instances in sum (CPU, memory, GPUs counted as devices: whole ones, and
-    shares as their memory over the largest device), or "". A necessary condition only."""
+    """Why the part's nodes cannot hold its instances that must be placed (all but the preemptible ones) in sum (CPU,
+    memory, GPUs counted as devices: whole ones, and shares as their memory over the largest device), or "". A
+    necessary condition only."""
     requests = part.requests()
     cpu = memory = whole = 0
     shared = 0
     for instance in instances:
+        if instance.service.preemptible:
+            continue            # may be evicted: not a need
         request = requests[instance.service.name]
         cpu += request.cpu
         memory += request.memory

@@ -181,6 +181,9 @@ def _counted_proof(attempt):
                 names = cycle.node_names if cycle.node_names is not None else nodes
                 accepted[key] = frozenset(name for name in names if name in nodes and attempt.static_ok(
                     stand_in, nodes[name], filters))
+            if instance.previous is not None and instance.previous.node in nodes:
+                # Staying widens what a node accepts (a NoSchedule taint lets it stay): its node counts as accepted.
+                accepted[key] = accepted[key] | {instance.previous.node}
         groups.setdefault(key, []).append(instance)
     unplaced = {attempt._class_key(instance.service) for instance in attempt.gang
                 if instance.name in attempt.unplaced and instance.node is None and not instance.pinned}
@@ -287,6 +290,7 @@ def _orderings(framework, problem, failed):
     orderings = [("whole_gpus_first", whole_first), ("constrained_first", constrained_first)]
     if any(instance.previous is not None for instance in failed.gang):
         orderings.append(("previous_order", previous_order))
+    orderings = [(name, order) for name, order in orderings if name in ORDERINGS]
     seen = [[instance.name for instance in sorted(failed.gang, key=lambda i: sort_key(i, True))]]
     for name, order in orderings:
         names = [instance.name for instance in sorted(failed.gang, key=lambda i, order=order: order(i, True))]

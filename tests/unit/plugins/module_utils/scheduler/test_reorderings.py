@@ -49,7 +49,7 @@ WHOLE_FIRST = {
 
 def _uuids(mapping):
     for name, spec in mapping["nodes"].items():
-        for device in spec["gpus"]:
+        for device in spec.get("gpus", ()):
             device["uuid"] = "%s-gpu%d" % (name, device["index"])
     return mapping
 
@@ -193,3 +193,23 @@ def test_no_counting_proof_where_the_exact_solver_finds_a_plan():
             solved = plan(copy.deepcopy(mapping), exact_seconds=5)
             assert not solved["feasible"], (mapping, counted["summary"])
     assert proofs >= 5
+
+
+def test_a_part_short_of_room_in_sum_is_not_searched(monkeypatch):
+    """The part around the unplaced instances asks more GPU memory than its nodes have: said without CP-SAT."""
+    searched = []
+    monkeypatch.setattr(exact, "_two_phases", lambda *args: searched.append(args))
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 6)
+    mapping = _uuids({"nodes": {"a": _node(8, ["A"]), "b": _node(8, ["A"]), "c": {"cpu": 8, "memory": "8Gi"}},
+                      "services": {"share": {"replicas": 5, "resources": {"cpu": 1, "memory": "1Gi",
+                                                                          "gpu": _gpu("600Mi")}},
+                                   "web": {"replicas": 2, "resources": {"cpu": 1, "memory": "1Gi"}}}})
+    result = plan(mapping, exact_seconds=5)
+    assert not result["feasible"]
+    # The part (one GPU node, what greedy put there and the unplaced shares) is short of GPU memory in sum.
+    assert "has no plan (its instances ask 2516582400 bytes of GPU memory, its nodes have 1048576000)" in \
+        result["summary"], result["summary"]
+    assert searched == []
+    # And counting proves the whole infeasible: 5 shares of 600Mi, one per 1000Mi device, on 2 devices.
+    assert result["summary"].endswith("no placement exists: 5 instance(s) like share-0 ask more than the 2 node(s) "
+                                      "that accept them hold (2 at most)")
