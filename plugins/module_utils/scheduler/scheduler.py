@@ -58,6 +58,8 @@ REORDER_SLACK = 2
 # openb trace an infeasible gang near capacity leaves 1-2% unplaced, and trying the re-orderings tripled its cost).
 REORDER_UNPLACED = 8
 REORDER_SHARE = 0.005
+# The counting proof's bound: node names compared across classes (_counted_proof).
+PROOF_WORK = 20000000
 
 
 def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
@@ -158,8 +160,8 @@ def _counted_proof(attempt):
     CPU, memory and matching GPUs over one instance's request); (2) the instances that only S can take (their own
     accepted nodes within S; a pinned or every-node instance, its node) ask more CPU, memory or GPUs (whole ones, and
     shares over S's largest device) than S has. Both are necessary for any placement; what runs elsewhere is ignored,
-    which only weakens them. Bounded: one pass over classes x nodes (the static answers are cached) and classes x the
-    unplaced classes."""
+    which only weakens them. Bounded: one pass over classes x nodes (the static answers are cached), then at most
+    PROOF_WORK node names compared (unplaced classes x classes x nodes); past that, no proof."""
     problem, framework, cluster = attempt.problem, attempt.framework, attempt.cluster
     requests = problem.requests()
     nodes = problem.nodes
@@ -187,6 +189,7 @@ def _counted_proof(attempt):
         groups.setdefault(key, []).append(instance)
     unplaced = {attempt._class_key(instance.service) for instance in attempt.gang
                 if instance.name in attempt.unplaced and instance.node is None and not instance.pinned}
+    work = 0
     for key in sorted(unplaced, key=lambda k: min(i.name for i in groups.get(k, ()))):
         if key not in groups:
             continue
@@ -204,6 +207,9 @@ def _counted_proof(attempt):
         cpu = memory = gpus = 0.0
         count = 0
         for other, members in groups.items():
+            work += len(accepted[other])
+            if work > PROOF_WORK:
+                return ""           # bounded: unplaced classes x classes x nodes could reach 10^12
             if not accepted[other] <= where:
                 continue
             count += len(members)

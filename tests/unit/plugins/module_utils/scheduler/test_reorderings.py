@@ -213,3 +213,13 @@ def test_a_part_short_of_room_in_sum_is_not_searched(monkeypatch):
     # And counting proves the whole infeasible: 5 shares of 600Mi, one per 1000Mi device, on 2 devices.
     assert result["summary"].endswith("no placement exists: 5 instance(s) like share-0 ask more than the 2 node(s) "
                                       "that accept them hold (2 at most)")
+
+
+def test_the_counting_proof_is_bounded(monkeypatch):
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import scheduler
+    monkeypatch.setattr(scheduler, "PROOF_WORK", 1)
+    mapping = _uuids({"nodes": {"a": _node(4, ["A", "A"]), "b": _node(4, ["B"])},
+                      "services": {"whole": {"resources": {"cpu": 3, "memory": "1Gi", "gpu": _gpu(models=["A"])}},
+                                   "share": {"resources": {"cpu": 2, "memory": "1Gi", "gpu": _gpu("500Mi", ["A"])}}}})
+    result = plan(mapping, exact_seconds=0)
+    assert not result["feasible"] and "no placement exists" not in result["summary"]
