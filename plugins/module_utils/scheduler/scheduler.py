@@ -254,7 +254,7 @@ def _reordered(framework, problem, failed, path):
     An attempt stops early once it has left REORDER_SLACK times as many instances unplaced as the failed one (plus
     REORDER_SLACK) before its repair pass: it is not going to place the gang. At most len(ORDERINGS) attempts."""
     moves_allowed = failed.cluster.moves_allowed
-    for name, order in _orderings(framework, problem, failed):
+    for name, order in _orderings(framework, failed):
         attempt = Attempt(framework, problem, moves_allowed=moves_allowed, order=order)
         attempt.give_up = REORDER_SLACK * len(failed.unplaced) + REORDER_SLACK
         attempt.run()
@@ -266,7 +266,7 @@ def _reordered(framework, problem, failed, path):
     return None
 
 
-def _orderings(framework, problem, failed):
+def _orderings(framework, failed):
     """(name, sort key of the instances to place) of each re-ordering, in the order tried: whole-GPU shapes first
     (most devices first), then the most constrained (fewest nodes passing the static filters, exactly rather than
     in the queue sort's power-of-two buckets), then the previous plan's order (instances that ran, by the node and

@@ -69,7 +69,7 @@ def test_a_gang_greedy_order_cannot_place_is_placed_by_a_reordering_which_the_re
 def test_the_queue_order_alone_fails_there(monkeypatch):
     """The test above can fail: without the re-orderings the same problem is infeasible."""
     from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import scheduler
-    monkeypatch.setattr(scheduler, "_orderings", lambda framework, problem, failed: iter(()))
+    monkeypatch.setattr(scheduler, "_orderings", lambda framework, failed: iter(()))
     result = plan(_uuids(copy.deepcopy(WHOLE_FIRST)), exact_seconds=0)
     assert not result["feasible"]
     assert "ordering" not in result
