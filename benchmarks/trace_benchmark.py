@@ -5,12 +5,15 @@
 beside the published ones.
 
     .venv/bin/python benchmarks/trace_benchmark.py NODES.csv PODS.csv [PODS.csv ...]
-        [--expected fgd_expected_allocation.csv] [--seeds 42-51] [--modes online,gang,moves]
+        [--expected analysis_allo_discrete.csv] [--seeds 42-51] [--modes online,gang,moves,plan]
         [--weights GPUFragmentation=0,...] [--policy ours|fgd] [--check] [--json] [--restrict-models 0.33]
         [--cpu-nodes 310]
 
-The trace files are arguments; nothing of the trace ships here (see ../shared/openb/README.md for
-where they come from and how a pod maps to a problem). A benchmark, not a test: it exits 0 (2 on bad
+The trace files are arguments; nothing of the trace ships here. They are public: Alibaba's
+alibaba/clusterdata repository, folder cluster-trace-gpu-v2023/csv/ (openb_node_list_gpu_node.csv and
+openb_pod_list_*.csv), and the FGD paper's published results in hkust-adsl/kubernetes-scheduler-simulator,
+experiments/analysis/expected_results/analysis_allo_discrete.csv (--expected); benchmarks/README.md says
+how a pod maps to a problem. A benchmark, not a test: it exits 0 (2 on bad
 arguments). See benchmarks/README.md ("Trace benchmark").
 
 How it measures, per pod list and seed (the paper's way, plus ours):
@@ -27,6 +30,10 @@ How it measures, per pod list and seed (the paper's way, plus ours):
   repair pass (one placed pod makes room for one that fits nowhere); what does not fit is dropped;
 - ``moves``: online, but when a batch does not fit as it is, the whole cluster (earlier pods and the
   batch) is planned again with stateless moves allowed, and that plan is kept when it places more;
+- ``plan`` (the product's path, scale.yml on a living cluster): pods arrive in 2% batches; each batch is one
+  ``plan()`` of problem text (the mapping as JSON, parsed again) whose catalog is the services that have arrived,
+  every earlier pod ``stateful`` and in ``previous`` with its node and GPU UUIDs, with plan()'s own exact time limit
+  (``--exact-seconds``); a refused batch is planned again without the pods it refused (dropped), nothing moves;
 - the figure: the GPU allocation ratio (GPUs allocated, a shared GPU's share counted as a fraction,
   over all GPUs) when the arrived workload reaches 100%.
 """
@@ -56,7 +63,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder  # noqa: E402
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import Attempt, plan  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, Attempt, plan  # noqa: E402
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan  # noqa: E402
 
 DEFAULT_SEEDS = tuple(range(42, 52))
@@ -64,7 +71,9 @@ ARRIVE_UNTIL = 1.30             # arrivals stop when the requested GPUs reach 13
 MEASURE_AT = 100                # the figure: allocation when the arrived workload reaches 100%
 MILLI = 1000                    # a device is modelled as 1000Mi: a pod's gpu_milli is its Mi of it
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
-MODES = ("online", "arrival", "gang", "moves")
+MODES = ("online", "arrival", "gang", "moves", "plan")
+PLAN_STEP = 2                   # plan mode: each batch the pods that arrive while the arrived workload grows by 2%
+PLAN_RETRIES = 8                # plan mode: plan() calls per batch at most (each refusal drops the refused pods)
 
 
 class PaperFGD(GPUFragmentation):
@@ -195,6 +204,22 @@ def problem_for(nodes, order):
     return {"nodes": nodes, "services": services}, names
 
 
+def _beside_free_gpus(result, refused):
+    """How many of the refused whole-GPU pods (2 GPUs or more) a node still had that many wholly free GPUs of their
+    models for, once the rest of their batch was placed (they were short of CPU or memory there)."""
+    free = []
+    for usage in result["usage"].values():
+        free.append([gpu["model"] for gpu in usage["gpus"] if gpu["used"] == 0])
+    count = 0
+    for instance in refused:
+        gpu = instance.service.resources.gpu
+        if gpu is None or gpu.memory is not None or gpu.count < 2:
+            continue
+        if any(sum(1 for model in models if not gpu.models or model in gpu.models) >= gpu.count for models in free):
+            count += 1
+    return count
+
+
 class Replay:
     """One seed of one pod list: the arrivals as instances, and the batches they come in."""
 
@@ -278,6 +303,94 @@ class Replay:
             return None
         kept = {entry[0].name: entry for entry in entries if entry[0].name in now}
         return again, kept
+
+    def plan_path(self, exact_seconds=EXACT_SECONDS):
+        """The product's path (scale.yml on a living cluster): each PLAN_STEP% batch is one ``plan()`` of problem
+        text (the mapping serialised to JSON and parsed again), the catalog being the services that have arrived
+        (replicas: the running pods and the batch), every earlier pod ``stateful`` and in ``previous`` with its node
+        and GPU UUIDs, the repair and exact passes as configured by default. A refused batch is planned again without
+        the refused pods (they are dropped, as the paper's simulator drops them); nothing moves.
+
+        Returns (allocation per arrived percent, first refusal as arrived %, refusals by reason, the last result, the
+        last mapping, plan() calls, CPU seconds in plan(), paths taken)."""
+        running = {}                # service name -> [(node, GPU UUIDs), ...] in ordinal order
+        gpus_of = {}                # service name -> GPUs of one of its pods
+        curve, refusals, paths = {}, {}, {}
+        first_refusal = None
+        calls, cpu_seconds = 0, 0.0
+        arrived = 0.0
+        result = mapping = None
+        batch, step = [], PLAN_STEP
+        pending = list(self.instances) + [None]
+        for entry in pending:
+            if entry is not None:
+                batch.append((entry, arrived + entry[1]))
+                arrived += entry[1]
+                if arrived < step * self.gpus / 100.0:
+                    continue
+            if not batch:
+                break
+            while arrived >= step * self.gpus / 100.0:
+                step += PLAN_STEP
+            percent = step - PLAN_STEP if entry is not None else step
+            waiting = list(batch)
+            batch = []
+            refused_here = []
+            for _try in range(PLAN_RETRIES):
+                mapping, names = self._plan_problem(running, waiting)
+                text = json.dumps(mapping, sort_keys=True)
+                started = time.process_time()
+                result = plan(json.loads(text), exact_seconds=exact_seconds)
+                cpu_seconds += time.process_time() - started
+                calls += 1
+                paths[result["path"]] = paths.get(result["path"], 0) + 1
+                if result["feasible"]:
+                    refusals["whole_gpu_pods_refused_beside_free_gpus"] = refusals.get(
+                        "whole_gpu_pods_refused_beside_free_gpus", 0) + _beside_free_gpus(result, refused_here)
+                    for name, ((instance, gpus), _at) in zip(names, waiting):
+                        placed = result["placements"][name]
+                        running.setdefault(instance.service.name, []).append(
+                            (placed["node"], [gpu["uuid"] for gpu in placed["gpus"]]))
+                        gpus_of[instance.service.name] = gpus
+                    break
+                refused = set(result["unschedulable"])
+                for name, ((instance, _gpus), at) in zip(names, waiting):
+                    if name in refused:
+                        refused_here.append(instance)
+                        if first_refusal is None:
+                            first_refusal = 100.0 * at / self.gpus
+                        message = result["unschedulable"][name]
+                        for reason in ("Insufficient cpu", "Insufficient memory", "Insufficient GPU"):
+                            if reason in message:
+                                refusals[reason] = refusals.get(reason, 0) + 1
+                        refusals["pods"] = refusals.get("pods", 0) + 1
+                waiting = [item for name, item in zip(names, waiting) if name not in refused]
+                if not refused or not waiting:
+                    break
+            curve[percent] = sum(gpus_of[name] * len(pods) for name, pods in running.items()) / self.gpus
+        return curve, first_refusal, refusals, result, mapping, calls, cpu_seconds, paths
+
+    def _plan_problem(self, running, waiting):
+        """The problem of one plan() call: running pods pinned, the batch new. Returns (mapping, the batch's instance
+        names in batch order)."""
+        replicas = {name: len(pods) for name, pods in running.items()}
+        previous = {}
+        for name, pods in running.items():
+            for ordinal, (node, uuids) in enumerate(pods):
+                previous["%s-%d" % (name, ordinal)] = {"node": node, "gpus": [{"uuid": uuid} for uuid in uuids]}
+        names = []
+        for (instance, _gpus), _at in waiting:
+            service = instance.service.name
+            names.append("%s-%d" % (service, replicas.get(service, 0)))
+            replicas[service] = replicas.get(service, 0) + 1
+        services = {}
+        for name in sorted(replicas):
+            spec = dict(self.mapping["services"][name], replicas=replicas[name], stateful=True)
+            services[name] = spec
+        mapping = {"nodes": self.mapping["nodes"], "services": services}
+        if previous:
+            mapping["previous"] = previous
+        return mapping, names
 
     def arrived(self):
         """(instance, GPUs) of every pod that arrived up to 100%."""
@@ -453,7 +566,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Replay a GPU-sharing trace the FGD paper's way.")
     parser.add_argument("nodes", help="node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
     parser.add_argument("pods", nargs="+", help="pod list CSV(s) (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
-    parser.add_argument("--expected", help="published results CSV (fgd_expected_allocation.csv)")
+    parser.add_argument("--expected", help="published results CSV (the FGD artifact's analysis_allo_discrete.csv)")
     parser.add_argument("--seeds", type=_seeds, default=list(DEFAULT_SEEDS), help="e.g. 42-51 or 42,45 (default 42-51)")
     parser.add_argument("--modes", default="online,gang", help="comma-separated of %s (default online,gang)" % ",".join(MODES))
     parser.add_argument("--weights", type=_weights, default=None, help="score weights to change, e.g. GPUFragmentation=0")
@@ -469,9 +582,12 @@ def main(argv=None):
                         "GPU supply; the issue's scenario: 0.33)")
     parser.add_argument("--cpu-nodes", type=int, default=0, metavar="COUNT",
                         help="add COUNT CPU-only nodes (the issue's scenario: 310); more capacity must never place less")
-    parser.add_argument("--exact-seconds", type=float, default=0.0,
-                        help="with --one-plan: the exact solver's time limit (default 0: greedy only)")
+    parser.add_argument("--exact-seconds", type=float, default=None,
+                        help="the exact solver's time limit: with --one-plan (default 0: greedy only), with the plan mode "
+                        "(default %g, plan()'s own)" % EXACT_SECONDS)
     args = parser.parse_args(argv)
+    if args.exact_seconds is None:
+        args.exact_seconds = 0.0 if args.one_plan else EXACT_SECONDS
     if not 0.0 <= args.restrict_models <= 1.0 or args.cpu_nodes < 0 or not 0.0 <= args.exact_seconds <= 3600.0:
         parser.error("--restrict-models is a fraction 0..1, --cpu-nodes a count >= 0, --exact-seconds 0..3600")
     nodes, gpus = read_nodes(args.nodes)
@@ -537,6 +653,20 @@ def main(argv=None):
                 figures.setdefault("gang bound", []).append(detail["gang_bound"])
                 if args.check:
                     detail["gang_check"] = check(replay, gang_attempt)
+            if "plan" in modes:
+                cpu_started = time.process_time()
+                curve, first, refusals, result, mapping, calls, _plan_cpu, paths = replay.plan_path(args.exact_seconds)
+                figures["plan"].append(100.0 * curve[MEASURE_AT])
+                detail["plan"] = 100.0 * curve[MEASURE_AT]
+                detail["plan_at_130"] = 100.0 * curve[max(curve)]
+                detail["plan_first_refusal"] = first
+                detail["plan_refusals"] = refusals
+                detail["plan_calls"] = calls
+                detail["plan_paths"] = paths
+                detail["plan_cpu_seconds"] = time.process_time() - cpu_started
+                if args.check:
+                    violations = check_plan(mapping, result) if result["feasible"] else ["last plan infeasible"]
+                    detail["plan_check"] = (len(result["placements"]), len(result["placements"]), violations)
             if "moves" in modes:
                 curve, _attempt, replans = replay.online(moves=True)
                 figures["moves"].append(100.0 * curve[MEASURE_AT])
@@ -551,9 +681,15 @@ def main(argv=None):
                         detail["gang_packing"], "-" if detail["gang_bound"] is None else "%.2f%%" % detail["gang_bound"])
                 print("%s seed %d: %s%s (%.0f s)" % (workload, seed, ", ".join(
                     "%s %.2f%%" % (mode, detail[mode]) for mode in modes), ceiling, detail["seconds"]), flush=True)
+                if "plan" in detail:
+                    print("    plan: first refusal at %s arrived, %.2f%% at 130%%, refusals %s, %d plan() calls %s, "
+                          "%.0f s CPU" % ("-" if detail["plan_first_refusal"] is None else "%.2f%%" % detail["plan_first_refusal"],
+                                          detail["plan_at_130"], json.dumps(detail["plan_refusals"], sort_keys=True),
+                                          detail["plan_calls"], json.dumps(detail["plan_paths"], sort_keys=True),
+                                          detail["plan_cpu_seconds"]), flush=True)
                 if "diagnosis" in detail:
                     print("    %s" % json.dumps(detail["diagnosis"], sort_keys=True), flush=True)
-                for key, what in (("check", "online"), ("gang_check", "gang")):
+                for key, what in (("check", "online"), ("gang_check", "gang"), ("plan_check", "plan")):
                     if key in detail:
                         print("    plan checker (%s): %d placed, %d checked, %d violation(s)%s" % (
                             what, detail[key][0], detail[key][1], len(detail[key][2]),

@@ -76,7 +76,10 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     if candidates > MAX_CANDIDATES:
         reason = "%d instance-node pairs exceed the exact solver's limit of %d" % (candidates, MAX_CANDIDATES)
         if around is not None:
-            found = _solve_around(problem, framework, time_limit, around, workers, started)
+            # One worker only, the deterministic phase: no plan for the part proves nothing for the whole, and CP-SAT's
+            # portfolio searching it for the rest of the limit cost up to workers x the limit of CPU on infeasible
+            # gangs near capacity (27-41 s, issue 25).
+            found = _solve_around(problem, framework, time_limit, around, 1, started)
             if found.placements is not None:
                 return found
             reason = "%s, and %s" % (reason, found.reason)
@@ -145,9 +148,13 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
     freed_names = {placement.instance.name for placement in freed}
     instances = sorted([placement.instance for placement in freed] + unplaced,
                        key=lambda instance: (instance.service.name, instance.ordinal))
-    builder = _Model(part, framework, instances)
     scope = "the part around %d unplaced instance(s): %d instance(s) on %d of %d nodes" % (
         len(unplaced), len(instances), len(nodes), len(problem.nodes))
+    short = _too_little_room(part, instances)
+    if short:
+        # Near capacity the part is often short of room in sum: said at once, not searched for (issue 25).
+        return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, short))
+    builder = _Model(part, framework, instances)
     if builder.reason is not None:
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, builder.reason))
     invalid = builder.too_large or _unrepresentable(builder)
@@ -164,6 +171,39 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
     for placement in placements:
         _apply(whole, placement, builder.requests[placement.instance.service.name])
     return ExactResult(FEASIBLE, time.monotonic() - started, placements, whole, reason=scope)
+
+
+def _too_little_room(part, instances):
+    """Why the part's nodes cannot hold its instances that must be placed (all but the preemptible ones) in sum (CPU,
+    memory, GPUs counted as devices: whole ones, and shares as their memory over the largest device), or "". A
+    necessary condition only."""
+    requests = part.requests()
+    cpu = memory = whole = 0
+    shared = 0
+    for instance in instances:
+        if instance.service.preemptible:
+            continue            # may be evicted: not a need
+        request = requests[instance.service.name]
+        cpu += request.cpu
+        memory += request.memory
+        gpu = instance.service.resources.gpu
+        if gpu is not None:
+            if gpu.memory is None:
+                whole += gpu.count
+            else:
+                shared += gpu.count * gpu.memory
+    nodes = list(part.nodes.values())
+    devices = [device.memory for node in nodes for device in node.gpus]
+    if cpu > sum(node.cpu for node in nodes):
+        return "its instances ask %d millicores of CPU, its nodes have %d" % (cpu, sum(node.cpu for node in nodes))
+    if memory > sum(node.memory for node in nodes):
+        return "its instances ask %d bytes of memory, its nodes have %d" % (memory, sum(node.memory for node in nodes))
+    if whole and (whole > len(devices) or whole + shared / float(max(devices)) > len(devices)):
+        return "its instances ask %d whole GPU(s) and %d bytes of shared GPU memory, its nodes have %d GPU(s)" % (
+            whole, shared, len(devices))
+    if shared and shared > sum(devices):
+        return "its instances ask %d bytes of GPU memory, its nodes have %d" % (shared, sum(devices))
+    return ""
 
 
 def _apply(cluster, placement, request):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import time
+import weakref
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     Framework, reasons_histogram,
@@ -48,6 +49,18 @@ EXACT_SECONDS = 5.0
 # The repair pass's bounds: (unplaced, placed) instance pairs it looks at, and swaps it tries.
 REPAIR_PAIRS = 2000000
 REPAIR_SWAPS = 20000
+# Framework -> its static filters' answers, shared by its attempts (Attempt.static_ok); gone with the framework.
+_STATIC = weakref.WeakKeyDictionary()
+# Re-orderings tried when greedy fails and the exact solver cannot answer (_reordered); one stops once it has left
+# REORDER_SLACK times the failed attempt's unplaced instances (plus REORDER_SLACK) unplaced.
+ORDERINGS = ("whole_gpus_first", "constrained_first", "previous_order")
+REORDER_SLACK = 2
+# ... and only after an attempt that left at most this many unplaced, or this share of the gang (near misses: on the
+# openb trace an infeasible gang near capacity leaves 1-2% unplaced, and trying the re-orderings tripled its cost).
+REORDER_UNPLACED = 8
+REORDER_SHARE = 0.005
+# The counting proof's bound: node names compared across classes (_counted_proof).
+PROOF_WORK = 20000000
 
 
 # Scheduling classes (services with instances that differ in what decides where they may go: equivalence_key)
@@ -125,7 +138,7 @@ def _schedule(framework, problem, exact_seconds):
         "ranks": ranks(problem.services),
     }
     if exact_seconds <= 0:
-        return infeasible
+        return _not_by_order(framework, problem, attempt, path, infeasible)
     found = exact.solve(problem, framework, exact_seconds, around=attempt)
     report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     if found.placements is not None:
@@ -135,9 +148,10 @@ def _schedule(framework, problem, exact_seconds):
         result["exact"] = report
         return result
     if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
-        # The solver never ran: the answer is still the greedy pass's, and says why no more was tried.
+        # The solver never ran (or only around the unplaced part, without a plan): the cheap re-orderings may still
+        # find one; else the answer is still the greedy pass's, and says why no more was tried.
         infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
-        return infeasible
+        return _not_by_order(framework, problem, attempt, path, infeasible)
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
 
@@ -159,6 +173,171 @@ def _greedy(framework, problem):
             if not other.retry:
                 break
     return attempt, path
+
+
+def _not_by_order(framework, problem, failed, path, infeasible):
+    """What greedy's failure means when the exact solver gave no answer for the whole problem: no placement exists
+    when counting proves it (_counted_proof, cheap: near capacity most infeasible gangs end here), else the plan of a
+    cheap re-ordering, else the infeasible result as it is."""
+    proof = _counted_proof(failed)
+    if proof:
+        infeasible["summary"] = "%s; no placement exists: %s" % (infeasible["summary"], proof)
+        return infeasible
+    if len(failed.unplaced) > max(REORDER_UNPLACED, REORDER_SHARE * len(failed.gang)):
+        return infeasible           # far from a plan: another order of the same pass will not close it
+    return _reordered(framework, problem, failed, path) or infeasible
+
+
+def _counted_proof(attempt):
+    """Why no order can place the gang, by counting, or "". For each class of the instances left unplaced, S being the
+    nodes its static filters accept: (1) the class asks more instances than S holds, each node counted alone for it (its
+    CPU, memory and matching GPUs over one instance's request); (2) the instances that only S can take (their own
+    accepted nodes within S; a pinned or every-node instance, its node) ask more CPU, memory or GPUs (whole ones, and
+    shares over S's largest device) than S has. Both are necessary for any placement; what runs elsewhere is ignored,
+    which only weakens them. Bounded: one pass over classes x nodes (the static answers are cached), then at most
+    PROOF_WORK node names compared (unplaced classes x classes x nodes); past that, no proof."""
+    problem, framework, cluster = attempt.problem, attempt.framework, attempt.cluster
+    requests = problem.requests()
+    nodes = problem.nodes
+    groups = {}                 # class key, or ("node", name) for a fixed node -> [instance, ...]
+    accepted = {}               # the same key -> frozenset of node names
+    for instance in attempt.gang:
+        fixed = instance.node if instance.node is not None else (instance.previous.node if instance.pinned else None)
+        if fixed is not None:
+            key = ("node", fixed, instance.service.name)
+            if key not in accepted:
+                accepted[key] = frozenset((fixed,)) if fixed in nodes else frozenset()
+        else:
+            key = attempt._class_key(instance.service)
+            if key not in accepted:
+                stand_in = Instance(instance.service, 0, None)
+                status, cycle, filters = framework.run_pre_filter(cluster, stand_in)
+                if not status.ok:
+                    return ""
+                names = cycle.node_names if cycle.node_names is not None else nodes
+                accepted[key] = frozenset(name for name in names if name in nodes and attempt.static_ok(
+                    stand_in, nodes[name], filters))
+            if instance.previous is not None and instance.previous.node in nodes:
+                # Staying widens what a node accepts (a NoSchedule taint lets it stay): its node counts as accepted.
+                accepted[key] = accepted[key] | {instance.previous.node}
+        groups.setdefault(key, []).append(instance)
+    unplaced = {attempt._class_key(instance.service) for instance in attempt.gang
+                if instance.name in attempt.unplaced and instance.node is None and not instance.pinned}
+    work = 0
+    for key in sorted(unplaced, key=lambda k: min(i.name for i in groups.get(k, ()))):
+        if key not in groups:
+            continue
+        where = accepted[key]
+        service = groups[key][0].service
+        # (1) the class alone.
+        fits = sum(_holds(nodes[name], requests[service.name], service.resources.gpu) for name in where)
+        if not where:
+            return "no node accepts %s (nor %d more like it)" % (groups[key][0].name, len(groups[key]) - 1)
+        if len(groups[key]) > fits:
+            return "%d instance(s) like %s ask more than the %d node(s) that accept them hold (%d at most)" % (
+                len(groups[key]), groups[key][0].name, len(where), fits)
+        # (2) everything that only those nodes take.
+        largest = max([float(device.memory) for name in where for device in nodes[name].gpus] or [1.0])
+        cpu = memory = gpus = 0.0
+        count = 0
+        for other, members in groups.items():
+            work += len(accepted[other])
+            if work > PROOF_WORK:
+                return ""           # bounded: unplaced classes x classes x nodes could reach 10^12
+            if not accepted[other] <= where:
+                continue
+            count += len(members)
+            for instance in members:
+                request = requests[instance.service.name]
+                cpu += request.cpu
+                memory += request.memory
+                gpu = instance.service.resources.gpu
+                if gpu is not None:
+                    gpus += gpu.count * (1.0 if gpu.memory is None else gpu.memory / largest)
+        have = (sum(nodes[name].cpu for name in where), sum(nodes[name].memory for name in where),
+                sum(len(nodes[name].gpus) for name in where))
+        for what, asked, total in (("CPU (millicores)", cpu, have[0]), ("memory (bytes)", memory, have[1]),
+                                   ("GPUs", gpus, have[2])):
+            if asked > total + 1e-9:
+                return "the %d instance(s) that only the %d node(s) accepting %s can take ask %s of %s, they have %d" % (
+                    count, len(where), groups[key][0].name, ("%.2f" % asked) if what == "GPUs" else "%d" % asked, what,
+                    total)
+    return ""
+
+
+def _holds(node, request, gpu):
+    """How many instances of this request a node holds when nothing else runs there."""
+    counts = []
+    if request.cpu:
+        counts.append(node.cpu // request.cpu)
+    if request.memory:
+        counts.append(node.memory // request.memory)
+    if gpu is not None:
+        matching = [device for device in node.gpus if gpu.matches(device)]
+        if gpu.memory is None:
+            counts.append(len(matching) // gpu.count)
+        else:
+            counts.append(sum(device.memory // gpu.memory for device in matching) // gpu.count)
+    return min(counts) if counts else 10 ** 9      # asks nothing countable: no bound
+
+
+def _reordered(framework, problem, failed, path):
+    """When greedy's queue order found no plan and the exact solver cannot answer for the whole problem: the same
+    greedy pass in other cheap orders (ORDERINGS), each one attempt, with moves allowed as the failed attempt had them.
+    The first that places the gang is the plan, its result naming the order (``ordering``); None when none does.
+    An attempt stops early once it has left REORDER_SLACK times as many instances unplaced as the failed one (plus
+    REORDER_SLACK) before its repair pass: it is not going to place the gang. At most len(ORDERINGS) attempts."""
+    moves_allowed = failed.cluster.moves_allowed
+    for name, order in _orderings(framework, failed):
+        attempt = Attempt(framework, problem, moves_allowed=moves_allowed, order=order)
+        attempt.give_up = REORDER_SLACK * len(failed.unplaced) + REORDER_SLACK
+        attempt.run()
+        if attempt.unplaced or not framework.run_permit(attempt).ok:
+            continue
+        result = _feasible(framework, problem, attempt, path)
+        result["ordering"] = name
+        return result
+    return None
+
+
+def _orderings(framework, failed):
+    """(name, sort key of the instances to place) of each re-ordering, in the order tried: whole-GPU shapes first
+    (most devices first), then the most constrained (fewest nodes passing the static filters, exactly rather than
+    in the queue sort's power-of-two buckets), then the previous plan's order (instances that ran, by the node and
+    devices they had, before new work). Ties: the queue sort's own key. Orders equal to one already tried are
+    skipped."""
+    sort_key = framework.queue_sort.sort_key
+    feasible = failed.feasible_nodes()
+
+    def whole(instance):
+        gpu = instance.service.resources.gpu
+        return gpu.count if gpu is not None and gpu.memory is None else 0
+
+    def whole_first(instance, moves_allowed):
+        return (-instance.service.priority, -whole(instance), feasible.get(instance.service.name, 0),
+                sort_key(instance, moves_allowed))
+
+    def constrained_first(instance, moves_allowed):
+        return (-instance.service.priority, feasible.get(instance.service.name, 0), -whole(instance),
+                sort_key(instance, moves_allowed))
+
+    def previous_order(instance, moves_allowed):
+        previous = instance.previous
+        if previous is None:
+            return (1, "", (), sort_key(instance, moves_allowed))
+        return (0, previous.node, previous.gpu_uuids, sort_key(instance, moves_allowed))
+
+    orderings = [("whole_gpus_first", whole_first), ("constrained_first", constrained_first)]
+    if any(instance.previous is not None for instance in failed.gang):
+        orderings.append(("previous_order", previous_order))
+    orderings = [(name, order) for name, order in orderings if name in ORDERINGS]
+    seen = [[instance.name for instance in sorted(failed.gang, key=lambda i: sort_key(i, True))]]
+    for name, order in orderings:
+        names = [instance.name for instance in sorted(failed.gang, key=lambda i, order=order: order(i, True))]
+        if names in seen:
+            continue
+        seen.append(names)
+        yield name, order
 
 
 def _fill(framework, problem, found):
@@ -328,8 +507,10 @@ class _Candidates:
 class Attempt:
     """One pass over the gang against a fresh, empty cluster state."""
 
-    def __init__(self, framework, problem, moves_allowed, keep_running=True):
+    def __init__(self, framework, problem, moves_allowed, keep_running=True, order=None):
         self.framework = framework
+        self.order = order              # the sort key of the instances to place; None: the queue sort's
+        self.give_up = None             # stop placing once more instances than this are unplaced (re-orderings)
         self.problem = problem
         self.cluster = ClusterState(problem)
         self.cluster.moves_allowed = moves_allowed
@@ -344,7 +525,9 @@ class Attempt:
         self.unplaced = {}
         self.preempted = {}             # preemptible instances left out -> why
         self.retry = False
-        self._static = {}
+        # Static filters read only the service, the node and whether the instance stays: their answers hold for every
+        # attempt of one framework (the second attempt, the re-orderings, the exact solver's fill), so they share them.
+        self._static = _STATIC.setdefault(framework, {})
         self.bound = []                 # node names in bind order: what each class heap must rescore
         self._conflicts = service_conflicts(problem.services)
         self._class_of = {}             # service name -> equivalence key
@@ -403,9 +586,10 @@ class Attempt:
                 # Its node no longer takes it: it moves, placed with the new work.
                 self.cluster.released.add(instance.name)
                 free.append(instance)
-        free.sort(key=lambda instance: sort_key(instance, True))
+        order = self.order or sort_key
+        free.sort(key=lambda instance: order(instance, True))
         self._schedule_all(free)
-        if self.unplaced:
+        if self.unplaced and (self.give_up is None or len(self.unplaced) <= self.give_up):
             self._repair()
         self.fill(later)
         return self
@@ -530,6 +714,8 @@ class Attempt:
         if not framework.expecting:
             for instance in queue:
                 self._schedule_one(instance, may_fail=True)
+                if self.give_up is not None and len(self.unplaced) > self.give_up:
+                    return
             return
         remaining = {}
         for instance in queue:
@@ -543,6 +729,8 @@ class Attempt:
                     self.generation += 1
             self._schedule_one(instance, may_fail=True)
             remaining[instance.service.name] -= 1
+            if self.give_up is not None and len(self.unplaced) > self.give_up:
+                break
         if framework.run_expect(None):
             self.generation += 1        # later use of this attempt (Attempt.place) scores against the catalog
 

@@ -130,6 +130,9 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._requests = problem.requests()
         self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
         self._catalog = expected_mix(problem)
+        # GPU instances that run already (recorded placements): the work a living cluster holds besides the queue.
+        self._running = sum(1 for instance in problem.instances() if instance.previous is not None
+                            and instance.service.resources.gpu is not None and not instance.service.sidecar)
         self._device_models = _models(problem)
         self._sizes = {}        # (node kind, positions) -> the largest of those devices' memory, as a float
         self._kinds = {}        # node name -> what _kind returns
@@ -173,10 +176,18 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         """The expected mix is the GPU work the gang has still to place while there is some (the gang knows it
         exactly: what is left of it at its end are small shapes, not the catalog's mix), else the catalog. It is
         taken again each time that work has shrunk to half of what it was (a new mix makes every node's
-        fragmentation be computed again, so at most about log2(instances) times)."""
+        fragmentation be computed again, so at most about log2(instances) times).
+
+        Only when the queue is most of the work the cluster is expected to hold: when, at the start of an attempt,
+        more GPU instances run already than the queue has to place (a living cluster whose running instances are
+        pinned, scale.yml adding a few: the queue is one call's batch, not the mix of what will arrive), the mix
+        stays the catalog's, running instances included (issue 25: on openb multigpu30 planned in 2% batches,
+        scoring each batch against its own mix refused multi-GPU pods from 82% arrived)."""
         mix = self._catalog
         if remaining is not None:
             left = sum(remaining.get(name, 0) for name, _request, _cpu, _memory in self._services)
+            if self._basis is None and left < self._running:
+                self._basis = 0         # not following the queue until the attempt is over (expect(None))
             if self._basis is not None and left * REFRESH > self._basis:
                 return False
             self._basis = left
