@@ -30,12 +30,12 @@ import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import check_class_work, schedule
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import (
+    check_class_work, framework_for, schedule_with, with_extenders)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 REBALANCE = "rebalance"
@@ -207,16 +207,14 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
     check_class_work(problem)
     # The profile's framework: its filters (a user filter, a disabled NodeSelector) decide where the model may put
     # an instance, as they decide it for the current plan; otherwise the next plan would move the instances back.
-    if profile is not None:
-        framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
-    else:
-        framework = Framework(problem, plugins, WEIGHTS)
-    current = schedule(problem, plugins, exact_seconds=exact_seconds, profile=profile)
+    # One framework for the current plan and the rebalance: a profile's HTTP extenders are asked once.
+    framework = framework_for(problem, plugins, WEIGHTS, profile)
+    current = schedule_with(framework, problem, exact_seconds)
     if not current["feasible"]:
         current["rebalance"] = {"max_moves": max_moves, "status": "not_run",
                                 "reason": "the current catalog does not fit the cluster, so there is nothing to rebalance"}
         current["seconds"] = round(time.monotonic() - started, 3)
-        return current
+        return with_extenders(framework, current)
     before = fragmentation(current["usage"])
     report = {"max_moves": max_moves, "before": before, "after": before,
               "gain": {"whole_gpus_freed": 0, "nodes_freed": 0}, "moves": len(current["moves"]),
@@ -250,7 +248,7 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
         report["reason"] = found.reason
     result["rebalance"] = report
     result["seconds"] = round(time.monotonic() - started, 3)
-    return result
+    return with_extenders(framework, result)
 
 
 def _part(problem, current):

@@ -95,11 +95,19 @@ def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profi
 
 
 def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
+    framework = framework_for(problem, plugins, weights, profile)
+    return with_extenders(framework, schedule_with(framework, problem, exact_seconds))
+
+
+def framework_for(problem, plugins=PLUGINS, weights=None, profile=None):
+    """The framework that plans ``problem``: the profile's (profiles.Profile) when given, else ``plugins``."""
     if profile is not None:
-        framework = Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
-    else:
-        framework = Framework(problem, plugins, WEIGHTS if weights is None else weights)
-    result = _schedule(framework, problem, exact_seconds)
+        return Framework(problem, profile.plugins, profile.weights, profile.disabled, profile.config)
+    return Framework(problem, plugins, WEIGHTS if weights is None else weights)
+
+
+def with_extenders(framework, result):
+    """``result`` with the framework's HTTP extender report added, when its profile has extenders."""
     extenders = extender_report(framework)
     if extenders is not None:
         # The calls, the time spent and the warnings of the profile's HTTP extenders (plugins/extender.py).
@@ -110,7 +118,8 @@ def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS
     return result
 
 
-def _schedule(framework, problem, exact_seconds):
+def schedule_with(framework, problem, exact_seconds):
+    """Plan ``problem`` with ``framework`` (framework_for): greedy, the repair and re-orderings, then the exact pass."""
     attempt, path = _greedy(framework, problem)
     permit = framework.run_permit(attempt)
     if permit.ok:

@@ -31,6 +31,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler impor
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_priorities import kinded
@@ -268,6 +269,24 @@ def test_one_call_per_service_and_verb_through_the_exact_solver(servers):
     assert result["feasible"]
     assert sorted(server.verbs()) == [("filter", "big"), ("filter", "small"), ("prioritize", "big"),
                                       ("prioritize", "small")]
+
+
+def test_a_rebalance_asks_once_honours_the_verdict_and_reports_the_calls(servers):
+    """A rebalance plans the current placement and the packing with one framework: the extender is asked once
+    per service and verb for both, no instance is packed onto a node it refused, and the result says so."""
+    refused = {"web": {"n0"}}
+    server = servers(lambda verb, args, headers, handler: maintenance(refused[args["Pod"]["metadata"]["name"]])(
+        verb, args, headers, handler))
+    problem = problem_with(cluster(4), web={"replicas": 3, "resources": {"cpu": 1}})
+    problem["previous"] = {"web-%d" % index: {"node": "n%d" % (index + 1)} for index in range(3)}
+    result = rebalance(copy.deepcopy(problem), max_moves=3, profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    assert result["feasible"] and result["rebalance"]["status"] != "not_run", result["rebalance"]
+    assert result["rebalance"]["gain"]["nodes_freed"] > 0, result["rebalance"]
+    assert all(placement["node"] != "n0" for placement in result["placements"].values()), result["placements"]
+    assert sorted(server.verbs()) == [("filter", "web"), ("prioritize", "web")]
+    assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(1, 1)], \
+        result["extenders"]
 
 
 def test_services_of_one_shape_are_asked_apart(servers):
