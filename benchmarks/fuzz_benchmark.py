@@ -244,8 +244,8 @@ def main(argv=None):
     print("entry points whose slowest case took over %g s: %d" % (TARGET_SECONDS, total["over_10s"]))
     for name, row in worst.items():
         verdict = "ok" if row["within_target"] else "OVER"
-        print("worst case %-46s %7.2f s (CPU %6.2f s)  %s  %s" % (name, row["seconds"], row["cpu_seconds"], verdict,
-                                                                   row["outcome"][:100]))
+        figures = (name, row["seconds"], row["cpu_seconds"], verdict, row["outcome"][:100])
+        print("worst case %-46s %7.2f s (CPU %6.2f s)  %s  %s" % figures)
     for example in examples[:20]:
         print("  " + example.replace("\n", "\n    "))
     print("MISS: %d traceback(s), hang(s) or violation(s)" % missed if missed else

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Write each role's README.md from its meta/argument_specs.yml (one source: the README cannot drift).
 

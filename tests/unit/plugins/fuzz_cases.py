@@ -581,7 +581,7 @@ def waves_case(choose):
     if choose((True, False)):
         services = mutate(services, choose, mutations=1)
     count = choose((1, 2, 5, 40))
-    ordinals = [choose(("0", "1", "7", "²", "٣", "", "-1", "01")) for _ in range(3)] + [str(n) for n in range(count)]
+    ordinals = [choose(("0", "1", "7", "²", "٣", "", "-1", "01")) for _unused in range(3)] + [str(n) for n in range(count)]
     containers = []
     for position, ordinal in enumerate(ordinals):
         service = choose(("infer", "web", "db"))
@@ -666,7 +666,7 @@ def every_node_case(choose):
     for index in range(choose((1, 2, 3, 5, 8, 20, 60))):
         node = {"cpu": choose((1, 4, 16)), "memory": choose(("2Gi", "16Gi", "64Gi")), "labels": {"zone": choose(zones)}}
         taints = [{"key": choose(keys), "value": choose((None, "a", "b")), "effect": choose(("NoSchedule", "NoExecute", "PreferNoSchedule"))}
-                  for _ in range(choose((0, 0, 1, 2)))]
+                  for _unused in range(choose((0, 0, 1, 2)))]
         node["taints"] = [{k: v for k, v in taint.items() if v is not None} for taint in taints]
         if choose((True, False, False)):
             node["gpus"] = [{"index": 0, "uuid": "GPU-%d" % index, "model": "NVIDIA L4", "memory": "24Gi"}]

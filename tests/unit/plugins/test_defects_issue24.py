@@ -58,9 +58,9 @@ def errors_of(problem):
     return dict(caught.value.errors)
 
 
-def action(services=SERVICES, record=None, **args):
+def action(services=None, record=None, **args):
     task = Task()
-    task.args = dict({"services": services, "hosts": ["a", "b", "c"], "record": record or {}, "quotas": {}}, **args)
+    task.args = dict({"services": SERVICES if services is None else services, "hosts": ["a", "b", "c"], "record": record or {}, "quotas": {}}, **args)
     module = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(), templar=MagicMock(),
                           shared_loader_obj=None)
     return module.run(task_vars={"hostvars": HOSTVARS})

@@ -170,7 +170,7 @@ def test_no_counting_proof_where_the_exact_solver_finds_a_plan():
     rng = random.Random(25)
     proofs = 0
     for _trial in range(100):
-        nodes = {"n%d" % index: _node(rng.choice([4, 8]), [rng.choice("AB") for _ in range(rng.choice([1, 2, 4]))])
+        nodes = {"n%d" % index: _node(rng.choice([4, 8]), [rng.choice("AB") for _unused in range(rng.choice([1, 2, 4]))])
                  for index in range(rng.randint(1, 3))}
         services = {}
         for index in range(rng.randint(1, 4)):
