@@ -129,11 +129,6 @@ def test_deploy_keys_are_planned_around_and_their_mistakes_reported_with_the_sch
 
 def test_a_scale_request_is_recorded_and_planned():
     services = dict(SERVICES, web={"replicas": 2, "scalable": True, "resources": {"cpu": 1}, "depends_on": ["db"]})
-    first = run(services=services)
-    placement = first["plan"]["placements"]
-    down = placement["db-0"]["node"]
-    live = [host for host in ("a", "b", "c") if host != down]
-    record = dict(first["record"], revision=1)
     result = run(services=services, scale={"service": "web", "replicas": "3"})
     assert result["changed"] is True and result["record"]["replicas"] == {"web": 3}
     assert result["changes"]["added"] == ["db-0", "infer-0", "web-0", "web-1", "web-2"]

@@ -444,19 +444,26 @@ def _queue(directory, job_id, barrier, results):
         results.put((job_id, str(error)))
 
 
-def test_runs_that_wait_all_get_the_lock_one_after_another(tmp_path):
-    """Four real processes with lock_wait: each takes the lock in turn (never two at once) and none fails."""
-    directory = str(tmp_path / "gangplank")
+def at_once(target, directory, jobs, timeout):
+    """Runs target(directory, job_id, barrier, results) in one real process per job, released together by the
+    barrier; every job's outcome by job id. Each process must end cleanly."""
     context = multiprocessing.get_context("fork")
-    jobs = ["q%d" % number for number in range(4)]
     barrier = context.Barrier(len(jobs))
     results = context.Queue()
-    processes = [context.Process(target=_queue, args=(directory, job_id, barrier, results)) for job_id in jobs]
+    processes = [context.Process(target=target, args=(directory, job_id, barrier, results)) for job_id in jobs]
     for process in processes:
         process.start()
-    outcomes = dict(results.get(timeout=60) for _job in jobs)
+    outcomes = dict(results.get(timeout=timeout) for _job in jobs)
     for process in processes:
         process.join(timeout=30)
+        assert process.exitcode == 0
+    return outcomes
+
+
+def test_runs_that_wait_all_get_the_lock_one_after_another(tmp_path):
+    """Four real processes with lock_wait: each takes the lock in turn (never two at once) and none fails."""
+    jobs = ["q%d" % number for number in range(4)]
+    outcomes = at_once(_queue, str(tmp_path / "gangplank"), jobs, timeout=60)
     assert outcomes == {job_id: "ran" for job_id in jobs}
 
 
@@ -471,17 +478,7 @@ def _race(directory, job_id, barrier, results):
 
 def race(directory):
     """Eight processes take the lock at once; returns the winner's job id and every job's outcome."""
-    context = multiprocessing.get_context("fork")
-    jobs = ["j%d" % number for number in range(8)]
-    barrier = context.Barrier(len(jobs))
-    results = context.Queue()
-    processes = [context.Process(target=_race, args=(directory, job_id, barrier, results)) for job_id in jobs]
-    for process in processes:
-        process.start()
-    outcomes = dict(results.get(timeout=30) for _job in jobs)
-    for process in processes:
-        process.join(timeout=30)
-        assert process.exitcode == 0
+    outcomes = at_once(_race, directory, ["j%d" % number for number in range(8)], timeout=30)
     winners = [job_id for job_id, outcome in outcomes.items() if outcome == "won"]
     assert len(winners) == 1, outcomes
     with open(os.path.join(directory, "lock.json")) as handle:
