@@ -40,14 +40,15 @@ DEFAULT_SEED = 20240611
 RATIO_GOAL = {(50, 1000): 1.5}
 
 
-def _serve(delay):
-    """The loopback extender: prints its port, then answers until killed."""
+def _serve(delay, protocol):
+    """The loopback extender: prints its port, then answers until killed. HTTP/1.1 keeps connections open between
+    calls, as extenders written with Go's net/http or Node.js do; HTTP/1.0 closes each one."""
 
     def digest(name):
         return zlib.crc32(name.encode())
 
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
+        protocol_version = protocol
 
         def do_POST(self):  # noqa: N802
             args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -76,7 +77,11 @@ def _serve(delay):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 128        # Go's and Node's listen backlogs are larger still; Python's default is 5
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
@@ -148,12 +153,15 @@ def main(argv):
     parser.add_argument("--delay-ms", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--protocol", choices=("HTTP/1.1", "HTTP/1.0"), default="HTTP/1.1",
+                        help="what the loopback extender speaks (HTTP/1.0: a new connection per call)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.serve:
-        _serve(options.delay_ms / 1000.0)
+        _serve(options.delay_ms / 1000.0, options.protocol)
         return 0
-    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms)],
+    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms),
+                               "--protocol", options.protocol],
                               stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())
@@ -166,8 +174,8 @@ def main(argv):
     if options.json:
         print(json.dumps({"round_trip_ms": [before * 1000.0, after * 1000.0], "rows": rows}, indent=2))
         return 0
-    print("extender answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms after; "
-          "%d interleaved runs per variant; medians" % (options.delay_ms, before * 1000.0, after * 1000.0, options.runs))
+    print("extender (%s) answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms after; "
+          "%d interleaved runs per variant; medians" % (options.protocol, options.delay_ms, before * 1000.0, after * 1000.0, options.runs))
     header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s", "result")
     print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %9s  %s" % header)
     for row in rows:

@@ -24,6 +24,7 @@ snippet of an answer.
 
 from __future__ import annotations
 
+import collections
 import http.client
 import json
 import os
@@ -31,6 +32,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
@@ -46,7 +48,8 @@ MAX_EXTENDER_PRIORITY = 10          # kube's MaxExtenderPriority: answers' score
 MAX_TOKEN = 16384                   # characters of a bearer token
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
-MAX_CONCURRENT = 4                  # calls of one extender in flight at once (a Python http.server listens with a backlog of 5)
+MAX_CONCURRENT = 8                  # calls of one extender in flight at once, on keep-alive connections
+MAX_OPENING = 4                     # of them on connections not answered yet (a Python http.server listens with a backlog of 5)
 NAMESPACE = "gangplank"
 
 # Extended resources and annotations of the Pod and Node objects (docs/problem-format.md, "Extenders").
@@ -102,51 +105,29 @@ class ExtenderConfig:
         return text
 
     def post(self, verb, body):
-        """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError."""
-        parts = urllib.parse.urlsplit(self.url_prefix.rstrip("/") + "/" + verb)
-        path = parts.path or "/"
+        """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError. One call
+        on a connection of its own (a round of calls shares keep-alive connections: call_round)."""
+        answer = call_round(self, [(verb, body)], lambda job, post: post(*job), 1)[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def path_of(self, verb):
+        return urllib.parse.urlsplit(self.url_prefix.rstrip("/") + "/" + verb).path or "/"
+
+    def headers(self):
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "User-Agent": "gangplank-scheduler"}
         if self._token:
             headers["Authorization"] = "Bearer " + self._token
+        return headers
+
+    def connection(self):
+        """A new, unopened http.client connection to the extender (per socket operation: ``httpTimeout``)."""
+        parts = urllib.parse.urlsplit(self.url_prefix)
         if self.context is not None:
-            connection = _HTTPSConnection(parts.hostname, parts.port, self.timeout, self.context, self.server_name)
-        else:
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
-        expired = threading.Event()
-        opened = []
-        # The socket timeout bounds each read; the watchdog bounds the whole exchange (a server that answers one
-        # byte at a time never trips a per-read timeout). It holds the socket itself: http.client lets go of it
-        # once the answer's headers say the connection closes, while the answer is still being read from it.
-        watchdog = threading.Timer(self.timeout, _abort, (opened, expired))
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            connection.connect()
-            opened.append(connection.sock)
-            if expired.is_set():
-                raise socket.timeout()
-            connection.request("POST", path, body=body, headers=headers)
-            response = connection.getresponse()
-            data = _read(response)
-            status = response.status
-        except _TooLarge:
-            raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (self.name, verb, MAX_RESPONSE_BYTES))
-        except (OSError, http.client.HTTPException, ValueError) as error:
-            if expired.is_set() or isinstance(error, socket.timeout):
-                raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (self.name, verb, self.timeout))
-            raise ExtenderError("%s: %s failed: %s" % (self.name, verb, self.scrub(_describe(error))))
-        finally:
-            watchdog.cancel()
-            connection.close()
-        if expired.is_set():
-            raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (self.name, verb, self.timeout))
-        if not 200 <= status < 300:
-            raise ExtenderError("%s: %s answered HTTP %d: %s" % (self.name, verb, status, self.snippet(data)))
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError):
-            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (self.name, verb, self.snippet(data)))
+            return _HTTPSConnection(parts.hostname, parts.port, self.timeout, self.context, self.server_name)
+        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
 
     def snippet(self, data):
         """At most 80 characters of an answer, printable, token scrubbed."""
@@ -170,13 +151,176 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
 
 
-def _abort(opened, expired):
-    expired.set()
-    for sock in opened:
+def call_round(config, jobs, handle, workers):
+    """``handle(job, post)`` for every job, at most ``workers`` at once, in worker threads that each hold one keep-alive
+    connection to the extender; the results in the order of ``jobs`` (an exception a handler raised stands in its
+    place). ``post(verb, body)`` is the decoded JSON answer, or raises ExtenderError.
+
+    At most MAX_OPENING calls go out on connections that have not answered yet: a server that listens with a small
+    backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to try
+    again. A connection that has answered and stays open takes the next job at once, so against a keep-alive server
+    the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
+    MAX_OPENING.
+
+    The calling thread is the watchdog: each call has a deadline (``httpTimeout`` after the call began, connecting,
+    a retry and reading the whole answer included), and it cuts the socket of a call that passes it, so a server that
+    answers one byte at a time is cut as surely as one that says nothing (the socket timeout only bounds each read)."""
+    watch = threading.Condition()
+    queue = collections.deque(enumerate(jobs))
+    results = [None] * len(jobs)
+    state = {"left": len(jobs), "opening": 0}
+    connections = [_Connection(config, watch) for _unused in range(max(1, min(workers, len(jobs))))]
+
+    def work(connection):
         try:
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            while True:
+                with watch:
+                    while queue and connection.http is None and state["opening"] >= MAX_OPENING:
+                        watch.wait()
+                    if not queue:
+                        return
+                    index, job = queue.popleft()
+                    opening = connection.http is None
+                    state["opening"] += opening
+                try:
+                    results[index] = handle(job, connection.post)
+                except Exception as error:  # noqa: BLE001 (handed to the caller, which raises it)
+                    results[index] = error
+                finally:
+                    with watch:
+                        state["opening"] -= opening
+                        state["left"] -= 1
+                        watch.notify_all()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(connection,), daemon=True) for connection in connections]
+    for thread in threads:
+        thread.start()
+    with watch:
+        while state["left"]:
+            now = time.monotonic()
+            # A call that begins after now ends after now + timeout: waking then at the latest sees it in time.
+            wake = now + config.timeout
+            for connection in connections:
+                if connection.deadline is not None:
+                    if connection.deadline <= now:
+                        connection.cut()
+                    else:
+                        wake = min(wake, connection.deadline)
+            watch.wait(max(wake - now, 0.001))
+    for thread in threads:
+        thread.join()
+    return results
+
+
+class _Connection:
+    """One worker's keep-alive connection to an extender. ``deadline``, ``sock`` and ``expired`` are read and written
+    under the round's lock (``watch``): the watchdog cuts ``sock`` once ``deadline`` has passed."""
+
+    def __init__(self, config, watch):
+        self.config = config
+        self.watch = watch
+        self.http = None            # the http.client connection, None while none is open
+        self.sock = None            # its socket (http.client lets go of it when an answer says the connection closes)
+        self.deadline = None        # of the call in progress
+        self.expired = False
+
+    def cut(self):
+        self.expired = True
+        self.deadline = None
+        if self.sock is not None:
+            try:
+                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        if self.http is not None:
+            self.http.close()
+        self.http = None
+        with self.watch:
+            self.sock = None
+
+    def post(self, verb, body):
+        config = self.config
+        with self.watch:
+            self.deadline = time.monotonic() + config.timeout
+            self.expired = False
+        try:
+            # A kept-alive connection the server closed while idle fails before any answer: the request goes once
+            # more on a new connection, within the same deadline (a server that dropped it never read it).
+            for retry in (False, True):
+                reused = self.http is not None
+                try:
+                    status, data = self._exchange(verb, body)
+                    break
+                except _Unanswered as unanswered:
+                    self.close()
+                    if retry or not reused or self.expired:
+                        raise unanswered.error from None
+        except _TooLarge:
+            self.close()
+            raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, verb, MAX_RESPONSE_BYTES))
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            self.close()
+            if self.expired or isinstance(error, socket.timeout):
+                raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
+            raise ExtenderError("%s: %s failed: %s" % (config.name, verb, config.scrub(_describe(error))))
+        finally:
+            with self.watch:
+                self.deadline = None
+                expired = self.expired
+        if expired:
+            self.close()
+            raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
+        if not 200 <= status < 300:
+            raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, verb, status, config.snippet(data)))
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, verb, config.snippet(data)))
+
+    def _exchange(self, verb, body):
+        """(status, body bytes) of one request on this connection, opened first when it is not."""
+        if self.http is None:
+            self.http = self.config.connection()
+            self.http.connect()
+            with self.watch:
+                self.sock = self.http.sock
+                if self.expired:
+                    raise socket.timeout()
+        try:
+            self.http.request("POST", self.config.path_of(verb), body=body, headers=self.config.headers())
+            _quick_ack(self.http.sock)
+            response = self.http.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
+            raise _Unanswered(error)
+        data = _read(response)
+        if self.http.sock is None:
+            # The answer said the connection closes (HTTP/1.0, Connection: close): the next call opens a new one.
+            self.close()
+        return response.status, data
+
+
+def _quick_ack(sock):
+    """Acknowledge the answer's first segment at once (Linux's TCP_QUICKACK, which the kernel turns off again by
+    itself): a server that writes its headers and its body apart, with Nagle's algorithm on (Python's http.server),
+    sends the body only once the headers are acknowledged, and on a kept-alive connection the kernel delays that
+    acknowledgement by up to 40 ms."""
+    if hasattr(socket, "TCP_QUICKACK"):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         except OSError:
             pass
+
+
+class _Unanswered(Exception):
+    """The connection was closed before any byte of an answer came back."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
 
 
 def _read(response):
@@ -187,7 +331,14 @@ def _read(response):
     while True:
         chunk = response.read1(65536)
         if not chunk:
-            return b"".join(chunks)
+            data = b"".join(chunks)
+            if response.length:
+                # The server closed the connection before the Content-Length it announced.
+                raise http.client.IncompleteRead(data, response.length)
+            # read1 leaves an answer with a Content-Length open once all of it is read: closing it frees the
+            # connection for the next call.
+            response.close()
+            return data
         size += len(chunk)
         if size > MAX_RESPONSE_BYTES:
             raise _TooLarge()
@@ -525,14 +676,15 @@ def encode(value):
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
-def args_body(pod_json, names, node_jsons, node_cache_capable):
+def args_body(pod_json, names, node_items, node_cache_capable):
     """kube's ExtenderArgs as bytes: ``Nodes`` (a NodeList) or, when nodeCacheCapable, ``NodeNames``; the other
-    one null, as kube-scheduler sends it. ``pod_json`` and ``node_jsons`` are encoded already (once per plan)."""
+    one null, as kube-scheduler sends it. ``pod_json`` and ``node_items`` (the Node objects of ``names``, encoded
+    and joined with commas) are encoded already (once per plan)."""
     if node_cache_capable:
         text = '{"Pod":%s,"Nodes":null,"NodeNames":%s}' % (pod_json, encode(list(names)))
     else:
         text = '{"Pod":%s,"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[%s]},"NodeNames":null}' \
-            % (pod_json, ",".join(node_jsons))
+            % (pod_json, node_items)
     return text.encode("utf-8")
 
 

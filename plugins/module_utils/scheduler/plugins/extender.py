@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
@@ -54,6 +53,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self._scores = None         # service name -> {node name: 0..10}
         self._pods = {}             # service name -> (Pod JSON text, resource names)
         self._node_json = {}        # node name -> Node JSON text (built once per plan)
+        self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON text)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
@@ -158,8 +158,15 @@ class Extender(FilterPlugin, ScorePlugin):
         stop = threading.Event()
         lock = threading.Lock()
         spent = self.seconds
+        # A service's body is built once for both verbs, before the calls (the workers would build the same text at
+        # once); in the nodes mode the NodeList of one candidate list is joined once and shared by its services.
+        bodies = {}
+        for _kind, _verb, service, names in jobs:
+            if service.name not in bodies:
+                bodies[service.name] = wire.args_body(self._pod(service)[0], names, self._node_list(names),
+                                                      config.node_cache_capable)
 
-        def call(job):
+        def call(job, post):
             kind, verb, service, names = job
             if stop.is_set():
                 return None
@@ -167,12 +174,10 @@ class Extender(FilterPlugin, ScorePlugin):
                 stop.set()
                 return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
                                           % (config.name, wire.MAX_PLAN_SECONDS, service.name))
-            node_jsons = () if config.node_cache_capable else [self._node_json[name] for name in names]
-            body = wire.args_body(self._pod(service)[0], names, node_jsons, config.node_cache_capable)
             with lock:
                 self.calls[kind] += 1
             try:
-                answer = config.post(verb, body)
+                answer = post(verb, bodies[service.name])
                 sent = set(names)
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
@@ -182,23 +187,24 @@ class Extender(FilterPlugin, ScorePlugin):
                 stop.set()
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
-        # Node JSON is built here, once, not in the workers (they would build the same text at once).
-        if not config.node_cache_capable:
-            for _kind, _verb, _service, names in jobs:
-                for name in names:
-                    self._node(name)
         try:
-            if len(jobs) <= 1:
-                answers = [call(job) for job in jobs]
-            else:
-                with ThreadPoolExecutor(max_workers=min(wire.MAX_CONCURRENT, len(jobs))) as pool:
-                    answers = list(pool.map(call, jobs))
+            answers = wire.call_round(config, jobs, call, wire.MAX_CONCURRENT)
         finally:
             self.seconds += time.monotonic() - started
         for answer in answers:
-            if isinstance(answer, wire.ExtenderError):
+            if isinstance(answer, Exception):
                 raise answer
         return answers
+
+    def _node_list(self, names):
+        """The encoded items of the NodeList sent with ``names`` (None in the names mode): one text per candidate list
+        (services of one shape share the list, _candidates)."""
+        if self.config.node_cache_capable:
+            return None
+        entry = self._node_lists.get(id(names))
+        if entry is None or entry[0] is not names:
+            entry = self._node_lists[id(names)] = (names, ",".join(self._node(name) for name in names))
+        return entry[1]
 
     def _interested(self, service):
         """kube's IsInterested: no managedResources, or the Pod requests one of them."""

@@ -49,19 +49,45 @@ TOKEN = "s3cr3t-T0ken.value_x9"
 
 class PythonExtender:
     """A real HTTP(S) server in a thread. ``behave(verb, args, headers)`` returns (status, body bytes) or calls
-    ``handler.drip``; every request is recorded as (verb, headers, args)."""
+    ``handler.drip``; every request is recorded as (verb, headers, args), with the client's port in ``ports`` and the
+    most requests it held at once in ``most_at_once``. ``protocol`` HTTP/1.1 keeps connections open between calls."""
 
-    def __init__(self, behave, context=None):
+    def __init__(self, behave, context=None, protocol="HTTP/1.0"):
         self.requests = []
+        self.ports = []
+        self.at_once = 0
+        self.most_at_once = 0
         outer = self
+        count = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = protocol
+
             def do_POST(self):  # noqa: N802
+                with count:
+                    outer.at_once += 1
+                    outer.most_at_once = max(outer.most_at_once, outer.at_once)
+                self.held = True
+                try:
+                    self._answer()
+                finally:
+                    self.done()
+
+            def done(self):
+                # Before the answer is written: once it is, the client may start its next call.
+                if self.held:
+                    self.held = False
+                    with count:
+                        outer.at_once -= 1
+
+            def _answer(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 verb = self.path.rstrip("/").rsplit("/", 1)[-1]
                 args = json.loads(body)
                 outer.requests.append((verb, dict(self.headers), args))
+                outer.ports.append(self.client_address[1])
                 answer = behave(verb, args, self.headers, self)
+                self.done()
                 if answer is None:
                     return
                 status, payload = answer
@@ -99,8 +125,8 @@ class PythonExtender:
 def servers():
     started = []
 
-    def start(behave, context=None):
-        server = PythonExtender(behave, context)
+    def start(behave, context=None, protocol="HTTP/1.0"):
+        server = PythonExtender(behave, context, protocol)
         started.append(server)
         return server
     yield start
@@ -326,6 +352,52 @@ def test_managed_resources_limit_who_is_asked(servers):
     assert server.verbs() == [("filter", "train")]
 
 
+def _many_services(count):
+    return problem_with(cluster(6), **{"s%02d" % index: {"replicas": 1, "resources": {"cpu": 1}}
+                                       for index in range(count)})
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
+def test_a_round_keeps_connections_open_and_few_unanswered(servers, protocol):
+    """24 calls in one round: against a keep-alive server they share at most MAX_CONCURRENT connections; at most
+    MAX_OPENING go out on connections that have not answered yet (so a server closing every connection never holds
+    more than that at once: a Python http.server's backlog is 5); the answers are read right either way."""
+    refused = {"s%02d" % index: {"n%d" % (index % 6)} for index in range(12)}
+
+    def behave(verb, args, headers, handler):
+        time.sleep(0.01)       # long enough for every worker's call to be in flight at once
+        return maintenance(refused[args["Pod"]["metadata"]["name"]])(verb, args, headers, handler)
+    server = servers(behave, protocol=protocol)
+    problem = _many_services(12)
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, refused)
+    assert sorted(server.verbs()) == sorted((verb, name) for verb in ("filter", "prioritize") for name in refused)
+    if protocol == "HTTP/1.1":
+        assert len(set(server.ports)) <= wire.MAX_CONCURRENT
+        assert server.most_at_once <= wire.MAX_CONCURRENT
+    else:
+        assert len(set(server.ports)) == 24
+        assert server.most_at_once <= wire.MAX_OPENING <= 5, server.most_at_once
+
+
+def test_a_kept_connection_the_server_drops_is_opened_again(servers):
+    """A server that says HTTP/1.1 and closes the connection after every answer anyway (as one does at its idle
+    timeout): the next call on that connection gets no answer, goes again on a new connection within its deadline,
+    and the server still sees each service and verb once."""
+    def behave(verb, args, headers, handler):
+        handler.close_connection = True
+        return maintenance({"n0"})(verb, args, headers, handler)
+    server = servers(behave, protocol="HTTP/1.1")
+    problem = _many_services(6)
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, {"s%02d" % index: {"n0"} for index in range(6)})
+    assert sorted(server.verbs()) == sorted((verb, "s%02d" % index) for verb in ("filter", "prioritize")
+                                            for index in range(6))
+    assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(6, 6)]
+
+
 # --- failures: slow, failing, garbage, unknown nodes; ignorable ---------------------------------
 
 def _answer(status, payload):
@@ -357,6 +429,16 @@ def _drip(verb, args, headers, handler):
     return None
 
 
+def _short(verb, args, headers, handler):
+    """Announces 100 bytes, sends 12 and closes: a cut answer is an error, not a shorter JSON."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100")
+    handler.end_headers()
+    handler.wfile.write(b'{"Error": ""}')
+    handler.close_connection = True
+    return None
+
+
 def _unknown_node(verb, args, headers, handler):
     return 200, json.dumps({"NodeNames": _names(args) + ["ghost"]}).encode()
 
@@ -372,6 +454,7 @@ FAILURES = [
     (_answer(200, {"NodeNames": ["n0"], "FailedNodes": {"n0": "x"}}), "both passes and fails node(s)"),
     (_unknown_node, "names node(s) it was not asked about: [\"ghost\"]"),
     (_answer(301, b""), "filter answered HTTP 301"),
+    (_short, "filter failed: IncompleteRead(13 bytes read, 87 more expected)"),
 ]
 
 
@@ -391,9 +474,10 @@ def test_a_bad_answer_fails_the_plan_naming_the_extender(servers, behave, messag
     assert message in result["warnings"][0] and "ignorable, so it is left out of this plan" in result["warnings"][0]
 
 
+@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
 @pytest.mark.parametrize("behave", [_slow, _drip])
-def test_a_slow_extender_is_cut_at_its_timeout(servers, behave):
-    server = servers(behave)
+def test_a_slow_extender_is_cut_at_its_timeout(servers, behave, protocol):
+    server = servers(behave, protocol=protocol)
     problem = problem_with(cluster(2), web={"replicas": 1, "resources": {"cpu": 1}},
                            api={"replicas": 1, "resources": {"cpu": 2}})
     entry = {"urlPrefix": server.url, "filterVerb": "filter", "nodeCacheCapable": True, "httpTimeout": "500ms"}
@@ -657,7 +741,7 @@ def requests_sent(problem_data):
         pod = wire.encode(wire.pod_object(problem, service))
         nodes = [wire.encode(wire.node_object(node)) for node in problem.nodes.values()]
         for cache in (False, True):
-            bodies.append(json.loads(wire.args_body(pod, list(problem.nodes), nodes, cache)))
+            bodies.append(json.loads(wire.args_body(pod, list(problem.nodes), ",".join(nodes), cache)))
     return bodies
 
 
