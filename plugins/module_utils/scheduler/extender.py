@@ -92,6 +92,7 @@ class ExtenderConfig:
         self.server_name = server_name
         self._token = token
         self.notes = notes                  # warnings every plan repeats (a bindVerb that is not called)
+        self._heads = {}                    # verb -> request head, with the Content-Length left open
         self.name = "extender %s" % url_prefix
 
     def __repr__(self):
@@ -112,22 +113,35 @@ class ExtenderConfig:
             raise answer
         return answer
 
-    def path_of(self, verb):
-        return urllib.parse.urlsplit(self.url_prefix.rstrip("/") + "/" + verb).path or "/"
+    def request_head(self, verb, length):
+        """The request line and headers of a POST of ``length`` bytes to ``urlPrefix/verb`` (bytes)."""
+        head = self._heads.get(verb)
+        if head is None:
+            parts = urllib.parse.urlsplit(self.url_prefix.rstrip("/") + "/" + verb)
+            host = parts.hostname if ":" not in parts.hostname else "[%s]" % parts.hostname
+            if parts.port is not None:
+                host = "%s:%d" % (host, parts.port)
+            lines = ["POST %s HTTP/1.1" % (parts.path or "/"), "Host: " + host, "Content-Type: application/json",
+                     "Accept: application/json", "Accept-Encoding: identity", "User-Agent: gangplank-scheduler"]
+            if self._token:
+                lines.append("Authorization: Bearer " + self._token)
+            head = self._heads[verb] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("ascii")
+        return head + b"%d\r\n\r\n" % length
 
-    def headers(self):
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "gangplank-scheduler"}
-        if self._token:
-            headers["Authorization"] = "Bearer " + self._token
-        return headers
-
-    def connection(self):
-        """A new, unopened http.client connection to the extender (per socket operation: ``httpTimeout``)."""
+    def open(self):
+        """A connected socket to the extender (TLS when https://): ``httpTimeout`` bounds each socket operation."""
         parts = urllib.parse.urlsplit(self.url_prefix)
-        if self.context is not None:
-            return _HTTPSConnection(parts.hostname, parts.port, self.timeout, self.context, self.server_name)
-        return http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
+        port = parts.port or (443 if self.context is not None else 80)
+        sock = socket.create_connection((parts.hostname, port), self.timeout)
+        try:
+            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.context is not None:
+                sock = self.context.wrap_socket(sock, server_hostname=self.server_name or parts.hostname)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     def snippet(self, data):
         """At most 80 characters of an answer, printable, token scrubbed."""
@@ -137,18 +151,6 @@ class ExtenderConfig:
 
 class _TooLarge(Exception):
     pass
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS with tlsConfig.serverName: the name the certificate must carry, when it is not the URL's host."""
-
-    def __init__(self, host, port, timeout, context, server_name):
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._server_name = server_name
-
-    def connect(self):
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
 
 
 def call_round(config, jobs, handle, workers):
@@ -175,12 +177,12 @@ def call_round(config, jobs, handle, workers):
         try:
             while True:
                 with watch:
-                    while queue and connection.http is None and state["opening"] >= MAX_OPENING:
+                    while queue and connection.sock is None and state["opening"] >= MAX_OPENING:
                         watch.wait()
                     if not queue:
                         return
                     index, job = queue.popleft()
-                    opening = connection.http is None
+                    opening = connection.sock is None
                     state["opening"] += opening
                 try:
                     results[index] = handle(job, connection.post)
@@ -221,8 +223,7 @@ class _Connection:
     def __init__(self, config, watch):
         self.config = config
         self.watch = watch
-        self.http = None            # the http.client connection, None while none is open
-        self.sock = None            # its socket (http.client lets go of it when an answer says the connection closes)
+        self.sock = None            # None while no connection is open
         self.deadline = None        # of the call in progress
         self.expired = False
 
@@ -236,11 +237,10 @@ class _Connection:
                 pass
 
     def close(self):
-        if self.http is not None:
-            self.http.close()
-        self.http = None
         with self.watch:
-            self.sock = None
+            sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
 
     def post(self, verb, body):
         config = self.config
@@ -251,7 +251,7 @@ class _Connection:
             # A kept-alive connection the server closed while idle fails before any answer: the request goes once
             # more on a new connection, within the same deadline (a server that dropped it never read it).
             for retry in (False, True):
-                reused = self.http is not None
+                reused = self.sock is not None
                 try:
                     status, data = self._exchange(verb, body)
                     break
@@ -283,22 +283,24 @@ class _Connection:
 
     def _exchange(self, verb, body):
         """(status, body bytes) of one request on this connection, opened first when it is not."""
-        if self.http is None:
-            self.http = self.config.connection()
-            self.http.connect()
+        if self.sock is None:
+            sock = self.config.open()
             with self.watch:
-                self.sock = self.http.sock
+                self.sock = sock
                 if self.expired:
                     raise socket.timeout()
+        sock = self.sock
         try:
-            self.http.request("POST", self.config.path_of(verb), body=body, headers=self.config.headers())
-            _quick_ack(self.http.sock)
-            response = self.http.getresponse()
+            # One write: headers and body apart would wait on the server's delayed acknowledgement.
+            sock.sendall(self.config.request_head(verb, len(body)) + body)
+            _quick_ack(sock)
+            response = http.client.HTTPResponse(sock, method="POST")
+            response.begin()
         except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
             raise _Unanswered(error)
         data = _read(response)
-        if self.http.sock is None:
-            # The answer said the connection closes (HTTP/1.0, Connection: close): the next call opens a new one.
+        if response.will_close:
+            # HTTP/1.0 or Connection: close: the next call opens a new connection.
             self.close()
         return response.status, data
 
@@ -394,7 +396,9 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
     https = False
     if url is not None:
         url = url.rstrip("/") or url
-        parts = urllib.parse.urlsplit(url) if len(url) <= 2048 and url.isprintable() and " " not in url else None
+        # ASCII: the request line and Host header carry it as it is (a host in punycode, a path percent-encoded).
+        parts = urllib.parse.urlsplit(url) if len(url) <= 2048 and url.isascii() and url.isprintable() and \
+            " " not in url else None
         try:
             port = parts.port if parts is not None else None
         except ValueError:

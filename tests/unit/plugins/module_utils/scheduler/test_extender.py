@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 DATA = os.path.join(HERE, "extender")
 NODE = shutil.which("node")
 MAINTENANCE = os.path.join(ROOT, "docs", "examples", "maintenance_extender.py")
-TOKEN = "s3cr3t-T0ken.value_x9"
+TOKEN = "s3cr3t-T0ken.value_x9%s"       # a "%s" in it: no formatting may read it
 
 
 # --- servers ---------------------------------------------------------------------------------
@@ -835,6 +835,7 @@ def test_kube_shaped_priorities_are_read():
     ({"urlPrefix": "ftp://x", "filterVerb": "f"}, "urlPrefix: got \"ftp://x\"; expected an http:// or https:// URL"),
     ({"urlPrefix": "http://u:pw@x", "filterVerb": "f"}, "has credentials in it (not shown)"),
     ({"urlPrefix": "http://x/?a=b", "filterVerb": "f"}, "without ?query"),
+    ({"urlPrefix": "http://bücher.example/x", "filterVerb": "f"}, "expected an http:// or https:// URL with a host"),
     ({"urlPrefix": "http://x"}, "has neither filterVerb nor prioritizeVerb"),
     ({"urlPrefix": "http://x", "filterVerb": "../admin"}, "filterVerb: got \"../admin\""),
     ({"urlPrefix": "http://x", "filterVerb": "f", "bindVerb": 3}, "bindVerb: got 3; expected a path segment"),
