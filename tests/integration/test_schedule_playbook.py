@@ -269,3 +269,47 @@ def test_a_host_that_is_down_keeps_its_instances_and_the_rest_is_planned(cluster
     plan_lines = tasks["Show the plan"][live[0]]["msg"]
     assert any(line.startswith("down: %s" % down) and "db-0" in line for line in plan_lines), plan_lines
     assert not (control.parent / "lock.json").exists()
+
+
+MAINTENANCE_EXTENDER = os.path.join(ROOT, "docs", "examples", "maintenance_extender.py")
+
+
+def test_schedule_profile_with_an_http_extender_in_check_mode(cluster, tmp_path):
+    """The schedule role's ``schedule_profile`` with an HTTP extender: docs/examples/maintenance_extender.py as a real
+    process on loopback, with a bearer token, lists a host that holds neither db nor infer in maintenance. In check
+    mode (the plan only) nothing is planned there, the extender's calls are reported (once per service and verb), the
+    token appears nowhere, and nothing is written."""
+    before = cluster.snapshot()
+    record = cluster.record()
+    refused = next(host for host in HOSTS if host not in (record["placement"]["db-0"]["node"],
+                                                          record["placement"]["infer-0"]["node"]))
+    listing = tmp_path / "maintenance.txt"
+    listing.write_text("%s   # in maintenance\n" % refused)
+    token = tmp_path / "token.txt"
+    token.write_text("playbook-t0ken\n")
+    token.chmod(0o600)
+    process = subprocess.Popen([sys.executable, MAINTENANCE_EXTENDER, "--maintenance", str(listing), "--port", "0",
+                                "--token-file", str(token)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(process.stdout.readline())
+        profile = {"schedule_profile": {"extenders": [
+            {"urlPrefix": "http://127.0.0.1:%d" % port, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+             "weight": 1, "nodeCacheCapable": True, "httpTimeout": "5s", "bearerTokenFile": str(token)}]}}
+        (tmp_path / "profile.yml").write_text(yaml.safe_dump(profile))
+        returncode, tasks, _stats = cluster.run("--check", "--diff", "-e", "@%s" % (tmp_path / "profile.yml"))
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        process.stdout.close()
+        process.stderr.close()
+    assert returncode == 0, tasks
+    planned = tasks["Plan every service instance at once"]["host-a"]
+    placements = planned["plan"]["placements"]
+    assert sorted(placements) == ["db-0", "infer-0", "web-0", "web-1"]
+    assert refused not in {placement["node"] for placement in placements.values()}, placements
+    [report] = planned["plan"]["extenders"]
+    assert report["urlPrefix"] == "http://127.0.0.1:%d" % port and not report["skipped"]
+    # One call per service and verb: db, web, infer (log is infer's sidecar, asked with it).
+    assert (report["filter_calls"], report["prioritize_calls"]) == (3, 3), report
+    assert "playbook-t0ken" not in json.dumps(tasks)
+    assert cluster.snapshot() == before and not cluster.lock_path().exists()
