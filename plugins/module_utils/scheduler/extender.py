@@ -24,13 +24,16 @@ snippet of an answer.
 
 from __future__ import annotations
 
+import binascii
 import collections
 import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -46,6 +49,7 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_WEIGHT = 1000
 MAX_EXTENDER_PRIORITY = 10          # kube's MaxExtenderPriority: answers' scores are 0..10
 MAX_TOKEN = 16384                   # characters of a bearer token
+MAX_TLS_DATA = 1024 * 1024          # characters of base64 in certData, keyData or caData (a CA bundle is ~200 KiB)
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
 MAX_CONCURRENT = 8                  # calls of one extender in flight at once, on keep-alive connections
@@ -62,9 +66,11 @@ _KEYS = ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapabl
          "managedResources", "enableHTTPS", "tlsConfig", "bearerToken", "bearerTokenFile", "bindVerb", "preemptVerb")
 _TLS_KEYS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
 _VERB = re.compile(r"^[A-Za-z0-9._~-][A-Za-z0-9._~/-]{0,199}$")
-_DURATION = re.compile(r"^(?:(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h))+$")
-_DURATION_PART = re.compile(r"(\d{1,9}(?:\.\d{1,9})?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go's time.ParseDuration: an optional sign, then numbers with a unit each (digits before or after the point, or
+# both), or "0" alone. µ is U+00B5 (micro sign) or U+03BC (Greek mu), as Go accepts both.
+_DURATION = re.compile(r"^[+-]?(?:0|(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$")
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TOKEN = re.compile(r"^[\x21-\x7e]+$")
 _VAULTED = ("EncryptedString", "AnsibleVaultEncryptedUnicode")
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
@@ -468,15 +474,27 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
 
 
 def _duration(reader, value, path):
-    """kube's metav1.Duration text (``5s``, ``500ms``, ``1m30s``) or a number of seconds, above 0, at most 60 s."""
-    expected = "a duration above 0 and at most %gs, such as 5s or 500ms (or a number of seconds)" % MAX_HTTP_TIMEOUT
+    """Seconds from kube's metav1.Duration text, as Go's time.ParseDuration reads it (``5s``, ``500ms``, ``1m30s``,
+    ``.5s``, ``+2s``; units ns, us, µs, μs, ms, s, m, h; ``0`` alone), or from a number of seconds (gangplank's; kube
+    takes text only). Zero means kube's default, DEFAULT_HTTP_TIMEOUT (NewHTTPExtender does the same); otherwise it
+    must be above 0 and at most MAX_HTTP_TIMEOUT (kube has no upper bound; a negative one fails every call there)."""
+    expected = "a duration above 0 and at most %gs, such as 5s or 500ms (Go's time.ParseDuration; 0 for the default " \
+               "5s), or a number of seconds" % MAX_HTTP_TIMEOUT
     seconds = None
     if isinstance(value, bool):
         seconds = None
     elif isinstance(value, (int, float)):
         seconds = float(value) if abs(value) < 1e9 else None
-    elif isinstance(value, str) and len(value) <= 64 and _DURATION.match(value):
-        seconds = sum(float(amount) * _UNITS[unit] for amount, unit in _DURATION_PART.findall(value))
+    elif isinstance(value, str) and len(value) <= 64:
+        match = _DURATION.match(value)
+        if match and value.lstrip("+-") == "0":
+            seconds = 0.0
+        elif match:
+            seconds = sum(float(amount) * _UNITS[unit]
+                          for amount, unit in _DURATION_PART.findall(value))
+            seconds = -seconds if value.startswith("-") else seconds
+    if seconds == 0:
+        return DEFAULT_HTTP_TIMEOUT
     if seconds is None or not 0 < seconds <= MAX_HTTP_TIMEOUT:
         reader.bad(path, value, expected)
         return None
@@ -488,38 +506,96 @@ def _file(base, name):
 
 
 def _tls(reader, value, path, base):
-    """(ssl context, serverName) from tlsConfig (None: the system's CA certificates)."""
+    """(ssl context, serverName) from tlsConfig (None: the system's CA certificates). As in kube's TLSClientConfig,
+    certData, keyData and caData (base64 of PEM bytes, Go's []byte in JSON) take precedence over the files."""
     spec = reader.mapping(value, path, _TLS_KEYS)
-    for key in ("certData", "keyData", "caData"):
-        if spec.get(key):
-            reader.error(join_path(path, key), "is not supported (not shown); expected the PEM in a file: %s"
-                         % key.replace("Data", "File"))
-    files = {}
-    for key in ("certFile", "keyFile", "caFile"):
-        if spec.get(key) is None:
-            continue
-        name = reader.string(spec[key], join_path(path, key), "the path of a PEM file")
-        if name is not None and not os.path.isfile(_file(base, name)):
-            reader.bad(join_path(path, key), name, "an existing PEM file")
-        elif name is not None:
-            files[key] = _file(base, name)
-    if ("certFile" in spec) != ("keyFile" in spec):
-        reader.error(path, "has only one of certFile and keyFile; expected both (the client certificate and its key)")
+    pems, files = {}, {}                # "cert", "key", "ca" -> PEM text (from ...Data), a path (from ...File)
+    for kind in ("cert", "key", "ca"):
+        pem = _pem_data(reader, spec.get(kind + "Data"), join_path(path, kind + "Data"), kind + "File")
+        if pem is not None:
+            pems[kind] = pem
+        elif spec.get(kind + "File") is not None and spec.get(kind + "Data") in (None, ""):
+            where = join_path(path, kind + "File")
+            name = reader.string(spec[kind + "File"], where, "the path of a PEM file")
+            if name is not None and not os.path.isfile(_file(base, name)):
+                reader.bad(where, name, "an existing PEM file")
+            elif name is not None:
+                files[kind] = _file(base, name)
+    given = {kind: spec.get(kind + "File") is not None or spec.get(kind + "Data") not in (None, "") for kind in ("cert", "key")}
+    if given["cert"] != given["key"]:
+        reader.error(path, "has only one of the client certificate (certFile or certData) and its key (keyFile or "
+                           "keyData); expected both")
     server_name = None
     if spec.get("serverName") is not None:
         server_name = reader.string(spec["serverName"], join_path(path, "serverName"), "a host name")
     insecure = reader.boolean(spec.get("insecure"), join_path(path, "insecure"))
     try:
-        context = ssl.create_default_context(cafile=files.get("caFile"))
-        if "certFile" in files and "keyFile" in files:
-            context.load_cert_chain(files["certFile"], files["keyFile"])
+        context = ssl.create_default_context(cafile=files.get("ca"), cadata=pems.get("ca"))
+        if all(kind in files or kind in pems for kind in ("cert", "key")):
+            _load_client_certificate(context, files, pems)
     except (ssl.SSLError, OSError, ValueError) as error:
-        reader.error(path, "cannot be used: %s; expected PEM files (caFile, certFile with keyFile)" % _describe(error))
+        reader.error(path, "cannot be used: %s; expected PEM (caFile or caData, certFile or certData with keyFile or "
+                           "keyData)" % _describe(error))
         return None, None
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context, server_name
+
+
+def _pem_data(reader, value, path, file_key):
+    """The PEM text of certData, keyData or caData (base64 of PEM bytes, as kube's JSON carries Go's []byte), or
+    None (unset, or a mistake recorded). Never shown: keyData is a private key."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) and type(value).__name__ in _VAULTED:
+        try:
+            value = str(value)
+        except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
+            reader.error(path, "could not be decrypted (not shown); expected base64 of PEM bytes, e.g. from a vaulted "
+                               "variable with its vault password given")
+            return None
+    if not isinstance(value, str):
+        reader.error(path, "is a %s (not shown); expected base64 of PEM bytes (a string)" % type(value).__name__)
+        return None
+    if len(value) > MAX_TLS_DATA:
+        reader.error(path, "is %d characters long (not shown); expected base64 of PEM bytes, at most %d characters"
+                     % (len(value), MAX_TLS_DATA))
+        return None
+    if "-----BEGIN" in value:
+        reader.error(path, "is PEM text (not shown); expected it base64-encoded, as kube's configuration carries "
+                           "certData, keyData and caData (or the PEM in a file: %s)" % file_key)
+        return None
+    try:
+        pem = binascii.a2b_base64("".join(value.split()).encode("ascii"), strict_mode=True).decode("ascii")
+    except (ValueError, UnicodeError):
+        reader.error(path, "is not base64 of PEM text (not shown); expected base64 of PEM bytes (base64 -w0 < file.pem)")
+        return None
+    if "-----BEGIN " not in pem or "-----END " not in pem:
+        reader.error(path, "decodes to something that is not PEM (not shown); expected base64 of PEM bytes, which "
+                           "begin with -----BEGIN")
+        return None
+    return pem
+
+
+def _load_client_certificate(context, files, pems):
+    """The client certificate and key into ``context``. ssl reads them from files only: PEM given as data is written
+    to files of a private folder (0700; the files 0600) that are removed as soon as they are read."""
+    folder = None
+    try:
+        paths = dict(files)
+        if "cert" in pems or "key" in pems:
+            folder = tempfile.mkdtemp(prefix="gangplank-tls-")
+            for kind in ("cert", "key"):
+                if kind in pems:
+                    paths[kind] = os.path.join(folder, kind + ".pem")
+                    descriptor = os.open(paths[kind], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(descriptor, "w", encoding="ascii") as stream:
+                        stream.write(pems[kind])
+        context.load_cert_chain(paths["cert"], paths["key"])
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _token(reader, spec, where, base):

@@ -11,6 +11,7 @@ filters (``refused_by``)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -18,6 +19,7 @@ import re
 import shutil
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 import zlib
@@ -655,12 +657,84 @@ def test_tls_config_mistakes_are_profile_errors(pki, tmp_path):
     assert str(raised.value).startswith("profile.extenders[0].tlsConfig: cannot be used")
     with pytest.raises(ProblemError, match=r"profile.extenders\[0\].tlsConfig.caFile: got .*; expected an existing PEM"):
         profile(dict(base, tlsConfig={"caFile": str(tmp_path / "missing.pem")}))
-    with pytest.raises(ProblemError, match="only one of certFile and keyFile"):
+    with pytest.raises(ProblemError, match=re.escape("has only one of the client certificate (certFile or certData) "
+                                                     "and its key (keyFile or keyData); expected both")):
         profile(dict(base, tlsConfig={"certFile": str(pki / "client.pem")}))
-    with pytest.raises(ProblemError, match="expected the PEM in a file"):
-        profile(dict(base, tlsConfig={"caData": "LS0tLS1CRUdJTi"}))
     with pytest.raises(ProblemError, match=r"tlsConfig: is set for an http:// urlPrefix"):
         profile(dict(base, urlPrefix="http://127.0.0.1:1", tlsConfig={}))
+
+
+def _b64(path):
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def test_https_with_tls_data_instead_of_files(servers, pki, tmp_path, monkeypatch):
+    """kube's certData, keyData and caData (base64 of PEM bytes): the same handshake as with the files, the data
+    taking precedence over a file named beside it; the client certificate and key reach ssl through files of a
+    private folder that is gone once the profile is read."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    server = servers(maintenance({"n0"}), _server_context(pki))
+    problem = problem_with(cluster(2), web={"replicas": 2, "resources": {"cpu": 1}})
+    tls = {"caData": _b64(pki / "ca.pem"), "certData": _b64(pki / "client.pem"), "keyData": _b64(pki / "client.key"),
+           "caFile": str(tmp_path / "missing.pem")}
+    entry = {"urlPrefix": server.url, "filterVerb": "filter", "tlsConfig": tls}
+    parsed = profile(entry)
+    assert list(tmp_path.iterdir()) == []
+    result = checked(problem, plan(copy.deepcopy(problem), profile=parsed), {"web": {"n0"}})
+    assert {p["node"] for p in result["placements"].values()} == {"n1"}
+    # data and files mixed: the key from a file, the certificate from data
+    mixed = {"caData": tls["caData"], "certData": tls["certData"], "keyFile": str(pki / "client.key")}
+    plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig=mixed)))
+    # a key that does not match the certificate: refused when the profile is read, and the folder is gone too
+    with pytest.raises(ProblemError, match=r"tlsConfig: cannot be used: TLS: "):
+        profile(dict(entry, tlsConfig=dict(tls, keyData=_b64(pki / "server.key"))))
+    assert list(tmp_path.iterdir()) == []
+    # without caData the server's certificate is not trusted (the system's CA certificates are used)
+    with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+        plan(copy.deepcopy(problem), profile=profile(dict(entry, tlsConfig={k: tls[k] for k in ("certData", "keyData")})))
+
+
+def test_tls_data_mistakes_name_the_field_and_show_nothing(pki):
+    key = (pki / "client.key").read_text()
+    base = {"urlPrefix": "https://127.0.0.1:1/ext", "filterVerb": "filter"}
+    cases = [
+        ({"caData": "LS0tLS1CRUdJTi"}, "caData: is not base64 of PEM text (not shown)"),
+        ({"caData": "not base64!"}, "caData: is not base64 of PEM text (not shown)"),
+        ({"certData": base64.b64encode(b"\x00\xff binary").decode(), "keyFile": str(pki / "client.key")},
+         "certData: is not base64 of PEM text (not shown)"),
+        ({"caData": base64.b64encode(b"hello, not a certificate").decode()},
+         "caData: decodes to something that is not PEM (not shown)"),
+        ({"keyData": key, "certFile": str(pki / "client.pem")},
+         "keyData: is PEM text (not shown); expected it base64-encoded"),
+        ({"caData": "QUFB" * (wire.MAX_TLS_DATA // 4 + 1)}, "caData: is %d characters long (not shown)"
+         % (4 * (wire.MAX_TLS_DATA // 4 + 1))),
+        ({"caData": 12345}, "caData: is a int (not shown)"),
+        ({"keyData": base64.b64encode(key.encode()).decode()}, "has only one of the client certificate"),
+        ({"caData": base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").decode()},
+         "tlsConfig: cannot be used: TLS: "),
+    ]
+    for tls, message in cases:
+        with pytest.raises(ProblemError) as raised:
+            profile(dict(base, tlsConfig=tls))
+        assert message in str(raised.value), (tls, str(raised.value))
+        assert "PRIVATE KEY" not in str(raised.value) and key[40:80] not in str(raised.value)
+        for value in tls.values():
+            assert not isinstance(value, str) or len(value) < 12 or value[:12] not in str(raised.value)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.binary(max_size=80).map(lambda raw: base64.b64encode(raw).decode()),
+                 st.text(alphabet="ABCDEFGH+/=\n -", max_size=80),
+                 st.binary(max_size=80).map(lambda raw: base64.b64encode(
+                     b"-----BEGIN CERTIFICATE-----\n" + base64.b64encode(raw) + b"\n-----END CERTIFICATE-----\n")
+                     .decode())),
+       st.sampled_from(["caData", "certData", "keyData"]))
+def test_hostile_tls_data_is_an_error_or_a_profile(value, key):
+    entry = {"urlPrefix": "https://127.0.0.1:1/ext", "filterVerb": "filter", "tlsConfig": {key: value}}
+    try:
+        profile(entry)
+    except ProblemError as error:
+        assert "tlsConfig" in str(error)
 
 
 # --- kube's types: the requests decode field for field, kube-shaped answers are read ----------------
@@ -842,7 +916,7 @@ def test_kube_shaped_priorities_are_read():
     ({"urlPrefix": "http://x", "filterVerb": "f", "preemptVerb": "../p"}, "preemptVerb: got \"../p\""),
     ({"urlPrefix": "http://x", "prioritizeVerb": "p", "weight": 0}, "weight: got 0; expected an integer from 1 to 1000"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "61s"}, "httpTimeout: got \"61s\"; expected a duration"),
-    ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "0s"}, "httpTimeout: got \"0s\""),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "-5s"}, "httpTimeout: got \"-5s\"; expected a duration above 0"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "httpTimeout": "5 s"}, "httpTimeout: got \"5 s\""),
     ({"urlPrefix": "http://x", "filterVerb": "f", "enableHTTPS": True}, "expected an https:// URL (enableHTTPS is true)"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "managedResources": [{"name": ""}]}, "managedResources[0].name"),
@@ -864,9 +938,19 @@ def test_bounds_and_durations():
         profile(entries[0], dict(entries[0], prioritizeVerb="p"))
     parsed = profile(*entries[:8])
     assert len([cls for cls in parsed.plugins if getattr(cls, "config", None)]) == 8
-    for text, seconds in (("1m", 60.0), ("1.5s", 1.5), ("250ms", 0.25), ("1s500ms", 1.5), (2, 2.0)):
-        config = profile(dict(entries[0], httpTimeout=text)).plugins[-4].config
-        assert config.timeout == seconds
+    # Go's time.ParseDuration forms; zero is kube's default (NewHTTPExtender: 0 means DefaultExtenderTimeout)
+    for text, seconds in (("1m", 60.0), ("1.5s", 1.5), ("250ms", 0.25), ("1s500ms", 1.5), (2, 2.0), (".5s", 0.5),
+                          ("5.s", 5.0), ("+2s", 2.0), ("1500000000ns", 1.5), ("2000000us", 2.0), ("3\u00b5s", 3e-6),
+                          ("4\u03bcs", 4e-6), ("1m-0s", None), ("0", 5.0), ("0s", 5.0), ("-0s", 5.0), (0, 5.0),
+                          ("0.5m", 30.0), ("1h", None), ("61s", None), ("-1s", None), ("5", None), ("", None),
+                          (".s", None), ("5 s", None), ("5S", None), ("1d", None), ("00", None), (-1, None),
+                          (True, None), ("9" * 65 + "ns", None)):
+        entry = dict(entries[0], httpTimeout=text)
+        if seconds is None:
+            with pytest.raises(ProblemError, match=re.escape("profile.extenders[0].httpTimeout: got ")):
+                profile(entry)
+        else:
+            assert profile(entry).plugins[-4].config.timeout == pytest.approx(seconds), text
     assert profile(entries[0]).plugins[-4].config.timeout == wire.DEFAULT_HTTP_TIMEOUT
     assert profile(dict(entries[0], weight=0)).plugins[-4].config.weight == 0     # no prioritizeVerb: as kube
 
