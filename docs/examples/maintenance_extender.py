@@ -73,12 +73,17 @@ def prioritize_nodes(args, listed):
 
 def make_handler(maintenance, token):
     class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as Go's and Node's servers do: a scheduler sends the calls of a plan over a few connections.
+        protocol_version = "HTTP/1.1"
+        # Answer at once: with Nagle's algorithm on, the body would wait for the headers' acknowledgement.
+        disable_nagle_algorithm = True
+
         def do_POST(self):  # noqa: N802 (http.server's name)
             if token is not None and not hmac.compare_digest(self.headers.get("Authorization", ""), "Bearer " + token):
-                return self._answer(401, {"Error": "unauthorized"})
+                return self._answer(401, {"Error": "unauthorized"}, close=True)
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_REQUEST:
-                return self._answer(413, {"Error": "request too large"})
+                return self._answer(413, {"Error": "request too large"}, close=True)
             verb = self.path.rstrip("/").rsplit("/", 1)[-1]
             try:
                 args = json.loads(self.rfile.read(length))
@@ -92,11 +97,15 @@ def make_handler(maintenance, token):
                 return self._answer(200, {"Error": "maintenance extender: %s: %s" % (type(error).__name__, error)})
             return self._answer(404, {"Error": "unknown verb %s" % verb})
 
-        def _answer(self, status, value):
+        def _answer(self, status, value, close=False):
             body = json.dumps(value).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            if close:
+                # The request's body was not read: the connection cannot carry another request.
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(body)
 
@@ -104,6 +113,11 @@ def make_handler(maintenance, token):
             pass
 
     return Handler
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True           # a kept-alive connection's thread does not hold up the exit
+    request_queue_size = 128        # the listen backlog (Python's default, 5, drops connections made at once)
 
 
 def main(argv=None):
@@ -117,7 +131,7 @@ def main(argv=None):
     if options.token_file:
         with open(options.token_file, encoding="ascii") as stream:
             token = stream.read().strip()
-    server = ThreadingHTTPServer((options.bind, options.port), make_handler(options.maintenance, token))
+    server = Server((options.bind, options.port), make_handler(options.maintenance, token))
     print(server.server_address[1], flush=True)
     try:
         server.serve_forever()

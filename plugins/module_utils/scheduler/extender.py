@@ -16,7 +16,8 @@ Bounds: at most MAX_EXTENDERS extenders; each call has its own deadline (``httpT
 MAX_HTTP_TIMEOUT, enforced on the whole exchange, not per socket read), answers of at most
 MAX_RESPONSE_BYTES, and an extender spends at most MAX_PLAN_SECONDS in one plan; plugins/extender.py
 makes at most one call per service and verb per plan. So one plan waits at most
-MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services.
+MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services. The calls of one round share
+keep-alive connections (call_round): at most MAX_CONCURRENT in flight, MAX_OPENING of them on new connections.
 
 The bearer token never appears in a message, a result or a repr: errors quote at most a scrubbed
 snippet of an answer.

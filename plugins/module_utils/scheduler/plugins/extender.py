@@ -19,7 +19,8 @@ docs/scheduler-design.md).
   score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
 - kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
 - All calls are made in one round when the first answer is needed (every service needs its answers for its
-  equivalence class before the first placement), at most extender.MAX_CONCURRENT at once.
+  equivalence class before the first placement), over keep-alive connections, at most
+  extender.MAX_CONCURRENT at once (extender.call_round).
 - A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
   node passes, every score 0) and the result says why; any other fails the plan with the error.
 """
