@@ -176,7 +176,7 @@ def call_round(config, jobs, handle, workers):
     answers one byte at a time is cut as surely as one that says nothing (the socket timeout only bounds each read)."""
     watch = threading.Condition()
     queue = collections.deque(enumerate(jobs))
-    results = [None] * len(jobs)
+    results = {}                    # index of a job -> its result
     state = {"left": len(jobs), "opening": 0}
     connections = [_Connection(config, watch) for _unused in range(max(1, min(workers, len(jobs))))]
 
@@ -220,7 +220,7 @@ def call_round(config, jobs, handle, workers):
             watch.wait(max(wake - now, 0.001))
     for thread in threads:
         thread.join()
-    return results
+    return [results[index] for index in range(len(jobs))]
 
 
 class _Connection:
