@@ -119,6 +119,7 @@ def run_size(nodes, instances, seed, runs, port):
                                                "weight": 1}]}),
     }
     times = {name: [] for name in variants}
+    spent = {name: [] for name in variants}        # seconds in the extender, per run
     results = {}
     for _unused in range(runs):
         for name, profile in variants.items():     # interleaved: A, B, C, A, B, C, ...
@@ -126,6 +127,8 @@ def run_size(nodes, instances, seed, runs, port):
             started = time.perf_counter()
             results[name] = plan(data, profile=profile)
             times[name].append(time.perf_counter() - started)
+            if profile is not None:
+                spent[name].append(results[name]["extenders"][0]["seconds"])
     row = {"nodes": nodes, "instances": instances, "services": services, "runs": runs,
            "median_ms": {name: statistics.median(values) * 1000.0 for name, values in times.items()}, "modes": {}}
     for name in ("names", "nodes"):
@@ -138,7 +141,7 @@ def run_size(nodes, instances, seed, runs, port):
         row["modes"][name] = {
             "ratio": ratio, "feasible": results[name]["feasible"], "path": results[name]["path"],
             "filter_calls": entry["filter_calls"], "prioritize_calls": entry["prioritize_calls"],
-            "extender_seconds": entry["seconds"],
+            "extender_seconds": statistics.median(spent[name]),
             "status": "PASS" if calls_ok and (goal is None or ratio <= goal) else "MISS",
             "goal": "<= 1 call per service and verb" + (", <= %gx" % goal if goal else ""),
         }
@@ -176,11 +179,11 @@ def main(argv):
         return 0
     print("extender (%s) answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms after; "
           "%d interleaved runs per variant; medians" % (options.protocol, options.delay_ms, before * 1000.0, after * 1000.0, options.runs))
-    header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s", "result")
-    print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %9s  %s" % header)
+    header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s (med)", "result")
+    print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %11s  %s" % header)
     for row in rows:
         for mode, figures in row["modes"].items():
-            print("%-12s %8d %10.1f  %-6s %10.1f %5.2fx %8d %8d %9.3f  %s (%s)%s" % (
+            print("%-12s %8d %10.1f  %-6s %10.1f %5.2fx %8d %8d %11.3f  %s (%s)%s" % (
                 "%dx%d" % (row["nodes"], row["instances"]), row["services"], row["median_ms"]["none"], mode,
                 row["median_ms"][mode], figures["ratio"], figures["filter_calls"], figures["prioritize_calls"],
                 figures["extender_seconds"], figures["status"], figures["goal"],

@@ -41,6 +41,23 @@ FILTER = "filter"
 PRIORITIZE = "prioritize"
 
 
+def _whole_shape(service, requests):
+    return (service.every_node, service.tolerations, tuple(sorted(service.node_selector.items())), requests.cpu,
+            requests.memory, service.resources.gpu, service.resources.nvme)
+
+
+# What each built-in static filter reads of a service (plugins/*.py, filter_static, as for an instance that stays);
+# a built-in filter not listed here is taken to read all of it.
+_READS = {
+    "NodeUnschedulable": lambda service, requests: service.every_node,
+    "TaintToleration": lambda service, requests: service.tolerations,
+    "NodeSelector": lambda service, requests: tuple(sorted(service.node_selector.items())),
+    "NodeResourcesFit": lambda service, requests: (requests.cpu, requests.memory),
+    "GPU": lambda service, requests: service.resources.gpu,
+    "NVMe": lambda service, requests: service.resources.nvme,
+}
+
+
 class Extender(FilterPlugin, ScorePlugin):
     """One configured extender; profiles.py makes a subclass per entry with ``name`` and ``config`` set."""
 
@@ -56,6 +73,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self._node_json = {}        # node name -> Node JSON text (built once per plan)
         self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON text)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
+        self._passing = {}          # (a built-in filter, what it reads of a service) -> the nodes it accepts
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
         self.skipped = None         # why an ignorable extender was left out of this plan
@@ -92,18 +110,25 @@ class Extender(FilterPlugin, ScorePlugin):
 
     def _candidates(self, service):
         """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
-        set), in the problem's node order. Kept per what those filters read of a service (NodeUnschedulable:
-        every_node; TaintToleration: tolerations; NodeSelector; NodeResourcesFit: the pod's CPU and memory; GPU
-        and NVMe: their requests), so services of one shape cost one pass over the nodes."""
+        set), in the problem's node order. Each filter's pass over the nodes is kept per what it reads of a service
+        (_READS), so services that differ in one respect cost one more pass of that filter only."""
         requests = self.problem.requests()[service.name]
-        shape = (service.every_node, service.tolerations, tuple(sorted(service.node_selector.items())),
-                 requests.cpu, requests.memory, service.resources.gpu, service.resources.nvme)
+        reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self.built_in]
+        shape = tuple(read for _plugin, read in reads)
         names = self._candidates_of.get(shape)
         if names is None:
             stand_in = Instance(service, 0, None)
-            names = self._candidates_of[shape] = [
-                name for name, node in self.problem.nodes.items()
-                if all(plugin.filter_static(stand_in, node, True).ok for plugin in self.built_in)]
+            passing = []
+            for plugin, read in reads:
+                key = (plugin.name, read)
+                accepted = self._passing.get(key)
+                if accepted is None:
+                    accepted = self._passing[key] = frozenset(
+                        name for name, node in self.problem.nodes.items()
+                        if plugin.filter_static(stand_in, node, True).ok)
+                passing.append(accepted)
+            names = self._candidates_of[shape] = [name for name in self.problem.nodes
+                                                  if all(name in accepted for accepted in passing)]
         return names
 
     # --- the calls ---------------------------------------------------------------------------

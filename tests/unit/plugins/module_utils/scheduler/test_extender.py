@@ -34,7 +34,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.exten
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import Extender as ExtenderPlugin
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import framework_for, plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_priorities import kinded
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_properties import SETTINGS
@@ -1027,3 +1029,44 @@ def test_generated_plans_honour_the_extender(hashed_extender, problem):
     assert not violations, (violations, problem, result)
     asked = hashed_extender.verbs()
     assert len(asked) == len(set(asked)), asked
+
+
+
+def _services_differing_in_one_respect():
+    """Services that differ from ``base`` in one thing each that one built-in static filter reads."""
+    gpus = [{"index": 0, "uuid": "GPU-a", "model": "NVIDIA L4", "memory": "24Gi"}]
+    nodes = {"plain": {"cpu": 8, "memory": "32Gi"},
+             "small": {"cpu": 8, "memory": "4Gi"},
+             "tainted": {"cpu": 8, "memory": "32Gi", "taints": [{"key": "gpu", "effect": "NoExecute"}]},
+             "cordoned": {"cpu": 8, "memory": "32Gi", "unschedulable": True},
+             "labelled": {"cpu": 8, "memory": "32Gi", "labels": {"zone": "a"}},
+             "gpu": {"cpu": 8, "memory": "32Gi", "gpus": gpus, "labels": {"zone": "a"}},
+             "disk": {"cpu": 8, "memory": "32Gi", "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["scratch"]}]}}
+    base = {"replicas": 1, "resources": {"cpu": 1, "memory": "1Gi"}}
+    services = {"base": base,
+                "memory": dict(base, resources={"cpu": 1, "memory": "8Gi"}),
+                "tolerant": dict(base, tolerations=[{"key": "gpu"}]),
+                "selective": dict(base, node_selector={"zone": "a"}),
+                "gpu": dict(base, resources={"cpu": 1, "memory": "1Gi", "gpu": {"count": 1}}),
+                "l40": dict(base, resources={"cpu": 1, "memory": "1Gi", "gpu": {"count": 1, "models": ["L40"]}}),
+                "disk": dict(base, resources={"cpu": 1, "memory": "1Gi", "nvme": {"label": "scratch", "size": "10Gi"}}),
+                "everywhere": {"every_node": True, "resources": {"cpu": 1, "memory": "1Gi"}}}
+    return problem_with(nodes, **services)
+
+
+@pytest.mark.parametrize("problem", [_services_differing_in_one_respect(), rich_problem()])
+def test_the_nodes_sent_are_those_every_built_in_filter_accepts(problem):
+    """The candidates of a service (kept per what each built-in static filter reads of it) are exactly the nodes
+    that every built-in static filter accepts for it, checked node by node; no call is made for this. The
+    services differ in one respect each, in either order (what a pass is kept for must not hide a difference)."""
+    for order in (1, -1):
+        data = copy.deepcopy(problem)
+        data["services"] = dict(list(data["services"].items())[::order])
+        parsed = parse_problem(data)
+        framework = framework_for(parsed, profile=profile({"urlPrefix": "http://127.0.0.1:9", "filterVerb": "filter"}))
+        [extender] = [plugin for plugin in framework.plugins if isinstance(plugin, ExtenderPlugin)]
+        for service in parsed.services.values():
+            stand_in = Instance(service, 0, None)
+            expected = [name for name, node in parsed.nodes.items()
+                        if all(plugin.filter_static(stand_in, node, True).ok for plugin in extender.built_in)]
+            assert extender._candidates(service) == expected, service.name
