@@ -1031,7 +1031,6 @@ def test_generated_plans_honour_the_extender(hashed_extender, problem):
     assert len(asked) == len(set(asked)), asked
 
 
-
 def _services_differing_in_one_respect():
     """Services that differ from ``base`` in one thing each that one built-in static filter reads."""
     gpus = [{"index": 0, "uuid": "GPU-a", "model": "NVIDIA L4", "memory": "24Gi"}]
