@@ -178,7 +178,7 @@ def call_round(config, jobs, handle, workers):
     queue = collections.deque(enumerate(jobs))
     results = {}                    # index of a job -> its result
     state = {"left": len(jobs), "opening": 0}
-    connections = [_Connection(config, watch) for _unused in range(max(1, min(workers, len(jobs))))]
+    connections = [_Connection(config, watch, state) for _unused in range(max(1, min(workers, len(jobs))))]
 
     def work(connection):
         try:
@@ -215,6 +215,7 @@ def call_round(config, jobs, handle, workers):
                 if connection.deadline is not None:
                     if connection.deadline <= now:
                         connection.cut()
+                        watch.notify_all()      # a retry waiting for a new connection gives up
                     else:
                         wake = min(wake, connection.deadline)
             watch.wait(max(wake - now, 0.001))
@@ -227,9 +228,10 @@ class _Connection:
     """One worker's keep-alive connection to an extender. ``deadline``, ``sock`` and ``expired`` are read and written
     under the round's lock (``watch``): the watchdog cuts ``sock`` once ``deadline`` has passed."""
 
-    def __init__(self, config, watch):
+    def __init__(self, config, watch, state):
         self.config = config
         self.watch = watch
+        self.state = state          # the round's: "opening" counts calls on connections not answered yet
         self.sock = None            # None while no connection is open
         self.deadline = None        # of the call in progress
         self.expired = False
@@ -254,9 +256,11 @@ class _Connection:
         with self.watch:
             self.deadline = time.monotonic() + config.timeout
             self.expired = False
+        opening = False
         try:
             # A kept-alive connection the server closed while idle fails before any answer: the request goes once
-            # more on a new connection, within the same deadline (a server that dropped it never read it).
+            # more on a new connection, within the same deadline (a server that dropped it never read it). That
+            # connection counts against MAX_OPENING like any new one.
             for retry in (False, True):
                 reused = self.sock is not None
                 try:
@@ -266,6 +270,7 @@ class _Connection:
                     self.close()
                     if retry or not reused or self.expired:
                         raise unanswered.error from None
+                    opening = self._take_opening()
         except _TooLarge:
             self.close()
             raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, verb, MAX_RESPONSE_BYTES))
@@ -278,6 +283,9 @@ class _Connection:
             with self.watch:
                 self.deadline = None
                 expired = self.expired
+                if opening:
+                    self.state["opening"] -= 1
+                    self.watch.notify_all()
         if expired:
             self.close()
             raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
@@ -287,6 +295,17 @@ class _Connection:
             return json.loads(data.decode("utf-8"))
         except (ValueError, RecursionError):
             raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, verb, config.snippet(data)))
+
+    def _take_opening(self):
+        """Wait for a call on a new connection to be allowed (MAX_OPENING); True once counted. The watchdog wakes
+        the wait when the deadline passes: then it raises a timeout."""
+        with self.watch:
+            while self.state["opening"] >= MAX_OPENING and not self.expired:
+                self.watch.wait()
+            if self.expired:
+                raise socket.timeout()
+            self.state["opening"] += 1
+        return True
 
     def _exchange(self, verb, body):
         """(status, body bytes) of one request on this connection, opened first when it is not."""

@@ -388,18 +388,21 @@ def test_a_round_keeps_connections_open_and_few_unanswered(servers, protocol):
 def test_a_kept_connection_the_server_drops_is_opened_again(servers):
     """A server that says HTTP/1.1 and closes the connection after every answer anyway (as one does at its idle
     timeout): the next call on that connection gets no answer, goes again on a new connection within its deadline,
-    and the server still sees each service and verb once."""
+    and the server still sees each service and verb once. Every call here ends up on a new connection, so at
+    most MAX_OPENING are in flight at once, retries included."""
     def behave(verb, args, headers, handler):
         handler.close_connection = True
+        time.sleep(0.01)       # long enough for the calls of every worker to overlap
         return maintenance({"n0"})(verb, args, headers, handler)
     server = servers(behave, protocol="HTTP/1.1")
-    problem = _many_services(6)
+    problem = _many_services(12)
     result = plan(copy.deepcopy(problem), profile=profile(
         {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
-    checked(problem, result, {"s%02d" % index: {"n0"} for index in range(6)})
+    checked(problem, result, {"s%02d" % index: {"n0"} for index in range(12)})
     assert sorted(server.verbs()) == sorted((verb, "s%02d" % index) for verb in ("filter", "prioritize")
-                                            for index in range(6))
-    assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(6, 6)]
+                                            for index in range(12))
+    assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(12, 12)]
+    assert server.most_at_once <= wire.MAX_OPENING, server.most_at_once
 
 
 # --- failures: slow, failing, garbage, unknown nodes; ignorable ---------------------------------
