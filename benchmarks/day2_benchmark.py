@@ -108,6 +108,7 @@ class Run:
         seconds = time.monotonic() - started
         tasks = changed = host_tasks = 0
         changed_hosts = []
+        per_play = []
         try:
             report = json.loads(completed.stdout)
             tasks = sum(len(play["tasks"]) for play in report["plays"])
@@ -115,13 +116,16 @@ class Run:
             host_tasks = sum(len(task["hosts"]) for play in report["plays"] for task in play["tasks"])
             changed = sum(stats["changed"] for stats in report["stats"].values())
             changed_hosts = sorted(host for host, stats in report["stats"].items() if stats["changed"])
+            # Per play: its name, its tasks and its tasks x hosts (where the per-host work is).
+            per_play = [[play["play"]["name"], len(play["tasks"]), sum(len(task["hosts"]) for task in play["tasks"])]
+                        for play in report["plays"]]
         except (ValueError, KeyError):
             report = None
         error = None
         if completed.returncode != 0:
             error = "%s failed (rc %d): %s" % (name, completed.returncode, (completed.stdout + completed.stderr)[-2000:])
         return {"seconds": seconds, "tasks": tasks, "host_tasks": host_tasks, "changed": changed,
-                "changed_hosts": changed_hosts, "error": error}
+                "changed_hosts": changed_hosts, "per_play": per_play, "error": error}
 
     def containers(self):
         out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
@@ -228,6 +232,8 @@ def main(argv=None):
                       % (result["label"], result["seconds"], result["tasks"], result["host_tasks"], result["changed"],
                          len(result["changed_hosts"]), result["load"], ratio,
                          "  FAILED: " + result["error"] if result["error"] else ""), flush=True)
+                print("    per play (tasks, tasks x hosts): %s" % "; ".join(
+                    "%s %d, %d" % tuple(play) for play in result.get("per_play", [])), flush=True)
     print("\nsummary (seconds; ratio to %d hosts)" % sizes[0])
     print("%-32s %s" % ("", "  ".join("%-16s" % ("%s@%d" % key) for key in figures)))
     labels = [result["label"] for result in next(iter(figures.values()))]

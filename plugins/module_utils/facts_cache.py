@@ -103,4 +103,9 @@ def cached_facts(content, print_):
     missing = [key for key in CACHED_KEYS[:2] if key not in facts]
     if missing:
         return None, "the cache lacks %s" % ", ".join(missing)
+    # A GPU that could not be read (an Xid error, say) is read again on every run until it reads well: the fingerprint
+    # does not see it recover, and site.yml reuses the facts too.
+    gpus = facts.get("gangplank_gpus")
+    if isinstance(gpus, list) and any(isinstance(gpu, dict) and gpu.get("error") for gpu in gpus):
+        return None, "a GPU could not be read at the last gathering"
     return {key: facts[key] for key in CACHED_KEYS if key in facts}, "the hardware is unchanged"

@@ -39,6 +39,13 @@ options:
     description: For O(state=write), the host's facts (C(ansible_facts)); only the keys the scheduler reads are stored.
     type: dict
     default: {}
+  bindings_path:
+    description:
+      - For O(state=read), also read the node's fact file (written by M(gangplank.platform.node_state)) and return it as
+        C(ansible_facts.gangplank_node_bindings), so the controller can tell which hosts need it written
+        (P(gangplank.platform.bindings_to_write#filter)) without a second task per host.
+      - The file is returned as it is; null when it is missing, larger than 4 MiB, not a regular file or not a JSON object.
+    type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -78,8 +85,10 @@ reason:
   type: str
   sample: the hardware or the facts role's inputs changed since the cache was written
 ansible_facts:
-  description: With O(state=read) and a valid cache, the stored facts.
-  returned: when valid
+  description:
+    - With O(state=read) and a valid cache, the stored facts.
+    - With O(bindings_path), also C(gangplank_node_bindings), the node's fact file (null when it could not be read).
+  returned: when valid, or with O(bindings_path)
   type: dict
 fingerprint:
   description: The host's fingerprint now (sha256, hex).
@@ -113,6 +122,7 @@ def main():
             state=dict(type="str", choices=["read", "write"], default="read"),
             inputs=dict(type="raw", default={}),
             facts=dict(type="dict", default={}),
+            bindings_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -124,6 +134,8 @@ def main():
         result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
         if facts is not None:
             result["ansible_facts"] = facts
+        if module.params["bindings_path"]:
+            result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_cache(module.params["bindings_path"])
         module.exit_json(**result)
     content = cache_content(module.params["facts"], print_)
     try:

@@ -36,6 +36,13 @@ def test_any_change_of_the_hardware_or_the_inputs_makes_the_cache_stale():
     assert cached_facts(content, fingerprint(other, VIEW))[0] is None
 
 
+def test_facts_with_a_gpu_that_could_not_be_read_are_gathered_again():
+    print_ = fingerprint(INPUTS, VIEW)
+    broken = dict(FACTS, gangplank_gpus=[{"index": 0, "uuid": "GPU-a", "error": "Xid 79: GPU has fallen off the bus"}])
+    assert cached_facts(cache_content(broken, print_), print_) == (None, "a GPU could not be read at the last gathering")
+    assert cached_facts(cache_content(FACTS, print_), print_)[0] is not None
+
+
 def test_a_missing_or_foreign_cache_is_not_used():
     print_ = fingerprint(INPUTS, VIEW)
     assert cached_facts(None, print_) == (None, "no cache yet")

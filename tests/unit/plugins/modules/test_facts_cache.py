@@ -55,3 +55,17 @@ def test_other_inputs_or_a_damaged_file_mean_gather_again(tmp_path):
     assert result["valid"] is False and "ansible_facts" not in result
     path.write_text("{not json")
     assert run({"path": str(path), "inputs": INPUTS})["valid"] is False
+
+
+def test_the_read_also_returns_the_node_fact_file_when_asked(tmp_path):
+    path, bindings = str(tmp_path / "hardware-facts.json"), tmp_path / "gangplank.fact"
+    result = run({"path": path, "inputs": INPUTS, "bindings_path": str(bindings)})
+    assert result["valid"] is False and result["ansible_facts"] == {"gangplank_node_bindings": None}
+    bindings.write_text('{"revision": 2, "labels": {}, "instances": {}, "ranks": []}')
+    run({"path": path, "state": "write", "inputs": INPUTS, "facts": FACTS})
+    result = run({"path": path, "inputs": INPUTS, "bindings_path": str(bindings)}, check=True)
+    assert result["valid"] is True
+    assert result["ansible_facts"]["gangplank_node_bindings"] == {"revision": 2, "labels": {}, "instances": {}, "ranks": []}
+    assert result["ansible_facts"]["processor_vcpus"] == 4
+    bindings.write_text("[1, 2]")
+    assert run({"path": path, "inputs": INPUTS, "bindings_path": str(bindings)})["ansible_facts"]["gangplank_node_bindings"] is None
