@@ -15,7 +15,8 @@ description:
   - Both are files on the host the module runs on (a control host of the cluster), in the directory O(path).
     Nothing is kept on the controller, which AWX throws away after each job.
   - C(placement.json) (mode 0600) holds the current revision and the older ones under C(history), newest first.
-    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks) and C(nodes).
+    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks), C(nodes) and
+    C(down_since).
   - C(lock.json) (mode 0600) names the run that holds the lock, with C(owner), C(job_id), C(started_at) and C(started_epoch).
   - Files are replaced atomically (a temporary file, fsync, rename, fsync of the directory). The lock is created with
     C(O_CREAT|O_EXCL), so of several runs that try at once exactly one gets it. Runs on the same host also take
@@ -74,7 +75,9 @@ options:
     description:
       - For O(action=write), the new content, a mapping with the keys C(placement) (a mapping), C(node_labels) (a mapping),
         C(replicas) (a mapping of service name to a count, the scale overrides), C(ranks) (a list) and C(nodes) (a mapping
-        of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan).
+        of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan)
+        and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch: the grace period
+        before its stateless instances are replaced counts from there).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned
         by O(action=read) can be passed back with changes. Other keys fail the task.
@@ -167,6 +170,9 @@ record:
     nodes:
       description: Per host, the scheduler's node entry the placement was planned with (empty in records of older versions).
       type: dict
+    down_since:
+      description: Per host that is down, when it was first seen down (seconds since the epoch; empty in records of older versions).
+      type: dict
     ranks:
       description: The ranks of the gang.
       type: list
@@ -241,10 +247,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.state_files imp
 PLACEMENT_FILE = "placement.json"
 LOCK_FILE = "lock.json"
 FILE_MODE = 0o600
-CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes")
-CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict}
+CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_since")
+CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict, "down_since": dict}
 # Keys a record written by an older version may lack (read as empty).
-NEWER_KEYS = ("nodes",)
+NEWER_KEYS = ("nodes", "down_since")
 ENTRY_KEYS = ("revision",) + CONTENT_KEYS + ("written_at", "job_id", "owner")
 READ_ONLY_KEYS = ("revision", "written_at", "job_id", "owner", "history")
 
