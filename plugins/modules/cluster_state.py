@@ -87,6 +87,14 @@ options:
       - How many revisions C(placement.json) keeps, the current one included. Its C(history) list holds at most O(history) - 1 older ones.
     type: int
     default: 10
+  min_revision:
+    description:
+      - With O(action=write), the lowest revision number the new revision may get (it gets the current one plus one
+        when that is higher). Pass the newest revision the control hosts hold plus one, so that a control host that
+        missed writes while it was down gets the same number as the others and can never later pass for the newest.
+      - 0 to 2^53.
+    type: int
+    default: 0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -269,6 +277,7 @@ class LockHeld(StateError):
 
 MAX_EPOCH = 253402300799        # 9999-12-31T23:59:59Z
 MAX_LOCK_WAIT = 86400
+MAX_REVISION = 2 ** 53
 
 
 def _now():
@@ -488,7 +497,7 @@ def check_content(given, current):
         raise StateError("record cannot be stored as JSON: %s" % error) from None
 
 
-def write_record(directory, job_id, given, history, check_mode, owner=None):
+def write_record(directory, job_id, given, history, check_mode, owner=None, min_revision=0):
     """Store ``given`` as a new revision if it differs; returns the result (changed, record, lock, before, after)."""
     path = os.path.join(directory, PLACEMENT_FILE)
     with _guard(directory):
@@ -506,7 +515,7 @@ def write_record(directory, job_id, given, history, check_mode, owner=None):
         if all(content[key] == current[key] for key in CONTENT_KEYS):
             result.update(changed=False, record=current, after=current["placement"])
             return result
-        record = {"revision": current["revision"] + 1, "written_at": iso_utc(now), "job_id": job_id,
+        record = {"revision": max(current["revision"] + 1, min_revision), "written_at": iso_utc(now), "job_id": job_id,
                   "owner": holder["owner"] if holder is not None else owner}
         record.update(content)
         older = list(current["history"])
@@ -565,6 +574,7 @@ def main():
             break_lock=dict(type="bool", default=False),
             record=dict(type="dict"),
             history=dict(type="int", default=10),
+            min_revision=dict(type="int", default=0),
         ),
         required_if=[
             ("action", "lock", ("owner", "job_id")),
@@ -583,6 +593,8 @@ def main():
         module.fail_json(msg="lock_timeout must be 0 or more seconds, got %d" % params["lock_timeout"], path=directory)
     if not 0 <= params["lock_wait"] <= MAX_LOCK_WAIT:
         module.fail_json(msg="lock_wait must be 0 to %d seconds, got %d" % (MAX_LOCK_WAIT, params["lock_wait"]), path=directory)
+    if not 0 <= params["min_revision"] <= MAX_REVISION:
+        module.fail_json(msg="min_revision must be 0 to %d, got %d" % (MAX_REVISION, params["min_revision"]), path=directory)
     if params["history"] < 1:
         module.fail_json(msg="history must be 1 or more (the current revision counts), got %d" % params["history"], path=directory)
 
@@ -593,7 +605,8 @@ def main():
             result = take_lock(directory, params["owner"], params["job_id"], params["lock_timeout"], params["break_lock"], module.check_mode,
                                lock_wait=params["lock_wait"])
         elif action == "write":
-            result = write_record(directory, params["job_id"], params["record"], params["history"], module.check_mode, owner=params["owner"])
+            result = write_record(directory, params["job_id"], params["record"], params["history"], module.check_mode, owner=params["owner"],
+                                  min_revision=params["min_revision"])
             before, after, before_revision = result.pop("before"), result.pop("after"), result.pop("before_revision")
             if module._diff:
                 where = os.path.join(directory, PLACEMENT_FILE)

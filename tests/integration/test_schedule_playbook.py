@@ -269,3 +269,47 @@ def test_a_host_that_is_down_keeps_its_instances_and_the_rest_is_planned(cluster
     plan_lines = tasks["Show the plan"][live[0]]["msg"]
     assert any(line.startswith("down: %s" % down) and "db-0" in line for line in plan_lines), plan_lines
     assert not (control.parent / "lock.json").exists()
+
+
+def test_a_control_host_that_is_down_is_left_out_while_another_holds_a_copy(tmp_path):
+    """Two control hosts; the first stops answering: the run keeps the record and the lock on the second and says so.
+    With no control host answering the run fails naming them and changes nothing."""
+    cluster = Cluster(tmp_path)
+    cluster.inventory["all"]["children"]["gangplank_control"]["hosts"] = {"host-a": {}, "host-b": {}}
+    cluster.inventory["all"]["vars"]["gangplank_control_timeout"] = 2        # seconds to give up on a control host
+    returncode, tasks, _stats = cluster.run()
+    assert returncode == 0, tasks
+    copy_of = {host: tmp_path / host / "state" / "placement.json" for host in ("host-a", "host-b")}
+    copies = [json.loads(copy_of[host].read_text()) for host in ("host-a", "host-b")]
+    assert [(copy["revision"], copy["placement"]) for copy in copies] == [(1, copies[0]["placement"])] * 2
+    saved = json.loads(json.dumps(cluster.inventory))
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                   "ansible_ssh_common_args": "-o ConnectTimeout=3"}
+    cluster.inventory["all"]["hosts"]["host-a"].update(unreachable)
+    cluster.inventory["all"]["vars"]["web_replicas"] = 3
+    try:
+        returncode, tasks, stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode == 4 and all(not stats[host]["failures"] for host in ("host-b", "host-c")), tasks
+    said = [result["msg"] for result in tasks["Say which control hosts are down"].values()]
+    assert said and said[0].startswith("control host(s) host-a down: this run keeps the record and the lock on host-b")
+    on_b = json.loads(copy_of["host-b"].read_text())
+    on_a = json.loads(copy_of["host-a"].read_text())
+    assert on_b["revision"] == on_a["revision"] + 1 and "web-2" in on_b["placement"] and "web-2" not in on_a["placement"]
+    assert not (tmp_path / "host-b" / "state" / "lock.json").exists()
+
+    # When host-a returns, the next run writes it with host-b's revision + 1 (cluster_state's min_revision, unit-tested),
+    # so its older copy never passes for the newest.
+
+    before = {host: path.read_bytes() for host, path in copy_of.items()}
+    for host in ("host-a", "host-b"):
+        cluster.inventory["all"]["hosts"][host].update(unreachable)
+    try:
+        returncode, tasks, _stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode != 0
+    refused = [result.get("msg", "") for result in tasks["Require a control host that answers"].values()]
+    assert refused and refused[0].startswith("No control host answers (host-a, host-b)"), tasks
+    assert {host: path.read_bytes() for host, path in copy_of.items()} == before

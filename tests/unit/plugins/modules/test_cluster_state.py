@@ -500,3 +500,24 @@ def test_racing_without_the_directory_lock_still_one_wins(tmp_path, monkeypatch,
     """O_EXCL alone decides when the runs do not take turns through the flock."""
     monkeypatch.setattr(cluster_state, "_guard", lambda directory, shared=False: contextlib.nullcontext())
     race(str(tmp_path / "gangplank"))
+
+
+def test_min_revision_lets_a_control_host_that_missed_writes_catch_up_with_the_same_number(state, clock):
+    """A control host that was down has an older revision; the run writes the newest revision + 1 to every control host,
+    so the returning one can never later pass for the newest with older content."""
+    lock(state)
+    assert write(state, content(1))["record"]["revision"] == 1
+    result = write(state, content(2), min_revision=8)
+    assert result["changed"] is True and result["record"]["revision"] == 8
+    assert [entry["revision"] for entry in result["record"]["history"]] == [1]
+    # An up-to-date host gets the current revision + 1 when that is higher; the same content changes nothing.
+    assert write(state, content(3), min_revision=2)["record"]["revision"] == 9
+    assert write(state, content(3), min_revision=50)["changed"] is False
+
+
+@pytest.mark.parametrize("value", [-1, 2 ** 53 + 1])
+def test_a_bad_min_revision_fails_and_writes_nothing(state, clock, value):
+    lock(state)
+    result = write(state, content(1), min_revision=value)
+    assert result["failed"] is True and result["msg"] == "min_revision must be 0 to %d, got %d" % (2 ** 53, value)
+    assert not (state / "placement.json").exists()
