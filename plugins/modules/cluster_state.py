@@ -76,7 +76,7 @@ options:
       - For O(action=write), the new content, a mapping with the keys C(placement) (a mapping), C(node_labels) (a mapping),
         C(replicas) (a mapping of service name to a count, the scale overrides), C(ranks) (a list) and C(nodes) (a mapping
         of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan)
-        and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch: the grace period
+        and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch; the grace period
         before its stateless instances are replaced counts from there).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned

@@ -49,7 +49,7 @@ options:
         eviction of a NotReady node's pods in Kubernetes, after 300 s by default). A service's own C(down_grace) in
         O(services) wins.
       - It counts from when the host was first seen down, kept in the record (C(down_since)); within it the instances
-        keep their place and wait. Stateful, every-node and sidecar instances are never replaced: they wait for their
+        keep their place and wait. Stateful, every-node and sidecar instances are never replaced; they wait for their
         host. A replacement that does not fit on the live hosts keeps waiting, with a warning.
       - When the host returns, its bindings no longer hold a replaced instance, so the deploy removes its old copy there
         after every rank is up (the replacement is healthy first).
