@@ -82,7 +82,8 @@ def down_grace_value(value):
 
 
 def _valid_time(value, now):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and 0 <= value <= now
+    # NaN fails 0 <= value.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= now
 
 
 def down_since(record, down, now):

@@ -232,7 +232,7 @@ DOWN_SERVICES = {
 FREE_SERVICES = dict(DOWN_SERVICES, web={"replicas": 3, "resources": {"cpu": 1}, "depends_on": ["db"]})
 
 
-def down_case(services=DOWN_SERVICES):
+def down_case():
     """A first plan on a, b, c; the host of db-0 then goes down. (record, host that is down, live hosts)."""
     first = run(services=DOWN_SERVICES, now=T0)
     down = first["plan"]["placements"]["db-0"]["node"]
@@ -281,7 +281,7 @@ def test_after_the_grace_period_stateless_instances_are_replaced_on_live_hosts_a
 
 def test_a_services_own_down_grace_wins_over_the_inventorys():
     services = dict(FREE_SERVICES, web=dict(FREE_SERVICES["web"], down_grace=30))
-    record, down, live = down_case(services)
+    record, down, live = down_case()
     record["down_since"] = {down: int(T0)}
     assert run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 29, down_grace=0)["replaced"] == {}
     assert run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 30, down_grace=9999)["replaced"]

@@ -75,11 +75,12 @@ def test_stateless_instances_are_replaced_after_their_grace_stateful_every_node_
     assert replacements(PREVIOUS, SERVICES, {}, 10 ** 9, 0) == {}         # no host is down
 
 
+FIELD = st.one_of(st.text(max_size=3), st.integers(), st.none(), st.lists(st.text(max_size=2), max_size=2))
+
+
 @settings(max_examples=200, deadline=None)
 @given(previous=st.dictionaries(st.text(max_size=5), st.one_of(st.none(), st.text(max_size=3), st.dictionaries(
-    st.sampled_from(["node", "service"]), st.one_of(st.text(max_size=3), st.integers(), st.none(), st.lists(st.text(max_size=2),
-                                                                                                       max_size=2)),
-    max_size=2)), max_size=8),
+    st.sampled_from(["node", "service"]), FIELD, max_size=2)), max_size=8),
     services=st.dictionaries(st.text(max_size=3), st.one_of(st.none(), st.text(max_size=2), st.dictionaries(
         st.sampled_from(["stateful", "down_grace", "every_node"]), st.one_of(st.booleans(), st.integers(), st.text(max_size=3),
                                                                              st.lists(st.integers(), max_size=2)),

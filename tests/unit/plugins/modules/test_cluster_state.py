@@ -245,7 +245,8 @@ def test_a_record_of_an_older_version_without_nodes_is_read_as_empty_nodes(state
     del older["nodes"], older["down_since"]
     (state / "placement.json").write_text(json.dumps(older))
     result = read(state)
-    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["down_since"] == {} and result["record"]["placement"] == content(1)["placement"]
+    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["down_since"] == {}
+    assert result["record"]["placement"] == content(1)["placement"]
     assert write(state, {"nodes": {"node1": {"cpu": 2}}})["record"]["revision"] == 2
 
 
