@@ -16,7 +16,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (
     DEFAULT_DOWN_GRACE, down_grace_error, down_grace_value, down_nodes, down_since, move_stateful_error, pending_lines,
-    replacements, waiting, waiting_lines, without_previous,
+    replacement_groups, replacements, waiting, waiting_lines, without_previous,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
@@ -227,10 +227,18 @@ class ActionModule(ActionBase):
             planned = self._plan(without_previous(problem, moving | set(replacing)), max_moves, args["exact_timeout"], profile)
             kept_waiting = []
             if not planned["feasible"] and replacing:
-                # No room for the replacements on the live hosts: they keep waiting for their host, the rest goes on.
+                # Not all replacements fit on the live hosts: those of a service that does not fit keep waiting for
+                # their host, one service at a time (replacement_groups bounds the tries); the rest goes on.
                 fallback = self._plan(without_previous(problem, moving), max_moves, args["exact_timeout"], profile)
                 if fallback["feasible"]:
-                    planned, kept_waiting, replacing = fallback, sorted(replacing), {}
+                    taken = set()
+                    for _service, names in replacement_groups(replacing):
+                        attempt = self._plan(without_previous(problem, moving | taken | names), max_moves,
+                                             args["exact_timeout"], profile)
+                        if attempt["feasible"]:
+                            fallback, taken = attempt, taken | names
+                    planned, kept_waiting = fallback, sorted(set(replacing) - taken)
+                    replacing = {name: why for name, why in replacing.items() if name in taken}
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result

@@ -132,6 +132,18 @@ def replacements(previous, services, since, now, grace):
     return chosen
 
 
+# Plans tried, one service at a time, when the replacements do not all fit: bounds the work of a plan (each try may
+# run the exact solver for its time limit).
+MAX_REPLACEMENT_TRIES = 8
+
+
+def replacement_groups(chosen):
+    """The replacements grouped per service, in name order: [(service, {instance, ...}), ...], at most
+    MAX_REPLACEMENT_TRIES groups (the rest keep waiting)."""
+    services = sorted({why["service"] for why in chosen.values()})[:MAX_REPLACEMENT_TRIES]
+    return [(service, {name for name, why in chosen.items() if why["service"] == service}) for service in services]
+
+
 def pending_lines(previous, services, since, now, grace, replaced):
     """For each stateless instance that waits for its host, when it will be replaced (one line per host)."""
     lines = []

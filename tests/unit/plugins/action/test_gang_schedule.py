@@ -297,6 +297,23 @@ def test_replacements_without_room_keep_waiting_and_the_rest_goes_on():
     assert sorted(result["waiting"][down]) == sorted(name for name, entry in record["placement"].items() if entry["node"] == down)
 
 
+def test_the_replacements_of_a_service_that_fits_go_and_the_others_wait():
+    services = dict(DOWN_SERVICES, api={"replicas": 3, "resources": {"cpu": 1}, "anti_affinity": ["api"]})
+    first = run(services=services, now=T0)
+    down = first["plan"]["placements"]["db-0"]["node"]
+    live = [host for host in ("a", "b", "c") if host != down]
+    record = dict(first["record"], revision=1, down_since={down: int(T0)})
+    # api may now share a host; web still may not, so only api's instance of the down host finds room.
+    services["api"] = {"replicas": 3, "resources": {"cpu": 1}}
+    result = run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 300)
+    assert not result.get("failed"), result.get("msg")
+    api_down = [name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "api"]
+    web_down = [name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "web"]
+    assert sorted(result["replaced"]) == api_down and api_down and web_down
+    assert sorted(result["waiting"][down]) == sorted(["db-0"] + web_down)
+    assert any(warning.startswith("%s could not be replaced" % ", ".join(web_down)) for warning in result["warnings"])
+
+
 @pytest.mark.parametrize("grace", [-1, 31536001, 10 ** 30, 1.5, "1.5", "abc", "", " ", True, None, [], {"a": 1}, "-5", "٣"])
 def test_a_bad_grace_period_fails_and_changes_nothing(grace):
     result = run(services=DOWN_SERVICES, down_grace=grace)

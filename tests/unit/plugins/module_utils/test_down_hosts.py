@@ -39,7 +39,8 @@ def test_the_number_of_down_hosts_is_bounded(monkeypatch):
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (  # noqa: E402
-    DEFAULT_DOWN_GRACE, MAX_DOWN_GRACE, down_grace_error, down_grace_value, down_since, move_stateful_error, replacements,
+    DEFAULT_DOWN_GRACE, MAX_DOWN_GRACE, down_grace_error, down_grace_value, down_since, move_stateful_error, replacement_groups,
+    replacements,
 )
 
 SERVICES = {"db": {"stateful": True}, "web": {}, "fast": {"down_grace": 10}, "agent": {"every_node": True},
@@ -94,6 +95,13 @@ def test_hostile_records_and_catalogs_never_break_the_decision(previous, service
     for name in list(previous)[:3]:
         message = move_stateful_error(name, name, previous, services, {"": {}})
         assert message is None or message.startswith("move_stateful: ")
+
+
+def test_replacement_groups_are_per_service_and_bounded(monkeypatch):
+    chosen = {"web-0": {"service": "web"}, "api-1": {"service": "api"}, "web-2": {"service": "web"}}
+    assert replacement_groups(chosen) == [("api", {"api-1"}), ("web", {"web-0", "web-2"})]
+    monkeypatch.setattr(down_hosts, "MAX_REPLACEMENT_TRIES", 1)
+    assert replacement_groups(chosen) == [("api", {"api-1"})]
 
 
 @pytest.mark.parametrize("value, seconds", [(0, 0), ("0", 0), (" 42 ", 42), (MAX_DOWN_GRACE, MAX_DOWN_GRACE)])
