@@ -23,9 +23,13 @@ import pytest
 from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures
 from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
 
-HOSTS = {"fresh1": ("fdn-1", "127.0.0.151"), "fresh2": ("fdn-2", "127.0.0.152"), "fresh3": ("fdn-3", "127.0.0.153")}
-NAMES = tuple(name for name, _address in HOSTS.values())
-DOWN = "fdn-2"              # a Podman host that is not the control host (fdn-1 keeps the record and the lock)
+HOSTS = {"fresh1": ("fdn-1", "127.0.0.151"), "fresh2": ("fdn-2", "127.0.0.152")}
+# fresh3 (zone west, no GPU: most CPU-only work goes there) with Podman instead of Docker: Docker starts
+# containers of restart policy always when the host boots, before gangplank can remove a moved instance's old copy
+# (docs/deploy.md says so); this test checks what gangplank itself guarantees.
+EXTRA = {"fdn-3": ("127.0.0.153", {"gangplank_labels": {"zone": "west"}})}
+NAMES = ("fdn-1", "fdn-2", "fdn-3")
+DOWN = "fdn-3"              # a Podman host that is not the control host (fdn-1 keeps the record and the lock)
 STATE = "/var/lib/gangplank"
 STATEFUL = ("db", "queue")
 GRACE = 5                   # gangplank_down_grace in the inventory: seconds before a down host's stateless work moves
@@ -33,7 +37,8 @@ GRACE = 5                   # gangplank_down_grace in the inventory: seconds bef
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
-    bed = FreshBed(tmp_path_factory.mktemp("down"), HOSTS)
+    bed = FreshBed(tmp_path_factory.mktemp("down"), HOSTS, EXTRA)
+    assert bed.names == NAMES
     (bed.base / "group_vars" / "all" / "zz_down.yml").write_text("gangplank_down_grace: %d\n" % GRACE)
     bed.down()
     bed.up()
