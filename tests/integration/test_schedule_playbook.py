@@ -303,6 +303,10 @@ def test_a_control_host_that_is_down_is_left_out_while_another_holds_a_copy(tmp_
     # so its older copy never passes for the newest.
 
     before = {host: path.read_bytes() for host, path in copy_of.items()}
+    returncode, tasks, _stats = cluster.run("-e", "gangplank_control_timeout=-1")
+    refused = [result.get("msg", "") for result in tasks["Check how long a control host is waited for"].values()]
+    assert returncode != 0 and refused == ["cluster_control_timeout (gangplank_control_timeout): got -1; expected a whole "
+                                           "number of seconds from 0 to 3600. Nothing was changed."], refused
     for host in ("host-a", "host-b"):
         cluster.inventory["all"]["hosts"][host].update(unreachable)
     try:
