@@ -10,10 +10,14 @@ writes the new record and each node's bindings after it.
 
 from __future__ import annotations
 
+import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import down_nodes, waiting, waiting_lines
+from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (
+    DEFAULT_DOWN_GRACE, down_grace_error, down_grace_value, down_nodes, down_since, move_stateful_error, pending_lines,
+    replacement_groups, replacements, waiting, waiting_lines, without_previous,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
@@ -41,6 +45,10 @@ ARGUMENT_SPEC = {
     "scale": {"type": "dict", "default": None},
     "rebalance": {"type": "dict", "default": None},
     "down_hosts": {"type": "list", "elements": "str", "default": []},
+    "down_grace": {"type": "raw", "default": DEFAULT_DOWN_GRACE},
+    "move_stateful": {"type": "str", "default": None},
+    "move_stateful_confirm": {"type": "str", "default": None},
+    "now": {"type": "float", "default": None},
 }
 
 # Where each part of the problem comes from, to name it in errors.
@@ -161,6 +169,12 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    @staticmethod
+    def _plan(problem, max_moves, exact_timeout, profile):
+        if max_moves is None:
+            return plan_catalog(problem, exact_seconds=exact_timeout, profile=profile)
+        return rebalance_catalog(problem, max_moves, exact_timeout, profile=profile)
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -169,6 +183,13 @@ class ActionModule(ActionBase):
         if exact_seconds_error(args["exact_timeout"]):
             result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
             return result
+        if down_grace_error(args["down_grace"]):
+            result.update(failed=True, changed=False,
+                          msg="down_grace (gangplank_down_grace): %s; nothing was changed" % down_grace_error(args["down_grace"]))
+            return result
+        grace = down_grace_value(args["down_grace"])
+        # The time the grace periods are measured against; a test passes its own.
+        now = time.time() if args["now"] is None else args["now"]
         max_moves = None
         if args["rebalance"] is not None:
             max_moves = _max_moves(args["rebalance"])
@@ -190,12 +211,34 @@ class ActionModule(ActionBase):
             # A host that is down keeps its place: the node it was planned with, cordoned, with its instances.
             down = down_nodes(record, args["hosts"], args["down_hosts"])
             problem["nodes"].update(down)
+            since = down_since(record, down, now)
+            moving = set()
+            if args["move_stateful"]:
+                refused = move_stateful_error(args["move_stateful"], args["move_stateful_confirm"], problem["previous"],
+                                              problem["services"], down)
+                if refused:
+                    result.update(failed=True, changed=False, msg=refused + "; nothing was changed")
+                    return result
+                moving = {args["move_stateful"]}
+            # Stateless instances of a host down for longer than the grace period are placed again on the live hosts.
+            replacing = replacements(problem["previous"], problem["services"], since, now, grace)
             # Relative user_plugins paths start from the playbook's folder.
             profile = load_profile(args["profile"], self._loader.get_basedir())
-            if max_moves is None:
-                planned = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
-            else:
-                planned = rebalance_catalog(problem, max_moves, args["exact_timeout"], profile=profile)
+            planned = self._plan(without_previous(problem, moving | set(replacing)), max_moves, args["exact_timeout"], profile)
+            kept_waiting = []
+            if not planned["feasible"] and replacing:
+                # Not all replacements fit on the live hosts: those of a service that does not fit keep waiting for
+                # their host, one service at a time (replacement_groups bounds the tries); the rest goes on.
+                fallback = self._plan(without_previous(problem, moving), max_moves, args["exact_timeout"], profile)
+                if fallback["feasible"]:
+                    taken = set()
+                    for _service, names in replacement_groups(replacing):
+                        attempt = self._plan(without_previous(problem, moving | taken | names), max_moves,
+                                             args["exact_timeout"], profile)
+                        if attempt["feasible"]:
+                            fallback, taken = attempt, taken | names
+                    planned, kept_waiting = fallback, sorted(set(replacing) - taken)
+                    replacing = {name: why for name, why in replacing.items() if name in taken}
         except NodeFactsError as error:
             result.update(failed=True, changed=False, msg="Cannot describe a host to the scheduler: %s" % error)
             return result
@@ -215,6 +258,27 @@ class ActionModule(ActionBase):
         result["table"] = render_table(planned).splitlines()
         result["waiting"] = waiting(planned.get("placements") or {}, down)
         result["table"] += waiting_lines(result["waiting"])
+        placements = planned.get("placements") or {}
+        result["replaced"] = {name: dict(why, to=placements[name]["node"]) for name, why in replacing.items()
+                              if name in placements}
+        result["table"] += ["replaced: %s of %s (down for %ds, grace %ds) now on %s; the copy on %s is removed when it returns"
+                            % (name, why["node"], why["down_for"], why["grace"], why["to"], why["node"])
+                            for name, why in result["replaced"].items()]
+        result["table"] += pending_lines(problem["previous"], problem["services"], since, now, grace, replacing)
+        if kept_waiting:
+            result.setdefault("warnings", []).append(
+                "%s could not be replaced on the live hosts (no room): they keep waiting for their host"
+                % ", ".join(kept_waiting))
+        if moving and planned["feasible"]:
+            name = args["move_stateful"]
+            result["moved_stateful"] = {"instance": name, "from": problem["previous"][name]["node"],
+                                        "to": placements[name]["node"]}
+            result.setdefault("warnings", []).append(
+                "moved the stateful instance %(instance)s from %(from)s, which is down, to %(to)s: it starts there WITHOUT "
+                "its data, which stays on %(from)s; when %(from)s returns, its old copy is removed (its data there is kept)"
+                % result["moved_stateful"])
+            result["table"].append("moved by hand: %(instance)s from %(from)s (down; its data stays there) to %(to)s"
+                                   % result["moved_stateful"])
         if max_moves is not None:
             # What the rebalance gains, shown before anything is done.
             result["rebalance"] = describe(planned)
@@ -230,7 +294,9 @@ class ActionModule(ActionBase):
                       "replicas": applied_overrides(args["services"], record.get("replicas")), "ranks": planned["ranks"],
                       # What each host was planned with: a host that is down later keeps its place with it.
                       "nodes": dict({host: problem["nodes"][host] for host in args["hosts"]},
-                                    **{host: recorded_nodes[host] for host in down})}
+                                    **{host: recorded_nodes[host] for host in down}),
+                      # When each host that is down was first seen down: the grace period counts from there.
+                      "down_since": since}
         delta = changes(record, planned)
         result["changed"] = any(delta.values()) or (record.get("ranks") or []) != planned["ranks"] or (
             (args["record"].get("replicas") or {}) != new_record["replicas"])
@@ -244,7 +310,9 @@ class ActionModule(ActionBase):
             service = args["scale"]["service"]
             result["scale"] = {"service": service, "asked": new_record["replicas"].get(service),
                                "running": sum(1 for p in planned["placements"].values() if p["service"] == service)}
-        result["hosts_changed"] = hosts_changed(record, planned, args["hosts"])
+        # A host that was down and is live again has its waiting instances to start and its replaced ones to remove.
+        returned = set(record.get("down_since") or {}) & set(args["hosts"]) if isinstance(record.get("down_since"), dict) else set()
+        result["hosts_changed"] = sorted(set(hosts_changed(record, planned, args["hosts"])) | returned)
         result["diff"] = host_diffs(record, planned, args["hosts"])
         # An AWX job's artifacts carry the placement (set_stats semantics).
         result["ansible_stats"] = {"data": {"gangplank_placement": {

@@ -15,6 +15,7 @@ import math
 import posixpath
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
@@ -24,7 +25,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
-               "max_unavailable")
+               "max_unavailable", "down_grace")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
@@ -260,6 +261,9 @@ def _deploy_spec(reader, spec, path):
         "config": _config(reader, spec.get("config"), join_path(path, "config")),
         "nvme_path": nvme_path,
         "max_unavailable": _max_unavailable(reader, spec, join_path(path, "max_unavailable")),
+        # Read by the schedule (down_hosts.replacements): seconds its host may be down before an instance is replaced.
+        "down_grace": None if spec.get("down_grace") is None else reader.integer(
+            spec["down_grace"], join_path(path, "down_grace"), maximum=MAX_DOWN_GRACE),
         "ports": ports,
     }
 

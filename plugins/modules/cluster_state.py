@@ -15,7 +15,8 @@ description:
   - Both are files on the host the module runs on (a control host of the cluster), in the directory O(path).
     Nothing is kept on the controller, which AWX throws away after each job.
   - C(placement.json) (mode 0600) holds the current revision and the older ones under C(history), newest first.
-    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks) and C(nodes).
+    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks), C(nodes) and
+    C(down_since).
   - C(lock.json) (mode 0600) names the run that holds the lock, with C(owner), C(job_id), C(started_at) and C(started_epoch).
   - Files are replaced atomically (a temporary file, fsync, rename, fsync of the directory). The lock is created with
     C(O_CREAT|O_EXCL), so of several runs that try at once exactly one gets it. Runs on the same host also take
@@ -74,7 +75,9 @@ options:
     description:
       - For O(action=write), the new content, a mapping with the keys C(placement) (a mapping), C(node_labels) (a mapping),
         C(replicas) (a mapping of service name to a count, the scale overrides), C(ranks) (a list) and C(nodes) (a mapping
-        of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan).
+        of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan)
+        and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch; the grace period
+        before its stateless instances are replaced counts from there).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned
         by O(action=read) can be passed back with changes. Other keys fail the task.
@@ -84,6 +87,14 @@ options:
       - How many revisions C(placement.json) keeps, the current one included. Its C(history) list holds at most O(history) - 1 older ones.
     type: int
     default: 10
+  min_revision:
+    description:
+      - With O(action=write), the lowest revision number the new revision may get (it gets the current one plus one
+        when that is higher). Pass the newest revision the control hosts hold plus one, so that a control host that
+        missed writes while it was down gets the same number as the others and can never later pass for the newest.
+      - 0 to 2^53.
+    type: int
+    default: 0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -167,6 +178,9 @@ record:
     nodes:
       description: Per host, the scheduler's node entry the placement was planned with (empty in records of older versions).
       type: dict
+    down_since:
+      description: Per host that is down, when it was first seen down (seconds since the epoch; empty in records of older versions).
+      type: dict
     ranks:
       description: The ranks of the gang.
       type: list
@@ -241,10 +255,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.state_files imp
 PLACEMENT_FILE = "placement.json"
 LOCK_FILE = "lock.json"
 FILE_MODE = 0o600
-CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes")
-CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict}
+CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_since")
+CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict, "down_since": dict}
 # Keys a record written by an older version may lack (read as empty).
-NEWER_KEYS = ("nodes",)
+NEWER_KEYS = ("nodes", "down_since")
 ENTRY_KEYS = ("revision",) + CONTENT_KEYS + ("written_at", "job_id", "owner")
 READ_ONLY_KEYS = ("revision", "written_at", "job_id", "owner", "history")
 
@@ -263,6 +277,7 @@ class LockHeld(StateError):
 
 MAX_EPOCH = 253402300799        # 9999-12-31T23:59:59Z
 MAX_LOCK_WAIT = 86400
+MAX_REVISION = 2 ** 53
 
 
 def _now():
@@ -482,7 +497,7 @@ def check_content(given, current):
         raise StateError("record cannot be stored as JSON: %s" % error) from None
 
 
-def write_record(directory, job_id, given, history, check_mode, owner=None):
+def write_record(directory, job_id, given, history, check_mode, owner=None, min_revision=0):
     """Store ``given`` as a new revision if it differs; returns the result (changed, record, lock, before, after)."""
     path = os.path.join(directory, PLACEMENT_FILE)
     with _guard(directory):
@@ -500,7 +515,7 @@ def write_record(directory, job_id, given, history, check_mode, owner=None):
         if all(content[key] == current[key] for key in CONTENT_KEYS):
             result.update(changed=False, record=current, after=current["placement"])
             return result
-        record = {"revision": current["revision"] + 1, "written_at": iso_utc(now), "job_id": job_id,
+        record = {"revision": max(current["revision"] + 1, min_revision), "written_at": iso_utc(now), "job_id": job_id,
                   "owner": holder["owner"] if holder is not None else owner}
         record.update(content)
         older = list(current["history"])
@@ -559,6 +574,7 @@ def main():
             break_lock=dict(type="bool", default=False),
             record=dict(type="dict"),
             history=dict(type="int", default=10),
+            min_revision=dict(type="int", default=0),
         ),
         required_if=[
             ("action", "lock", ("owner", "job_id")),
@@ -577,6 +593,8 @@ def main():
         module.fail_json(msg="lock_timeout must be 0 or more seconds, got %d" % params["lock_timeout"], path=directory)
     if not 0 <= params["lock_wait"] <= MAX_LOCK_WAIT:
         module.fail_json(msg="lock_wait must be 0 to %d seconds, got %d" % (MAX_LOCK_WAIT, params["lock_wait"]), path=directory)
+    if not 0 <= params["min_revision"] <= MAX_REVISION:
+        module.fail_json(msg="min_revision must be 0 to %d, got %d" % (MAX_REVISION, params["min_revision"]), path=directory)
     if params["history"] < 1:
         module.fail_json(msg="history must be 1 or more (the current revision counts), got %d" % params["history"], path=directory)
 
@@ -587,7 +605,8 @@ def main():
             result = take_lock(directory, params["owner"], params["job_id"], params["lock_timeout"], params["break_lock"], module.check_mode,
                                lock_wait=params["lock_wait"])
         elif action == "write":
-            result = write_record(directory, params["job_id"], params["record"], params["history"], module.check_mode, owner=params["owner"])
+            result = write_record(directory, params["job_id"], params["record"], params["history"], module.check_mode, owner=params["owner"],
+                                  min_revision=params["min_revision"])
             before, after, before_revision = result.pop("before"), result.pop("after"), result.pop("before_revision")
             if module._diff:
                 where = os.path.join(directory, PLACEMENT_FILE)

@@ -43,6 +43,34 @@ options:
     type: list
     elements: str
     default: []
+  down_grace:
+    description:
+      - Seconds a host may be down before its stateless instances are placed again on the live hosts (like the
+        eviction of a NotReady node's pods in Kubernetes, after 300 s by default). A service's own C(down_grace) in
+        O(services) wins.
+      - It counts from when the host was first seen down, kept in the record (C(down_since)); within it the instances
+        keep their place and wait. Stateful, every-node and sidecar instances are never replaced; they wait for their
+        host. A replacement that does not fit on the live hosts keeps waiting, with a warning.
+      - When the host returns, its bindings no longer hold a replaced instance, so the deploy removes its old copy there
+        after every rank is up (the replacement is healthy first).
+      - A whole number from 0 to 31536000 (a string of digits is taken, as C(-e) gives); anything else fails the task
+        and changes nothing.
+    type: raw
+    default: 300
+  move_stateful:
+    description:
+      - The operator's action that moves one stateful instance (for example C(db-0)) away from its host, which must be
+        down in this run. It is placed afresh on a live host and starts there WITHOUT its data, which stays on the
+        dead host; when that host returns, its old copy is removed (never started) and its data there is kept.
+      - Refused (nothing changes) unless O(move_stateful_confirm) repeats the name, and for a name that is not a
+        stateful instance of the record or whose host is live.
+    type: str
+  move_stateful_confirm:
+    description: Must equal O(move_stateful) for the move to be carried out.
+    type: str
+  now:
+    description: The time in seconds since the epoch the grace periods are measured against; the controller's clock when left out.
+    type: float
   record:
     description:
       - The placement record read from the cluster by M(gangplank.platform.cluster_state) (its C(record) return).
@@ -138,6 +166,18 @@ waiting:
   returned: unless the input is invalid
   type: dict
   sample: {"node3": ["db-0", "queue-0"]}
+replaced:
+  description:
+    - The stateless instances of hosts down for longer than the grace period that this plan places on live hosts, each
+      with the host it waited on (C(node)), C(down_for) and C(grace) in seconds and where it goes (C(to)).
+  returned: unless the input is invalid
+  type: dict
+  sample: {"worker-1": {"node": "node3", "service": "worker", "down_for": 312, "grace": 300, "to": "node1"}}
+moved_stateful:
+  description: The stateful instance moved by O(move_stateful), from its down host to a live one.
+  returned: when O(move_stateful) was carried out
+  type: dict
+  sample: {"instance": "db-0", "from": "node3", "to": "node1"}
 changes:
   description:
     - Against the record, the instances C(added), C(removed), C(moved) (from, to), C(rebound) (same node, other devices)
@@ -147,7 +187,8 @@ changes:
 record:
   description:
     - The new record content to write with M(gangplank.platform.cluster_state) (placement, node_labels, replicas, ranks,
-      and nodes, the node entry of each host, live or down, the plan was made with).
+      nodes, the node entry of each host, live or down, the plan was made with, and down_since, when each host that is
+      down was first seen down).
   returned: when feasible
   type: dict
 hosts:

@@ -313,3 +313,51 @@ def test_schedule_profile_with_an_http_extender_in_check_mode(cluster, tmp_path)
     assert (report["filter_calls"], report["prioritize_calls"]) == (3, 3), report
     assert "playbook-t0ken" not in json.dumps(tasks)
     assert cluster.snapshot() == before and not cluster.lock_path().exists()
+
+
+def test_a_control_host_that_is_down_is_left_out_while_another_holds_a_copy(tmp_path):
+    """Two control hosts; the first stops answering: the run keeps the record and the lock on the second and says so.
+    With no control host answering the run fails naming them and changes nothing."""
+    cluster = Cluster(tmp_path)
+    cluster.inventory["all"]["children"]["gangplank_control"]["hosts"] = {"host-a": {}, "host-b": {}}
+    cluster.inventory["all"]["vars"]["gangplank_control_timeout"] = 2        # seconds to give up on a control host
+    returncode, tasks, _stats = cluster.run()
+    assert returncode == 0, tasks
+    copy_of = {host: tmp_path / host / "state" / "placement.json" for host in ("host-a", "host-b")}
+    copies = [json.loads(copy_of[host].read_text()) for host in ("host-a", "host-b")]
+    assert [(copy["revision"], copy["placement"]) for copy in copies] == [(1, copies[0]["placement"])] * 2
+    saved = json.loads(json.dumps(cluster.inventory))
+    unreachable = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                   "ansible_ssh_common_args": "-o ConnectTimeout=3"}
+    cluster.inventory["all"]["hosts"]["host-a"].update(unreachable)
+    cluster.inventory["all"]["vars"]["web_replicas"] = 3
+    try:
+        returncode, tasks, stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode == 4 and all(not stats[host]["failures"] for host in ("host-b", "host-c")), tasks
+    said = [result["msg"] for result in tasks["Say which control hosts are down"].values()]
+    assert said and said[0].startswith("control host(s) host-a down: this run keeps the record and the lock on host-b")
+    on_b = json.loads(copy_of["host-b"].read_text())
+    on_a = json.loads(copy_of["host-a"].read_text())
+    assert on_b["revision"] == on_a["revision"] + 1 and "web-2" in on_b["placement"] and "web-2" not in on_a["placement"]
+    assert not (tmp_path / "host-b" / "state" / "lock.json").exists()
+
+    # When host-a returns, the next run writes it with host-b's revision + 1 (cluster_state's min_revision, unit-tested),
+    # so its older copy never passes for the newest.
+
+    before = {host: path.read_bytes() for host, path in copy_of.items()}
+    returncode, tasks, _stats = cluster.run("-e", "gangplank_control_timeout=-1")
+    refused = [result.get("msg", "") for result in tasks["Check how long a control host is waited for"].values()]
+    assert returncode != 0 and refused == ["cluster_control_timeout (gangplank_control_timeout): got -1; expected a whole "
+                                           "number of seconds from 0 to 3600. Nothing was changed."], refused
+    for host in ("host-a", "host-b"):
+        cluster.inventory["all"]["hosts"][host].update(unreachable)
+    try:
+        returncode, tasks, _stats = cluster.run()
+    finally:
+        cluster.inventory = saved
+    assert returncode != 0
+    refused = [result.get("msg", "") for result in tasks["Require a control host that answers"].values()]
+    assert refused and refused[0].startswith("No control host answers (host-a, host-b)"), tasks
+    assert {host: path.read_bytes() for host, path in copy_of.items()} == before

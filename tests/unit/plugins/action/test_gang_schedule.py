@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from unittest.mock import MagicMock
 
+import pytest
+
 from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action.gang_schedule import ActionModule
@@ -31,10 +33,11 @@ SERVICES = {
 }
 
 
-def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None, scale=None, down_hosts=None):
+def run(record=None, services=None, hosts=("a", "b", "c"), quotas=None, scale=None, down_hosts=None, **extra):
     task = Task()
     task.args = {"services": services or SERVICES, "hosts": list(hosts), "record": record or {},
                  "quotas": quotas or {}}
+    task.args.update(extra)
     if down_hosts is not None:
         task.args["down_hosts"] = list(down_hosts)
     if scale is not None:
@@ -216,3 +219,152 @@ def test_a_host_that_is_not_in_the_inventory_is_removed_not_down():
     record = dict(first["record"], revision=1)
     result = run(record, hosts=[host for host in ("a", "b", "c") if host != down], down_hosts=[])
     assert result["failed"] is True and "which is no longer in the cluster" in result["msg"]
+
+
+# -- a host down for longer than the grace period; the operator's move of a stateful instance --------------------------
+
+T0 = 1_800_000_000.0
+# One web instance per host (anti-affinity), so the host of db-0 has one too; FREE lets two share a host.
+DOWN_SERVICES = {
+    "db": {"stateful": True, "resources": {"cpu": 4, "memory": "8Gi"}},
+    "web": {"replicas": 3, "resources": {"cpu": 1}, "anti_affinity": ["web"], "depends_on": ["db"]},
+}
+FREE_SERVICES = dict(DOWN_SERVICES, web={"replicas": 3, "resources": {"cpu": 1}, "depends_on": ["db"]})
+
+
+def down_case():
+    """A first plan on a, b, c; the host of db-0 then goes down. (record, host that is down, live hosts)."""
+    first = run(services=DOWN_SERVICES, now=T0)
+    down = first["plan"]["placements"]["db-0"]["node"]
+    return dict(first["record"], revision=1), down, [host for host in ("a", "b", "c") if host != down]
+
+
+def test_within_the_grace_period_a_down_hosts_stateless_instances_keep_their_place():
+    record, down, live = down_case()
+    web_down = [name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "web"]
+    result = run(record, services=DOWN_SERVICES, hosts=live, down_hosts=[down], now=T0 + 10)
+    assert not result.get("failed"), result.get("msg")
+    assert result["record"]["down_since"] == {down: int(T0 + 10)} and result["replaced"] == {}
+    assert all(result["plan"]["placements"][name]["node"] == down for name in web_down)
+    assert any("down: %s since 0s; its stateless instances are replaced on the live hosts in 300s" % down in line
+               for line in result["table"]), result["table"]
+    # The next run, 299 s after the host was first seen down, still waits: the time counts from the record.
+    again = run(result["record"], services=DOWN_SERVICES, hosts=live, down_hosts=[down], now=T0 + 309)
+    assert again["replaced"] == {} and again["record"]["down_since"] == {down: int(T0 + 10)}
+    assert again["changed"] is False
+
+
+def test_after_the_grace_period_stateless_instances_are_replaced_on_live_hosts_and_stateful_ones_wait():
+    record, down, live = down_case()
+    web_down = sorted(name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "web")
+    assert web_down
+    record["down_since"] = {down: int(T0)}
+    result = run(record, services=FREE_SERVICES, hosts=live, down_hosts=[down], now=T0 + 300)
+    assert not result.get("failed"), result.get("msg")
+    assert sorted(result["replaced"]) == web_down
+    placements = result["plan"]["placements"]
+    assert all(placements[name]["node"] in live for name in web_down)
+    assert placements["db-0"]["node"] == down and result["waiting"] == {down: ["db-0"]}
+    assert sum(1 for entry in placements.values() if entry["service"] == "web") == 3
+    assert any(line.startswith("replaced: %s of %s (down for 300s, grace 300s) now on" % (web_down[0], down))
+               for line in result["table"]), result["table"]
+    assert result["record"]["down_since"] == {down: int(T0)}
+
+    # The host returns: its bindings no longer hold the replaced instance (the deploy removes its old copy, after the
+    # ranks: the replacement was healthy first), it is deployed even by a scale, and the grace period is forgotten.
+    back = run(dict(result["record"], revision=2), services=FREE_SERVICES, now=T0 + 400)
+    assert not back.get("failed"), back.get("msg")
+    assert back["plan"]["placements"]["db-0"]["node"] == down and back["record"]["down_since"] == {}
+    assert sorted(back["hosts"][down]["instances"]) == ["db-0"]
+    assert down in back["hosts_changed"] and back["replaced"] == {}
+
+
+def test_a_services_own_down_grace_wins_over_the_inventorys():
+    services = dict(FREE_SERVICES, web=dict(FREE_SERVICES["web"], down_grace=30))
+    record, down, live = down_case()
+    record["down_since"] = {down: int(T0)}
+    assert run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 29, down_grace=0)["replaced"] == {}
+    assert run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 30, down_grace=9999)["replaced"]
+
+
+def test_replacements_without_room_keep_waiting_and_the_rest_goes_on():
+    record, down, live = down_case()
+    record["down_since"] = {down: int(T0)}
+    # The live hosts are full for web: two web instances on two live hosts, anti-affinity.
+    result = run(record, services=DOWN_SERVICES, hosts=live, down_hosts=[down], now=T0 + 3600)
+    assert not result.get("failed"), result.get("msg")
+    assert result["replaced"] == {} and any("could not be replaced" in warning for warning in result["warnings"])
+    assert sorted(result["waiting"][down]) == sorted(name for name, entry in record["placement"].items() if entry["node"] == down)
+
+
+def test_the_replacements_of_a_service_that_fits_go_and_the_others_wait():
+    services = dict(DOWN_SERVICES, api={"replicas": 3, "resources": {"cpu": 1}, "anti_affinity": ["api"]})
+    first = run(services=services, now=T0)
+    down = first["plan"]["placements"]["db-0"]["node"]
+    live = [host for host in ("a", "b", "c") if host != down]
+    record = dict(first["record"], revision=1, down_since={down: int(T0)})
+    # api may now share a host; web still may not, so only api's instance of the down host finds room.
+    services["api"] = {"replicas": 3, "resources": {"cpu": 1}}
+    result = run(record, services=services, hosts=live, down_hosts=[down], now=T0 + 300)
+    assert not result.get("failed"), result.get("msg")
+    api_down = [name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "api"]
+    web_down = [name for name, entry in record["placement"].items() if entry["node"] == down and entry["service"] == "web"]
+    assert sorted(result["replaced"]) == api_down and api_down and web_down
+    assert sorted(result["waiting"][down]) == sorted(["db-0"] + web_down)
+    assert any(warning.startswith("%s could not be replaced" % ", ".join(web_down)) for warning in result["warnings"])
+
+
+@pytest.mark.parametrize("grace", [-1, 31536001, 10 ** 30, 1.5, "1.5", "abc", "", " ", True, None, [], {"a": 1}, "-5", "٣"])
+def test_a_bad_grace_period_fails_and_changes_nothing(grace):
+    result = run(services=DOWN_SERVICES, down_grace=grace)
+    assert result["failed"] is True and result["msg"].startswith("down_grace (gangplank_down_grace): got ")
+    assert "expected a whole number of seconds from 0 to 31536000" in result["msg"] and "record" not in result
+
+
+@pytest.mark.parametrize("grace", [0, "0", "300", 31536000, " 60 "])
+def test_good_grace_periods(grace):
+    assert not run(services=DOWN_SERVICES, down_grace=grace).get("failed")
+
+
+def test_moving_a_stateful_instance_needs_confirmation_then_moves_it_and_says_its_data_stays():
+    record, down, live = down_case()
+    refused = run(record, services=FREE_SERVICES, hosts=live, down_hosts=[down], now=T0 + 1, move_stateful="db-0")
+    assert refused["failed"] is True and "record" not in refused
+    assert "WITHOUT its data, which stays on %s" % down in refused["msg"] and "gangplank_move_stateful_confirm=db-0" in refused["msg"]
+    assert refused["msg"].endswith("nothing was changed")
+    wrong = run(record, services=FREE_SERVICES, hosts=live, down_hosts=[down], now=T0 + 1, move_stateful="db-0",
+                move_stateful_confirm="db-1")
+    assert wrong["failed"] is True
+    moved = run(record, services=FREE_SERVICES, hosts=live, down_hosts=[down], now=T0 + 1, move_stateful="db-0",
+                move_stateful_confirm="db-0")
+    assert not moved.get("failed"), moved.get("msg")
+    assert moved["plan"]["placements"]["db-0"]["node"] in live
+    assert moved["moved_stateful"] == {"instance": "db-0", "from": down, "to": moved["plan"]["placements"]["db-0"]["node"]}
+    assert any("WITHOUT its data, which stays on %s" % down in warning for warning in moved["warnings"])
+    # Stateless instances of that host still wait for the grace period.
+    assert moved["replaced"] == {} and "db-0" not in moved["waiting"][down]
+    # When the host returns, its bindings do not hold db-0: the old copy is removed there, never started.
+    back = run(dict(moved["record"], revision=2), services=FREE_SERVICES, now=T0 + 2)
+    assert "db-0" not in back["hosts"][down]["instances"] and back["plan"]["placements"]["db-0"]["node"] in live
+
+
+@pytest.mark.parametrize("name, says", [
+    ("db-7", "db-7 is not an instance of the placement record (stateful instances: db-0)"),
+    ("web-0", "web-0 is stateless (service web)"),
+    ("x" * 300, "expected the name of a stateful instance"),
+])
+def test_a_move_of_something_that_is_no_stateful_instance_is_refused(name, says):
+    record, down, live = down_case()
+    result = run(record, services=DOWN_SERVICES, hosts=live, down_hosts=[down], now=T0, move_stateful=name,
+                 move_stateful_confirm=name)
+    assert result["failed"] is True and says in result["msg"] and "record" not in result
+
+
+def test_a_stateful_instance_on_a_live_host_is_not_moved():
+    first = run(services=DOWN_SERVICES, now=T0)
+    record = dict(first["record"], revision=1)
+    host = first["plan"]["placements"]["db-0"]["node"]
+    other = [h for h in ("a", "b", "c") if h != host][0]
+    result = run(record, services=DOWN_SERVICES, hosts=[h for h in ("a", "b", "c") if h != other], down_hosts=[other],
+                 now=T0, move_stateful="db-0", move_stateful_confirm="db-0")
+    assert result["failed"] is True and "db-0 runs on %s, which is not down in this run" % host in result["msg"]

@@ -53,7 +53,7 @@ def test_defaults_of_a_service_without_deploy_keys():
     assert deploy_of({"replicas": 2}) == {
         "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
         "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
-        "max_unavailable": "25%", "ports": [],
+        "max_unavailable": "25%", "down_grace": None, "ports": [],
     }
     assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
 
@@ -304,7 +304,7 @@ def test_unknown_keys_list_both_key_sets():
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, image, command, env, init, stop_timeout, restart_policy, "
-                             "health, config, nvme_path, max_unavailable")
+                             "health, config, nvme_path, max_unavailable, down_grace")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 

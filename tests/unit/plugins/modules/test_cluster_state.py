@@ -93,7 +93,7 @@ def test_read_of_an_empty_directory(state):
     assert result["lock"] is None
     assert result["path"] == str(state)
     assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [], "nodes": {},
-                                "written_at": None, "job_id": None, "owner": None, "history": []}
+                                "down_since": {}, "written_at": None, "job_id": None, "owner": None, "history": []}
     assert not state.exists()
 
 
@@ -214,7 +214,7 @@ def test_write_increments_the_revision_and_keeps_history(state, clock):
     assert (record["placement"], record["replicas"], record["job_id"], record["owner"]) == (content(4)["placement"], {"train": 4}, "j1", "alice")
     assert record["written_at"] == "2023-11-14T22:13:24Z"
     assert [entry["revision"] for entry in record["history"]] == [3, 2]
-    assert record["history"][0] == dict(content(3), revision=3, written_at="2023-11-14T22:13:23Z", job_id="j1", owner="alice")
+    assert record["history"][0] == dict(content(3), revision=3, written_at="2023-11-14T22:13:23Z", job_id="j1", owner="alice", down_since={})
     assert json.loads((state / "placement.json").read_text()) == record
     assert stat.S_IMODE(os.stat(state / "placement.json").st_mode) == 0o600
     assert read(state)["record"] == record
@@ -242,10 +242,11 @@ def test_a_record_of_an_older_version_without_nodes_is_read_as_empty_nodes(state
     lock(state)
     write(state, content(1))
     older = json.loads((state / "placement.json").read_text())
-    del older["nodes"]
+    del older["nodes"], older["down_since"]
     (state / "placement.json").write_text(json.dumps(older))
     result = read(state)
-    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["placement"] == content(1)["placement"]
+    assert not result.get("failed") and result["record"]["nodes"] == {} and result["record"]["down_since"] == {}
+    assert result["record"]["placement"] == content(1)["placement"]
     assert write(state, {"nodes": {"node1": {"cpu": 2}}})["record"]["revision"] == 2
 
 
@@ -260,8 +261,9 @@ def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, cl
 
 
 @pytest.mark.parametrize("record, says", [
-    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes"),
+    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes, down_since"),
     ({"nodes": []}, "record.nodes must be a mapping, got list"),
+    ({"down_since": [1]}, "record.down_since must be a mapping, got list"),
     ({"ranks": {}}, "record.ranks must be a list, got dict"),
     ({"replicas": {"train": -1}}, "record.replicas.train must be a whole number of 0 or more, got -1"),
 ])
@@ -499,3 +501,24 @@ def test_racing_without_the_directory_lock_still_one_wins(tmp_path, monkeypatch,
     """O_EXCL alone decides when the runs do not take turns through the flock."""
     monkeypatch.setattr(cluster_state, "_guard", lambda directory, shared=False: contextlib.nullcontext())
     race(str(tmp_path / "gangplank"))
+
+
+def test_min_revision_lets_a_control_host_that_missed_writes_catch_up_with_the_same_number(state, clock):
+    """A control host that was down has an older revision; the run writes the newest revision + 1 to every control host,
+    so the returning one can never later pass for the newest with older content."""
+    lock(state)
+    assert write(state, content(1))["record"]["revision"] == 1
+    result = write(state, content(2), min_revision=8)
+    assert result["changed"] is True and result["record"]["revision"] == 8
+    assert [entry["revision"] for entry in result["record"]["history"]] == [1]
+    # An up-to-date host gets the current revision + 1 when that is higher; the same content changes nothing.
+    assert write(state, content(3), min_revision=2)["record"]["revision"] == 9
+    assert write(state, content(3), min_revision=50)["changed"] is False
+
+
+@pytest.mark.parametrize("value", [-1, 2 ** 53 + 1])
+def test_a_bad_min_revision_fails_and_writes_nothing(state, clock, value):
+    lock(state)
+    result = write(state, content(1), min_revision=value)
+    assert result["failed"] is True and result["msg"] == "min_revision must be 0 to %d, got %d" % (2 ** 53, value)
+    assert not (state / "placement.json").exists()
