@@ -29,7 +29,7 @@ RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
 _HTTP_KEYS = ("port", "path", "expect_status")
-_CONFIG_KEYS = ("dest", "src", "content")
+_CONFIG_KEYS = ("dest", "src", "content", "diff")
 
 # GPU visibility is the scheduler's: the instance gets the devices it was granted, a sidecar none.
 GPU_VISIBILITY_VARIABLES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES",
@@ -43,6 +43,7 @@ _IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
+_MAX_NUMBER_DIGITS = 64         # as a label value (scheduler/problem.py)
 _PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
 _CONTROL = re.compile(r"[\x00\n\r]")
@@ -90,6 +91,24 @@ def _text(reader, value, path):
         reader.bad(path, value, "text without NUL or line breaks")
         return None
     return text
+
+
+def _hidden_value_text(reader, value, path):
+    """As _text, for a value that may be a secret (an env value): a mistake names its type, never the value."""
+    text = None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and value.bit_length() <= _MAX_NUMBER_DIGITS * 4 and len(str(value)) <= _MAX_NUMBER_DIGITS:
+        text = str(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        text = repr(value)
+    if text is not None and not _CONTROL.search(text) and text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == text:
+        return text
+    reader.error(path, "got a value of type %s (not shown: it may be a secret); expected a string, a boolean or a number "
+                       "of at most %d digits, as text without NUL, line breaks or lone surrogates" % (type(value).__name__, _MAX_NUMBER_DIGITS))
+    return None
 
 
 def _argv(reader, value, path):
@@ -197,15 +216,19 @@ def _config(reader, value, path):
             reader.bad(join_path(item_path, "dest"), dest, "a path not listed twice")
         destinations.add(dest)
         if ("src" in spec) == ("content" in spec):
-            reader.bad(item_path, item, "exactly one of src (a Jinja2 template file) or content (the file's text)")
+            # Not the item itself: its content may hold a secret.
+            reader.error(item_path, "has %s; expected exactly one of src (a Jinja2 template file) or content (the file's text)"
+                         % ("both src and content" if "src" in spec else "neither src nor content"))
             continue
-        entry = {"dest": dest}
+        # Rendered files may hold secrets: their text is never shown unless the catalog asks for full diffs.
+        entry = {"dest": dest, "diff": reader.boolean(spec.get("diff"), join_path(item_path, "diff"))}
         if "src" in spec:
             entry["src"] = reader.string(spec["src"], join_path(item_path, "src"), "a template file path")
         else:
             content = spec["content"]
             if not isinstance(content, str):
-                reader.bad(join_path(item_path, "content"), content, "a string")
+                reader.error(join_path(item_path, "content"), "got a value of type %s (not shown: it may hold a secret); expected a string"
+                             % type(content).__name__)
             entry["content"] = content
         files.append(entry)
     return files
@@ -213,6 +236,10 @@ def _config(reader, value, path):
 
 def _env(reader, value, path):
     env = {}
+    if value is not None and not isinstance(value, dict):
+        # Not the value itself: its entries may be secrets.
+        reader.error(path, "got a value of type %s (not shown: it may hold secrets); expected a mapping" % type(value).__name__)
+        return env
     for key, item in sorted(reader.mapping(value, path).items(), key=lambda kv: str(kv[0])):
         if not isinstance(key, str):
             continue                            # reader.mapping named it
@@ -226,7 +253,7 @@ def _env(reader, value, path):
             reader.bad(join_path(path, key), item, "no %s: GPU visibility is set by the scheduler, from the GPUs it "
                        "granted the instance (none to a sidecar)" % key)
             continue
-        converted = _text(reader, item, join_path(path, key))
+        converted = _hidden_value_text(reader, item, join_path(path, key))
         if converted is not None:
             env[key] = converted
     return env

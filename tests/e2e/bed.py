@@ -61,8 +61,14 @@ class Bed:
     def state(self, host=None):
         return self.base / "testbed" / (host or self.names[0])
 
+    # Added to each run's environment (a canary's vault password file: tests/e2e/canary.py); a dict in transcripts
+    # keeps what each run printed, by playbook and count, for the canary's search.
+    environment = {}
+    transcripts = None
+
     def playbook(self, name, *extra, timeout=600):
-        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
+        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout,
+                            environment=self.environment, transcripts=self.transcripts)
 
     def popen(self, name, *extra):
         return start_playbook(self.inventory, name, *extra)
@@ -71,11 +77,14 @@ class Bed:
         return containers(self.names)
 
 
-def run_playbook(inventory, playbook, *extra, timeout=600):
-    """ansible-playbook with the JSON callback: (exit code, report)."""
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1")
+def run_playbook(inventory, playbook, *extra, timeout=600, environment=None, transcripts=None):
+    """ansible-playbook with the JSON callback: (exit code, report); its output also in ``transcripts`` when given."""
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1",
+               **(environment or {}))
     completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *extra],
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if transcripts is not None:
+        transcripts["%s %d" % (os.path.basename(playbook), len(transcripts))] = completed.stdout + completed.stderr
     try:
         report = json.loads(completed.stdout)
     except ValueError:
