@@ -102,6 +102,25 @@ def _environment(binding, name, service, ports, host, gpus=True):
     return env
 
 
+# The variables gangplank sets itself (_environment): names, ports and GPU ids, not secrets.
+_OWN_VARIABLES = ("GANGPLANK_INSTANCE", "GANGPLANK_SERVICE", "GANGPLANK_ORDINAL", "GANGPLANK_NODE", "GANGPLANK_PORTS",
+                  "GANGPLANK_GPU_MEMORY", "GANGPLANK_NVME_DIR", "NVIDIA_VISIBLE_DEVICES")
+MASK = "********"
+_SHORTEST_MASKED = 4
+
+
+def redact(text, containers):
+    """``text`` with every catalog env value of ``containers`` (at least _SHORTEST_MASKED characters) replaced by MASK.
+
+    For an engine's error message about a container it could not start: such a message may quote its arguments.
+    Longest values first, so that a value inside another is not left half masked."""
+    values = {str(value) for container in containers for key, value in (container.get("env") or {}).items()
+              if key not in _OWN_VARIABLES and len(str(value)) >= _SHORTEST_MASKED}
+    for value in sorted(values, key=lambda item: (-len(item), item)):
+        text = text.replace(value, MASK)
+    return text
+
+
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
                        gpu_mode="cdi", engine="podman", limits=True):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
