@@ -71,7 +71,7 @@ class Bed:
                             environment=self.environment, transcripts=self.transcripts)
 
     def popen(self, name, *extra):
-        return start_playbook(self.inventory, name, *extra)
+        return start_playbook(self.inventory, name, *extra, environment=self.environment)
 
     def containers(self):
         return containers(self.names)
@@ -97,12 +97,12 @@ RUN_MARK = "GANGPLANK_E2E_RUN"     # in the environment of a background run and 
 _NOT_THE_RUNS = ("conmon", "catatonit")
 
 
-def start_playbook(inventory, name, *extra):
+def start_playbook(inventory, name, *extra, environment=None):
     """playbooks/<name> in the background, in a process group of its own (a test may kill it mid-run: kill_run).
     ``process.mark`` is the value of RUN_MARK in the environment of the run and of every process it starts."""
     mark = uuid.uuid4().hex
     process = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(ROOT, "playbooks", name), *extra],
-                               cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1", **{RUN_MARK: mark}),
+                               cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1", **{RUN_MARK: mark}, **(environment or {})),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     process.mark = mark
     return process
