@@ -34,7 +34,9 @@ options:
     type: dict
     required: true
   existing:
-    description: The engine's inspect data of every container (C(containers) from containers.podman.podman_container_info).
+    description:
+      - The engine's inspect data of every container, or only its C(Name), C(State.Running), C(Config.Labels) and
+        C(HostConfig.PortBindings), as the deploy role reads them (never the env, docs/secrets.md).
     type: list
     elements: dict
     required: true

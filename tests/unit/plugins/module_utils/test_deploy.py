@@ -604,3 +604,14 @@ def test_waves_count_a_service_over_every_host():
 def test_waves_name_a_bad_catalog():
     with pytest.raises(DeployError, match="services.api.max_unavailable"):
         waves([], dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="0%")))
+
+
+def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_own():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy import MASK, redact
+
+    specs = [{"name": "h1-api-0", "env": {"GANGPLANK_INSTANCE": "api-0", "DB_PASSWORD": "hunter2hunter2", "PART": "hunter2",
+                                          "LEVEL": "inf"}},
+             {"name": "h1-db-0", "env": {"TOKEN": 12345}}]
+    text = "h1-api-0: podman run --env DB_PASSWORD=hunter2hunter2 --env PART=hunter2 --env TOKEN=12345 LEVEL=inf"
+    assert redact(text, specs) == "h1-api-0: podman run --env DB_PASSWORD=%s --env PART=%s --env TOKEN=%s LEVEL=inf" % (MASK, MASK, MASK)
+    assert redact("nothing here", []) == "nothing here"
