@@ -7,6 +7,8 @@ import os
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
@@ -439,3 +441,15 @@ def test_a_bad_config_entry_never_shows_its_content(entry, expected):
     with pytest.raises(ProblemError) as raised:
         deploy_of(api(config=[entry]))
     assert expected in str(raised.value) and SECRET not in str(raised.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=st.text(max_size=40), spoiler=st.sampled_from(["\n", "\r", "\x00", "\ud800"]),
+       position=st.integers(min_value=0, max_value=40))
+def test_no_mistake_in_an_env_value_ever_shows_it(secret, spoiler, position):
+    """Any value refused (a control character or a lone surrogate anywhere in it): the message is the same whatever
+    the value, so no part of it can show."""
+    value = secret[:position] + spoiler + secret[position:]
+    assert errors_of({"a": api(env={"TOKEN": value})}) == {
+        "services.a.env.TOKEN": "got a value of type str (not shown: it may be a secret); expected a string, a boolean or a "
+                                "number of at most 64 digits, as text without NUL, line breaks or lone surrogates"}
