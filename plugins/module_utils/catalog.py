@@ -265,6 +265,10 @@ def _secrets(reader, value, path, env, config):
             continue
         if isinstance(item, str):
             item = {"var": item}                # the short form: the variable's name
+        elif not isinstance(item, dict):
+            reader.bad(item_path, item, "the name of the Ansible variable that holds the value, or a mapping with var "
+                       "(and env, or target, mode, uid and gid)")
+            continue
         spec = reader.mapping(item, item_path, _SECRET_KEYS, required=("var",), optional_none=False)
         if not isinstance(item, dict) or "var" not in spec:
             continue

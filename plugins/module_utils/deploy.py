@@ -284,7 +284,8 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
         labels = dict(container["labels"])
         config = [[entry["dest"], rendered[entry["path"]]] for entry in container["config"]]
         try:
-            labels[CONFIG_HASH] = _digest(config, hash_key)
+            # No config files, nothing to hide: the plain digest of [], so such containers keep their hash.
+            labels[CONFIG_HASH] = _digest(config, hash_key if config else None)
             secrets = _secret_trace(container, secret_hashes or {})
         except SecretError as error:
             raise DeployError("%s; nothing was changed" % error) from None

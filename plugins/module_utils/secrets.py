@@ -28,6 +28,8 @@ import posixpath
 KEY_FILE = "secret-hash.key"
 # The engines' bound: Podman refuses a secret over 512,000 bytes.
 MAX_SECRET_BYTES = 512000
+# All the values one host reads (distinct variables): a bound on the product of secrets per service and services.
+MAX_TOTAL_SECRET_BYTES = 16 * 2 ** 20
 MIN_KEY_CHARACTERS = 32
 DEFAULT_SECRET_DIR = "/run/gangplank/secrets"
 _HASH_PREFIX = "hmac-sha256:"
@@ -100,6 +102,7 @@ def read_values(specs, lookup, key):
     not hold the value). Messages name the catalog path and the variable, never a value.
     """
     values, hashes, errors = {}, {}, []
+    total = 0
     for service in sorted(specs):
         for secret in specs[service].get("secrets") or []:
             path = "services.%s.secrets.%s" % (service, secret["name"])
@@ -134,6 +137,11 @@ def read_values(specs, lookup, key):
             if problem:
                 errors.append((path, problem % var))
                 continue
+            total += size
+            if total > MAX_TOTAL_SECRET_BYTES:
+                errors.append((path, "the catalog's secrets hold more than %d bytes in all; reading stopped here"
+                                     % MAX_TOTAL_SECRET_BYTES))
+                return {}, {}, errors
             values[var] = value
             hashes[var] = keyed_hash(key, value)
     return values, hashes, errors
