@@ -215,10 +215,9 @@ def _config(reader, value, path):
         if ("src" in spec) == ("content" in spec):
             reader.bad(item_path, item, "exactly one of src (a Jinja2 template file) or content (the file's text)")
             continue
-        entry = {"dest": dest, "mode": _file_mode(reader, spec.get("mode"), join_path(item_path, "mode"), DEFAULT_CONFIG_MODE,
-                                                 others=True),
-                 "group": reader.integer(spec["group"], join_path(item_path, "group"), maximum=MAX_ID)
-                 if spec.get("group") is not None else None}
+        mode = _file_mode(reader, spec.get("mode"), join_path(item_path, "mode"), DEFAULT_CONFIG_MODE, others=True)
+        group = reader.integer(spec["group"], join_path(item_path, "group"), maximum=MAX_ID) if spec.get("group") is not None else None
+        entry = {"dest": dest, "mode": mode, "group": group}
         if "src" in spec:
             entry["src"] = reader.string(spec["src"], join_path(item_path, "src"), "a template file path")
         else:

@@ -13,7 +13,7 @@ description:
     the Ansible variable that holds its value. This reads every such variable as the targeted host sees it (inventory,
     group and host variables, C(-e @file), Ansible Vault values decrypted with the run's vault password) and returns
     the values and their keyed hashes (HMAC-SHA256 under the site's key).
-  - It never fails on a secret: a variable that is not defined, cannot be decrypted (no or a wrong vault password),
+  - It never fails on a secret. A variable that is not defined, cannot be decrypted (no or a wrong vault password),
     is empty, is not a string or is too large is returned in C(errors), each naming the catalog path
     (C(services.api.secrets.db_password)) and the variable, never a value, so that the task can be C(no_log) and a next
     task can still say what is wrong. The deploy role (through the gangplank.platform.cluster role's C(secrets.yml))

@@ -232,8 +232,8 @@ def test_read_values_names_the_service_and_key_never_the_value():
                                         "with -e @file, and give the vault password)",
         "services.api.secrets.vault": "the variable locked cannot be read: Attempting to decrypt but no vault secrets found",
         "services.api.secrets.empty": "the variable empty is empty; expected a value (the engines refuse empty secrets)",
-        "services.api.secrets.big": "the variable big holds %d bytes; expected at most %d" % (len(hidden) + MAX_SECRET_BYTES,
-                                                                                                MAX_SECRET_BYTES),
+        "services.api.secrets.big": "the variable big holds %d bytes; expected at most %d"
+                                    % (len(hidden) + MAX_SECRET_BYTES, MAX_SECRET_BYTES),
         "services.api.secrets.listy": "the variable listy holds list; expected a string",
         "services.api.secrets.nul": "the variable nul holds a NUL character, which an environment variable cannot carry; "
                                     "deliver it as a file",
@@ -285,8 +285,7 @@ def test_labels_hold_keyed_hashes_only():
     assert plan["h1-api-0"]["labels"][CONFIG_HASH] == keyed_hash(KEY, json.dumps(config, sort_keys=True))
     assert planned(HASHES, key=OTHER_KEY)["h1-api-0"]["labels"][SPEC_HASH] != plan["h1-api-0"]["labels"][SPEC_HASH]
     # A container without secrets or config keeps the hash it had before secrets existed (no key, no secrets).
-    [web] = [container for container in desired_containers("h1", {"web-0": INSTANCES["web-0"]}, SERVICES, "/data",
-                                                           gpu_mode="simulated")]
+    [web] = desired_containers("h1", {"web-0": INSTANCES["web-0"]}, SERVICES, "/data", gpu_mode="simulated")
     assert rollout("h1", [web], {}, [])["containers"][0]["labels"][SPEC_HASH] == plan["h1-web-0"]["labels"][SPEC_HASH]
 
 
