@@ -57,7 +57,7 @@ class ActionModule(ActionBase):
     @staticmethod
     def _summed_up(result):
         if result["errors"]:
-            result["secrets"] = {}
+            result.update(secrets={}, hashes={})
             result["msg"] = "The catalog's secrets cannot be read; nothing was changed:\n" + "\n".join(
                 "%s: %s" % (entry["path"], entry["message"]) for entry in result["errors"])
         return result

@@ -69,7 +69,7 @@ secrets:
   returned: always
   type: dict
 hashes:
-  description: Each secret's variable name mapped to its keyed hash, C(hmac-sha256:<hex>).
+  description: Each secret's variable name mapped to its keyed hash, C(hmac-sha256:<hex>); empty when there are errors.
   returned: always
   type: dict
 errors:
