@@ -10,9 +10,10 @@ name: redact
 short_description: A message with the catalog's env values of some containers masked
 version_added: 0.1.0
 description:
-  - Replaces every value of the catalog's C(env) in the given containers (at least 4 characters long; not the
-    C(GANGPLANK_*) and GPU variables gangplank sets itself) with C(********), longest first, so that an engine's error
-    message can be shown without the secrets a container was given (docs/secrets.md).
+  - Replaces every value of the catalog's C(env) in the given containers (not the C(GANGPLANK_*) and GPU variables
+    gangplank sets itself) and every value of O(secret_values), each at least 4 characters long, with C(********),
+    longest first, so that an engine's error message can be shown without the secrets a container was given
+    (docs/secrets.md).
 options:
   _input:
     description: The message.
@@ -23,6 +24,10 @@ options:
     type: list
     elements: dict
     required: true
+  secret_values:
+    description: The values of the catalog's secrets, by variable name (C(cluster_secret_values)).
+    type: dict
+    default: {}
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -42,8 +47,8 @@ _value:
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import redact as redact_values
 
 
-def redact(text, containers):
-    return redact_values(str(text), containers)
+def redact(text, containers, secret_values=None):
+    return redact_values(str(text), containers, secret_values)
 
 
 class FilterModule:

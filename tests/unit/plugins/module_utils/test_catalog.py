@@ -55,7 +55,7 @@ def test_defaults_of_a_service_without_deploy_keys():
     assert deploy_of({"replicas": 2}) == {
         "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
         "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
-        "max_unavailable": "25%", "ports": [],
+        "max_unavailable": "25%", "ports": [], "secrets": [],
     }
     assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
 
@@ -78,8 +78,9 @@ def test_every_deploy_key_is_read_and_converted():
     assert spec["env"] == {"A": "x", "B": "2", "C": "false"}
     assert list(spec["env"]) == ["A", "B", "C"]
     assert (spec["init"], spec["stop_timeout"], spec["restart_policy"], spec["nvme_path"]) == (True, 0, "on-failure", "/cache")
-    assert spec["config"] == [{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2", "diff": False},
-                              {"dest": "/etc/app/b.conf", "content": "b=1\n", "diff": True}]
+    # Rendered config files are private unless the catalog says otherwise (a template may read a secret).
+    assert spec["config"] == [{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2", "mode": "0600", "group": None, "diff": False},
+                              {"dest": "/etc/app/b.conf", "content": "b=1\n", "mode": "0600", "group": None, "diff": True}]
     assert spec["health"] == {"type": "http", "timeout": 5.0, "interval": 0.5, "retries": 3, "start_period": 30.0,
                               "port": 8080, "path": "/health", "expect_status": [200, 204]}
     assert spec["ports"] == [8080]
@@ -285,11 +286,11 @@ def test_config_mistakes_are_named_once_each():
 
 def test_config_src_and_content_values():
     errors = errors_of({"a": api(config=[{"dest": "/etc/a", "src": ""}, {"dest": "/etc/b", "content": 5},
-                                         {"dest": "/etc/c", "content": "x", "mode": "0600"}])})
+                                         {"dest": "/etc/c", "content": "x", "owner": "app"}])})
     assert errors == {
         "services.a.config[0].src": 'got ""; expected a template file path',
         "services.a.config[1].content": "got a value of type int (not shown: it may hold a secret); expected a string",
-        "services.a.config[2].mode": "unknown key; expected one of: dest, src, content, diff",
+        "services.a.config[2].owner": "unknown key; expected one of: dest, src, content, mode, group, diff",
     }
 
 
@@ -307,7 +308,7 @@ def test_unknown_keys_list_both_key_sets():
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, image, command, env, init, stop_timeout, restart_policy, "
-                             "health, config, nvme_path, max_unavailable")
+                             "health, config, nvme_path, max_unavailable, secrets")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 

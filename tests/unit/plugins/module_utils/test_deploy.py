@@ -204,11 +204,13 @@ def test_config_files_host_paths_and_read_only_volumes():
     specs = by_name(containers())
     api, log = specs["h1-api-0"], specs["h1-api-0-log"]
     assert api["config"] == [
-        {"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2", "diff": False, "path": DATA + "/h1-api-0/config/0-api.conf"},
-        {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "diff": True, "path": DATA + "/h1-api-0/config/1-extra.conf"}]
+        {"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2", "mode": "0600", "group": None, "diff": False,
+         "path": DATA + "/h1-api-0/config/0-api.conf"},
+        {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "mode": "0600", "group": None, "diff": True,
+         "path": DATA + "/h1-api-0/config/1-extra.conf"}]
     assert api["volumes"] == [DATA + "/h1-api-0/config/0-api.conf:/etc/api/api.conf:ro",
                               DATA + "/h1-api-0/config/1-extra.conf:/etc/api/extra.conf:ro"]
-    assert log["config"] == [{"dest": "/etc/log.conf", "content": "level=debug\n", "diff": False,
+    assert log["config"] == [{"dest": "/etc/log.conf", "content": "level=debug\n", "mode": "0600", "group": None, "diff": False,
                               "path": DATA + "/h1-api-0-log/config/0-log.conf"}]
     assert log["volumes"] == [DATA + "/h1-api-0-log/config/0-log.conf:/etc/log.conf:ro"]
     assert specs["h1-api-1"]["config"][0]["path"] == DATA + "/h1-api-1/config/0-api.conf"
