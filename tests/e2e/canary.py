@@ -2,8 +2,8 @@
 """A vaulted canary in a test bed's catalog, and the search for it in everything a run leaves (docs/secrets.md).
 
 ``Canary.install`` gives a bed (a copy of inventories/local or inventories/fresh) a value encrypted with
-ansible-vault (real, with a password file of the test's own), used by the api in its ``env`` and in its
-rendered config template. ``Canary.run`` runs a playbook as an operator does (the default callback, any
+ansible-vault (real, with a password file of the test's own), used by the api in its ``env``, as a file secret
+(the catalog's ``secrets``: a Podman secret, or a private file on Docker) and in its rendered config template. ``Canary.run`` runs a playbook as an operator does (the default callback, any
 verbosity) and keeps every byte it printed. ``leaks`` finds the canary, as written or base64-encoded at any
 offset, in texts and files; the tests expect none outside the container's own file and environment.
 """
@@ -21,6 +21,8 @@ from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, ROOT
 
 VARIABLE = "demo_db_password"
 ENV_KEY = "DB_PASSWORD"
+SECRET = "db_password"
+SECRET_FILE = "/run/secrets/db_password"
 
 
 def encodings(secret):
@@ -62,13 +64,14 @@ class Canary:
         return completed.stdout
 
     def install(self):
-        """The vaulted canary in the bed's group_vars; the api reads it in its env and its config template."""
+        """The vaulted canary in the bed's group_vars; the api reads it in its env, as a file secret and in its config template."""
         pages = {"gangplank_plan_html": str(self.base / "html" / "plan.html"), "gangplank_status_html": str(self.base / "html" / "status.html")}
         (self.base / "html").mkdir()
         (self.base / "group_vars" / "all" / "zz_canary.yml").write_text("---\n" + yaml.safe_dump(pages) + self.vaulted(self.value))
         catalog = self.base / "group_vars" / "all" / "catalog.yml"
         data = yaml.safe_load(catalog.read_text())
         data["gangplank_services"]["api"]["env"][ENV_KEY] = "{{ %s }}" % VARIABLE
+        data["gangplank_services"]["api"]["secrets"] = {SECRET: VARIABLE}
         catalog.unlink()                                  # a link into the repository on the fresh bed
         catalog.write_text(yaml.safe_dump(data))
         template = self.base / "templates" / "api.conf.j2"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get, kill_run, summaries, survivors
-from ansible_collections.gangplank.platform.tests.e2e.canary import Canary
+from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET, SECRET_FILE, Canary
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
 
 HOSTS = {"fresh1": ("fe2e-1", "127.0.0.71"), "fresh2": ("fe2e-2", "127.0.0.72"), "fresh3": ("fe2e-3", "127.0.0.73")}
@@ -115,8 +115,8 @@ def test_second_run_changes_nothing(bed):
 def test_a_rotated_canary_restarts_the_apis_and_leaks_nowhere_on_the_hosts(bed):
     """The vaulted canary rotated: --check --diff names the changed files without their text and changes nothing, the
     rotation restarts exactly the apis on both engines, status reports; all with -vvv. On the hosts, only the api's own
-    config file (0600, in 0700 directories) and its container's env hold the canary: not the state and fact files, nor
-    any container's labels. The output of every run is searched by test_teardown_leaves_nothing_behind."""
+    config file (0600, in 0700 directories), its container's env and its file secret (Podman's, or Docker's private
+    file, 0400) hold the canary: not the state and fact files, nor any container's labels. The output of every run is searched by test_teardown_leaves_nothing_behind."""
     canary = bed.canary
     rotated = canary.rotated()
     before = bed.containers()
@@ -135,6 +135,10 @@ def test_a_rotated_canary_restarts_the_apis_and_leaks_nowhere_on_the_hosts(bed):
     for name in apis:
         host, engine = after[name][2]["gangplank.io/node"], after[name][3]
         assert canary.value in bed.sh(host, "%s exec %s env; %s exec %s cat /etc/api/api.conf" % (engine, name, engine, name))
+        assert bed.sh(host, "%s exec %s cat %s" % (engine, name, SECRET_FILE)) == canary.value
+        if engine == "docker":
+            # Docker's file secret: a private file on the host (tmpfs), bind-mounted read-only.
+            assert bed.sh(host, "stat -c %%a /run/gangplank/secrets/%s/%s" % (name, SECRET)).strip() == "400"
         modes = bed.sh(host, "stat -c '%%a %%n' %s/instances %s/instances/%s %s/instances/%s/config %s/instances/%s/config/*"
                        % (STATE, STATE, name, STATE, name, STATE, name)).split("\n")
         assert [line.split()[0] for line in modes if line] == ["700", "700", "700", "600"], modes

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, ROOT, Bed, containers as containers_of
-from ansible_collections.gangplank.platform.tests.e2e.canary import Canary, files_under
+from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET_FILE, Canary, files_under
 
 HOSTS = {"node1": ("d2-a1", "127.0.0.133"), "node2": ("d2-a2", "127.0.0.134"), "node3": ("d2-a3", "127.0.0.135")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -148,10 +148,10 @@ def _in_container(name, *argv):
 
 
 def test_the_vaulted_canary_never_leaks(bed):
-    """The vaulted canary (api env and config template) through --check --diff, a rotation, status, a failing
+    """The vaulted canary (api env, file secret and config template) through --check --diff, a rotation, status, a failing
     probe and teardown, after site.yml and scale.yml through the runner: no byte of output, runner artifact, state or
     fact file, HTML page or container label holds it; only the api's own config file (0600, in a private directory)
-    and environment do. Every run here with -vvv. Runs last: it tears the deployment down."""
+    environment and Podman secret do. Every run here with -vvv. Runs last: it tears the deployment down."""
     canary, inventory = bed.canary, bed.inventory
     apis = sorted(name for name, (_state, _at, labels) in containers_of(NAMES).items() if labels["gangplank.io/service"] == "api")
     assert len(apis) == 2 and all(canary.value in _in_container(name, "env") for name in apis)
@@ -167,7 +167,7 @@ def test_the_vaulted_canary_never_leaks(bed):
     after = containers_of(NAMES)
     assert sorted(name for name in after if after[name][1] != before[name][1]) == apis, "the rotation restarts exactly the apis"
     assert all(canary.value in _in_container(name, "env") and canary.value in _in_container(name, "cat", "/etc/api/api.conf")
-               for name in apis)
+               and _in_container(name, "cat", SECRET_FILE) == canary.value for name in apis)
     returncode, output = canary.run("status -vvv", inventory, "status.yml", "-vvv", "-e", "@%s" % rotated)
     assert returncode == 0 and "12 of 12 container(s) running and healthy" in output, output[-3000:]
     # A failing probe's report, after a second rotation that restarts the apis with a probe that cannot pass.
