@@ -3,9 +3,10 @@
 
 ``Canary.install`` gives a bed (a copy of inventories/local or inventories/fresh) a value encrypted with
 ansible-vault (real, with a password file of the test's own), used by the api in its ``env``, as a file secret
-(the catalog's ``secrets``: a Podman secret, or a private file on Docker) and in its rendered config template. ``Canary.run`` runs a playbook as an operator does (the default callback, any
-verbosity) and keeps every byte it printed. ``leaks`` finds the canary, as written or base64-encoded at any
-offset, in texts and files; the tests expect none outside the container's own file and environment.
+(the catalog's ``secrets``: a Podman secret, or a private file on Docker) and in its rendered config template.
+``Canary.run`` runs a playbook as an operator does (the default callback, any verbosity) and keeps every byte it
+printed. ``leaks`` finds the canary, as written or base64-encoded at any offset, in texts and files; the tests expect
+none outside the container's own files, secret and environment.
 """
 
 from __future__ import annotations

@@ -116,7 +116,8 @@ def test_a_rotated_canary_restarts_the_apis_and_leaks_nowhere_on_the_hosts(bed):
     """The vaulted canary rotated: --check --diff names the changed files without their text and changes nothing, the
     rotation restarts exactly the apis on both engines, status reports; all with -vvv. On the hosts, only the api's own
     config file (0600, in 0700 directories), its container's env and its file secret (Podman's, or Docker's private
-    file, 0400) hold the canary: not the state and fact files, nor any container's labels. The output of every run is searched by test_teardown_leaves_nothing_behind."""
+    file, 0400) hold the canary: not the state and fact files, nor any container's labels. The output of every run is
+    searched by test_teardown_leaves_nothing_behind."""
     canary = bed.canary
     rotated = canary.rotated()
     before = bed.containers()
