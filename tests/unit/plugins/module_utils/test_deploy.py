@@ -617,3 +617,6 @@ def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_o
     text = "h1-api-0: podman run --env DB_PASSWORD=hunter2hunter2 --env PART=hunter2 --env TOKEN=12345 LEVEL=inf"
     assert redact(text, specs) == "h1-api-0: podman run --env DB_PASSWORD=%s --env PART=%s --env TOKEN=%s LEVEL=inf" % (MASK, MASK, MASK)
     assert redact("nothing here", []) == "nothing here"
+    # The catalog's secrets (by variable): their values too, whatever their delivery.
+    assert redact("--secret x; value sekrit-file-value; key", [], {"demo_db_password": "sekrit-file-value", "short": "key"}) == \
+        "--secret x; value %s; key" % MASK
