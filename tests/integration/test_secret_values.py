@@ -68,20 +68,15 @@ def test_vaulted_values_are_read_with_the_password(vaulted):
     ("wrong", "no vault secrets were found that could decrypt"),
     (None, "no vault secrets found"),
 ])
-def test_a_vault_that_cannot_be_opened_names_the_service_key_and_variable(vaulted, password, reason):
+def test_a_vault_that_cannot_be_opened_or_an_undefined_variable_names_the_service_key_and_variable(vaulted, password, reason):
     extra = ("--vault-password-file", str(vaulted / password)) if password else ()
-    shown = run(vaulted, CATALOG, *extra)
-    [error] = shown["errors"]
-    assert error["path"] == "services.api.secrets.db_password"
-    assert error["message"].startswith("the variable vault_db cannot be read: ") and reason in error["message"]
+    catalog = {"api": dict(CATALOG["api"], secrets=dict(CATALOG["api"]["secrets"], a="not_defined_anywhere", b="broken"))}
+    shown = run(vaulted, catalog, *extra)
+    errors = {error["path"]: error["message"] for error in shown["errors"]}
+    assert errors.pop("services.api.secrets.a") == ("the variable not_defined_anywhere is not defined (define it, vaulted, in "
+                                                    "the inventory or with -e @file, and give the vault password)")
+    assert errors.pop("services.api.secrets.b") == "the variable broken cannot be read: it refers to a variable that is not defined"
+    [(path, message)] = errors.items()
+    assert path == "services.api.secrets.db_password"
+    assert message.startswith("the variable vault_db cannot be read: ") and reason in message
     assert shown["hashes"] == [] and shown["db_ok"] is False
-
-
-def test_undefined_variables_are_named(vaulted):
-    catalog = {"api": {"image": "localhost/api:1", "secrets": {"a": "not_defined_anywhere", "b": "broken"}}}
-    shown = run(vaulted, catalog, "--vault-password-file", str(vaulted / "right"))
-    assert shown["errors"] == [
-        {"path": "services.api.secrets.a", "message": "the variable not_defined_anywhere is not defined (define it, "
-                                                      "vaulted, in the inventory or with -e @file, and give the vault password)"},
-        {"path": "services.api.secrets.b", "message": "the variable broken cannot be read: it refers to a variable that is not defined"},
-    ]
