@@ -60,6 +60,12 @@ options:
       - False where the engine cannot enforce them; both are then null.
     type: bool
     default: true
+  secret_dir:
+    description:
+      - The private directory on the host (C(cluster_secret_dir), under /run) that holds a Docker container's file secrets,
+        one directory per container. Podman keeps them as Podman secrets instead.
+    type: str
+    default: /run/gangplank/secrets
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -75,7 +81,9 @@ RETURN = r"""
 _value:
   description: >-
     One entry per container with name, instance, service, rank, sidecar, image, command, env, ports, devices, volumes,
-    directories, network, init, stop_timeout, restart_policy, cpus, memory, labels, config (dest, src or content, path) and probe.
+    directories, network, init, stop_timeout, restart_policy, cpus, memory, labels, config (dest, src or content, mode, group,
+    path), secrets (name, var, delivery, env, target, mode, uid, gid, engine_name, option, path: never a value), mounts
+    (Docker's file secrets), podman_secrets (Podman's --secret options) and probe.
   type: list
   elements: dict
 """
@@ -83,13 +91,15 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.secrets import DEFAULT_SECRET_DIR
 
 
 def deploy_containers(instances, host, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                      gpu_mode="cdi", engine="podman", limits=True):
+                      gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR):
     try:
         return desired_containers(host, instances, services, data_dir, publish_address=publish_address,
-                                  probe_address=probe_address, gpu_mode=gpu_mode, engine=engine, limits=limits)
+                                  probe_address=probe_address, gpu_mode=gpu_mode, engine=engine, limits=limits,
+                                  secret_dir=secret_dir)
     except DeployError as error:
         raise AnsibleFilterError(str(error)) from None
 

@@ -34,10 +34,23 @@ options:
     type: dict
     required: true
   existing:
-    description: The engine's inspect data of every container (C(containers) from containers.podman.podman_container_info).
+    description:
+      - The engine's inspect data of every container, or only its C(Name), C(State.Running), C(Config.Labels) and
+        C(HostConfig.PortBindings), as the deploy role reads them (never the env, docs/secrets.md).
     type: list
     elements: dict
     required: true
+  secret_hashes:
+    description:
+      - Each secret's variable mapped to its keyed hash (C(hashes) from gangplank.platform.secret_values).
+      - A changed hash recreates exactly the containers that use the secret.
+    type: dict
+    default: {}
+  hash_key:
+    description:
+      - The site's secret hash key (C(cluster_secret_hash_key)); with it the config hash label is keyed (HMAC-SHA256),
+        since a rendered config file may hold a secret. Without it, a plain SHA-256.
+    type: str
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -62,9 +75,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, rollout
 
 
-def deploy_rollout(containers, host, rendered, existing):
+def deploy_rollout(containers, host, rendered, existing, secret_hashes=None, hash_key=None):
     try:
-        return rollout(host, containers, rendered, existing)
+        return rollout(host, containers, rendered, existing, secret_hashes=secret_hashes, hash_key=hash_key)
     except DeployError as error:
         raise AnsibleFilterError(str(error)) from None
 

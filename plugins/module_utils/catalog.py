@@ -25,12 +25,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
-               "max_unavailable", "down_grace")
+               "max_unavailable", "down_grace", "secrets")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
 _HTTP_KEYS = ("port", "path", "expect_status")
-_CONFIG_KEYS = ("dest", "src", "content")
+_CONFIG_KEYS = ("dest", "src", "content", "mode", "group", "diff")
+_SECRET_KEYS = ("var", "env", "target", "mode", "uid", "gid")
 
 # GPU visibility is the scheduler's: the instance gets the devices it was granted, a sidecar none.
 GPU_VISIBILITY_VARIABLES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES",
@@ -44,12 +45,28 @@ _IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
+_MAX_NUMBER_DIGITS = 64         # as a label value (scheduler/problem.py)
 _PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
 _CONTROL = re.compile(r"[\x00\n\r]")
 _VOLUME_SEPARATORS = re.compile(r"[:,\x00\n\r]")
 
 DEFAULT_NVME_PATH = "/mnt/nvme"
+# Secrets (docs/catalog.md): each names the Ansible variable that holds its value; only the deploy role reads the value.
+MAX_SECRETS = 64
+SECRET_DIR_IN_CONTAINER = "/run/secrets"
+DEFAULT_SECRET_MODE = "0400"
+# A rendered config file may hold a secret (a template reads any variable): private unless the catalog says otherwise.
+DEFAULT_CONFIG_MODE = "0600"
+MAX_ID = 2 ** 31 - 1
+# Secret names become file and engine object names: no '/', no leading '.' or '-', bounded.
+_SECRET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_SECRET_NAME_EXPECTED = "a secret name that is a safe file name: 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit"
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_VARIABLE_EXPECTED = "the name of the Ansible variable that holds the value (letters, digits and '_', at most 128), not the value"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_ENV_NAME_EXPECTED = "an environment variable name (letters, digits and '_', not starting with a digit, at most 128)"
+_MODE = re.compile(r"0?[0-7]{3}")
 DEFAULT_STOP_TIMEOUT = 10
 DEFAULT_RESTART_POLICY = "always"
 # How many instances of a service a rolling restart may have down at once (docs/catalog.md): a count or a percentage
@@ -91,6 +108,24 @@ def _text(reader, value, path):
         reader.bad(path, value, "text without NUL or line breaks")
         return None
     return text
+
+
+def _hidden_value_text(reader, value, path):
+    """As _text, for a value that may be a secret (an env value): a mistake names its type, never the value."""
+    text = None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, int) and value.bit_length() <= _MAX_NUMBER_DIGITS * 4 and len(str(value)) <= _MAX_NUMBER_DIGITS:
+        text = str(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        text = repr(value)
+    if text is not None and not _CONTROL.search(text) and text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == text:
+        return text
+    reader.error(path, "got a value of type %s (not shown: it may be a secret); expected a string, a boolean or a number "
+                       "of at most %d digits, as text without NUL, line breaks or lone surrogates" % (type(value).__name__, _MAX_NUMBER_DIGITS))
+    return None
 
 
 def _argv(reader, value, path):
@@ -198,22 +233,117 @@ def _config(reader, value, path):
             reader.bad(join_path(item_path, "dest"), dest, "a path not listed twice")
         destinations.add(dest)
         if ("src" in spec) == ("content" in spec):
-            reader.bad(item_path, item, "exactly one of src (a Jinja2 template file) or content (the file's text)")
+            # Not the item itself: its content may hold a secret.
+            reader.error(item_path, "has %s; expected exactly one of src (a Jinja2 template file) or content (the file's text)"
+                         % ("both src and content" if "src" in spec else "neither src nor content"))
             continue
-        entry = {"dest": dest}
+        mode = _file_mode(reader, spec.get("mode"), join_path(item_path, "mode"), DEFAULT_CONFIG_MODE, others=True)
+        group = reader.integer(spec["group"], join_path(item_path, "group"), maximum=MAX_ID) if spec.get("group") is not None else None
+        # Rendered files may hold secrets: their text is never shown unless the catalog asks for full diffs.
+        entry = {"dest": dest, "mode": mode, "group": group, "diff": reader.boolean(spec.get("diff"), join_path(item_path, "diff"))}
         if "src" in spec:
             entry["src"] = reader.string(spec["src"], join_path(item_path, "src"), "a template file path")
         else:
             content = spec["content"]
             if not isinstance(content, str):
-                reader.bad(join_path(item_path, "content"), content, "a string")
+                reader.error(join_path(item_path, "content"), "got a value of type %s (not shown: it may hold a secret); expected a string"
+                             % type(content).__name__)
             entry["content"] = content
         files.append(entry)
     return files
 
 
+def _file_mode(reader, value, path, default, others=False):
+    """A file mode as four octal digits ('0400') from the catalog's octal string or the integer YAML reads from 0400.
+
+    The owner may read; nobody may execute; others may not write, and may read only where ``others`` allows it."""
+    if value is None:
+        return default
+    if isinstance(value, str) and _MODE.fullmatch(value):
+        mode = int(value, 8)
+    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o777:
+        mode = value
+    else:
+        mode = None
+    forbidden = 0o133 if others else 0o137
+    if mode is None or not mode & 0o400 or mode & forbidden:
+        reader.bad(path, value, "a file mode such as '0400' or '0640' that the owner may read, nobody may execute%s"
+                   % (" and others may not write" if others else " and others may not read"))
+        return default
+    return "%04o" % mode
+
+
+def _secrets(reader, value, path, env, config):
+    """The service's secrets, by name: each names the Ansible variable with its value (never the value) and is
+    delivered as a file (default) or, with ``env``, as an environment variable."""
+    secrets = []
+    targets = {entry["dest"] for entry in config}
+    env_names = set()
+    for name, item in sorted(reader.mapping(value, path, maximum=MAX_SECRETS).items(), key=lambda kv: str(kv[0])):
+        if not isinstance(name, str):
+            continue                            # reader.mapping named it
+        item_path = join_path(path, name)
+        if not _SECRET_NAME.fullmatch(name):
+            reader.bad(item_path, name, _SECRET_NAME_EXPECTED)
+            continue
+        if isinstance(item, str):
+            item = {"var": item}                # the short form: the variable's name
+        elif not isinstance(item, dict):
+            reader.bad(item_path, item, "the name of the Ansible variable that holds the value, or a mapping with var "
+                       "(and env, or target, mode, uid and gid)")
+            continue
+        spec = reader.mapping(item, item_path, _SECRET_KEYS, required=("var",), optional_none=False)
+        if not isinstance(item, dict) or "var" not in spec:
+            continue
+        var = spec["var"]
+        if not isinstance(var, str) or not _VARIABLE.fullmatch(var):
+            reader.bad(join_path(item_path, "var"), var, _VARIABLE_EXPECTED)
+            continue
+        secret = {"name": name, "var": var, "delivery": "file", "env": None, "target": None, "mode": None, "uid": None,
+                  "gid": None}
+        if spec.get("env") is not None:
+            file_keys = [key for key in ("target", "mode", "uid", "gid") if spec.get(key) is not None]
+            if file_keys:
+                reader.error(item_path, "sets env and %s; expected env (delivery as an environment variable) or the "
+                             "file's target, mode, uid and gid, not both" % ", ".join(file_keys))
+                continue
+            env_name = spec["env"]
+            env_path = join_path(item_path, "env")
+            if not isinstance(env_name, str) or not _ENV_NAME.fullmatch(env_name):
+                reader.bad(env_path, env_name, _ENV_NAME_EXPECTED)
+                continue
+            if env_name in GPU_VISIBILITY_VARIABLES or env_name.startswith("GANGPLANK_"):
+                reader.bad(env_path, env_name, "a variable name other than GANGPLANK_* and the GPU visibility variables "
+                           "(the scheduler sets those)")
+                continue
+            if env_name in env or env_name in env_names:
+                reader.bad(env_path, env_name, "a variable name that the service's env and its other secrets do not set")
+                continue
+            env_names.add(env_name)
+            secret.update(delivery="env", env=env_name)
+        else:
+            target_path = join_path(item_path, "target")
+            target = (_container_path(reader, spec["target"], target_path, _DEST_EXPECTED) if spec.get("target") is not None
+                      else posixpath.join(SECRET_DIR_IN_CONTAINER, name))
+            if target is not None and target in targets:
+                reader.bad(target_path, target, "a path in the container that no config file or other secret uses")
+            targets.add(target)
+            secret.update(target=target, mode=_file_mode(reader, spec.get("mode"), join_path(item_path, "mode"),
+                                                         DEFAULT_SECRET_MODE),
+                          uid=reader.integer(spec["uid"], join_path(item_path, "uid"), maximum=MAX_ID)
+                          if spec.get("uid") is not None else None,
+                          gid=reader.integer(spec["gid"], join_path(item_path, "gid"), maximum=MAX_ID)
+                          if spec.get("gid") is not None else None)
+        secrets.append(secret)
+    return secrets
+
+
 def _env(reader, value, path):
     env = {}
+    if value is not None and not isinstance(value, dict):
+        # Not the value itself: its entries may be secrets.
+        reader.error(path, "got a value of type %s (not shown: it may hold secrets); expected a mapping" % type(value).__name__)
+        return env
     for key, item in sorted(reader.mapping(value, path).items(), key=lambda kv: str(kv[0])):
         if not isinstance(key, str):
             continue                            # reader.mapping named it
@@ -227,7 +357,7 @@ def _env(reader, value, path):
             reader.bad(join_path(path, key), item, "no %s: GPU visibility is set by the scheduler, from the GPUs it "
                        "granted the instance (none to a sidecar)" % key)
             continue
-        converted = _text(reader, item, join_path(path, key))
+        converted = _hidden_value_text(reader, item, join_path(path, key))
         if converted is not None:
             env[key] = converted
     return env
@@ -249,16 +379,19 @@ def _deploy_spec(reader, spec, path):
         reader.bad(join_path(path, "restart_policy"), restart, "one of " + ", ".join(RESTART_POLICIES))
     nvme_path = spec.get("nvme_path", DEFAULT_NVME_PATH)
     nvme_path = _container_path(reader, nvme_path, join_path(path, "nvme_path"), _NVME_PATH_EXPECTED)
+    env = _env(reader, spec.get("env"), join_path(path, "env"))
+    config = _config(reader, spec.get("config"), join_path(path, "config"))
     return {
         "image": image,
         "command": _argv(reader, spec["command"], join_path(path, "command")) if spec.get("command") is not None else None,
-        "env": _env(reader, spec.get("env"), join_path(path, "env")),
+        "env": env,
         "init": reader.boolean(spec.get("init"), join_path(path, "init")),
         "stop_timeout": reader.integer(spec.get("stop_timeout"), join_path(path, "stop_timeout"), limit=MAX_SECONDS,
                                        default=DEFAULT_STOP_TIMEOUT),
         "restart_policy": restart,
         "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
-        "config": _config(reader, spec.get("config"), join_path(path, "config")),
+        "config": config,
+        "secrets": _secrets(reader, spec.get("secrets"), join_path(path, "secrets"), env, config),
         "nvme_path": nvme_path,
         "max_unavailable": _max_unavailable(reader, spec, join_path(path, "max_unavailable")),
         # Read by the schedule (down_hosts.replacements): seconds its host may be down before an instance is replaced.

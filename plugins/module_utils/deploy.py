@@ -30,6 +30,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.catalog import 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
+    DEFAULT_SECRET_DIR, SecretError, container_secrets, keyed_hash,
+)
 
 LABEL = "gangplank.io/"
 MANAGED, NODE, INSTANCE, SERVICE, RANK, SIDECAR_OF = (LABEL + key for key in (
@@ -48,8 +51,12 @@ def _ascii_digits(text):
     return text.isascii() and text.isdigit()
 
 
-def _digest(value):
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()
+def _digest(value, key=None):
+    """The hash of ``value``; keyed (secrets.keyed_hash) when ``key`` is given, for what may hold a secret."""
+    text = json.dumps(value, sort_keys=True)
+    if key is not None:
+        return keyed_hash(key, text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def container_name(host, instance, sidecar=None):
@@ -102,8 +109,30 @@ def _environment(binding, name, service, ports, host, gpus=True):
     return env
 
 
+# The variables gangplank sets itself (_environment): names, ports and GPU ids, not secrets.
+_OWN_VARIABLES = ("GANGPLANK_INSTANCE", "GANGPLANK_SERVICE", "GANGPLANK_ORDINAL", "GANGPLANK_NODE", "GANGPLANK_PORTS",
+                  "GANGPLANK_GPU_MEMORY", "GANGPLANK_NVME_DIR", "NVIDIA_VISIBLE_DEVICES")
+MASK = "********"
+_SHORTEST_MASKED = 4
+
+
+def redact(text, containers, secret_values=None):
+    """``text`` with every catalog env value of ``containers`` and every value of ``secret_values`` (the catalog's
+    secrets, variable -> value) of at least _SHORTEST_MASKED characters replaced by MASK.
+
+    For an engine's error message about a container it could not start: such a message may quote its arguments.
+    Longest values first, so that a value inside another is not left half masked."""
+    values = {str(value) for container in containers for key, value in (container.get("env") or {}).items()
+              if key not in _OWN_VARIABLES}
+    values |= {str(value) for value in (secret_values or {}).values()}
+    values = {value for value in values if len(value) >= _SHORTEST_MASKED}
+    for value in sorted(values, key=lambda item: (-len(item), item)):
+        text = text.replace(value, MASK)
+    return text
+
+
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                       gpu_mode="cdi", engine="podman", limits=True):
+                       gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
 
     With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
@@ -132,7 +161,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         spec = specs[binding["service"]]
         sidecars = list(binding.get("sidecars") or [])
         ports = list(spec["ports"]) + [port for sidecar in sidecars for port in specs[sidecar]["ports"]]
-        main = _container(host, instance, binding, binding["service"], spec, data_dir, probe_address, engine)
+        main = _container(host, instance, binding, binding["service"], spec, data_dir, probe_address, engine, secret_dir)
         main.update(_limits(binding["service"], scheduling, limits))
         main["ports"] = ["%s:%d:%d" % (publish_address, port, port) if publish_address else "%d:%d" % (port, port)
                          for port in ports]
@@ -147,7 +176,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             main["env"].setdefault("GANGPLANK_NVME_DIR", spec["nvme_path"])     # the catalog's env wins, as everywhere
         containers.append(main)
         for sidecar in sidecars:
-            side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine)
+            side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine, secret_dir)
             side.update(_limits(sidecar, scheduling, limits))
             side["network"] = "container:" + main["name"]
             side["labels"][SIDECAR_OF] = main["name"]
@@ -171,9 +200,10 @@ def _limits(service, scheduling, enforce):
     return {"cpus": cpus, "memory": memory}
 
 
-def _container(host, instance, binding, service, spec, data_dir, probe_address, engine):
+def _container(host, instance, binding, service, spec, data_dir, probe_address, engine, secret_dir):
     name = container_name(host, instance, None if service == binding["service"] else service)
     files = _config_files(spec, data_dir, name)
+    secrets = container_secrets(name, spec.get("secrets") or [], engine, secret_dir)
     return {
         "name": name,
         "instance": instance,
@@ -193,6 +223,12 @@ def _container(host, instance, binding, service, spec, data_dir, probe_address, 
         "restart_policy": spec["restart_policy"],
         "labels": {MANAGED: "true", NODE: host, INSTANCE: instance, SERVICE: service, RANK: str(binding["rank"])},
         "config": files,
+        # Names, places and variables only: the deploy role adds the values in the tasks that create the container.
+        "secrets": secrets,
+        # Docker's file secrets, bind-mounted read-only: a missing file fails the start rather than becoming a directory.
+        "mounts": [{"type": "bind", "source": entry["path"], "target": entry["target"], "read_only": True}
+                   for entry in secrets if entry["path"]],
+        "podman_secrets": [entry["option"] for entry in secrets if entry["option"]],
         "probe": _probe(spec, name, probe_address, engine),
     }
 
@@ -244,22 +280,44 @@ def _removal_order(name, labels):
     return (SIDECAR_OF not in labels, service, -int(ordinal) if _ascii_digits(ordinal) else 0, name)
 
 
-def rollout(host, containers, rendered, existing):
+def _secret_trace(container, secret_hashes):
+    """What the spec hash holds of the container's secrets: where each goes and its keyed hash, never the value."""
+    trace = []
+    for secret in container.get("secrets") or []:
+        if secret["var"] not in secret_hashes:
+            raise DeployError("services.%s.secrets.%s: the value of %s was not read; nothing was changed"
+                              % (container["service"], secret["name"], secret["var"]))
+        trace.append([secret["name"], secret["delivery"], secret["env"], secret["target"], secret["mode"], secret["uid"],
+                      secret["gid"], secret_hashes[secret["var"]]])
+    return trace
+
+
+def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=None):
     """Hash labels and an action per container, and the stale containers of ``host``.
 
     ``rendered`` maps each config file's host path to its rendered text; ``existing`` is the
     engine's inspect data of every container. Actions: create, recreate, start, keep.
+    ``secret_hashes`` maps each secret's variable to its keyed hash (secrets.read_values); with the
+    site's ``hash_key``, the config hash is keyed too, since a rendered file may hold a secret.
     """
     current = dict(_existing_entry(item) for item in existing)
     planned, spec_hash_of = [], {}
     for container in containers:
         labels = dict(container["labels"])
         config = [[entry["dest"], rendered[entry["path"]]] for entry in container["config"]]
-        labels[CONFIG_HASH] = _digest(config)
+        try:
+            # No config files, nothing to hide: the plain digest of [], so such containers keep their hash.
+            labels[CONFIG_HASH] = _digest(config, hash_key if config else None)
+            secrets = _secret_trace(container, secret_hashes or {})
+        except SecretError as error:
+            raise DeployError("%s; nothing was changed" % error) from None
         shape = {key: container[key] for key in ("image", "command", "env", "ports", "devices", "volumes", "network",
                                                  "init", "stop_timeout", "restart_policy")}
         # Limits count only when set, so hosts whose engine cannot enforce them keep their hashes.
         shape.update({key: container[key] for key in ("cpus", "memory") if container.get(key) is not None})
+        # Secrets count only when there are some, so containers without them keep their hashes.
+        if secrets:
+            shape["secrets"] = secrets
         # A sidecar lives in its instance's network namespace, so it is recreated with it.
         shape.update(labels=labels, instance=spec_hash_of.get(labels.get(SIDECAR_OF)))
         labels[SPEC_HASH] = _digest(shape)

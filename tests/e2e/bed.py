@@ -61,21 +61,30 @@ class Bed:
     def state(self, host=None):
         return self.base / "testbed" / (host or self.names[0])
 
+    # Added to each run's environment (a canary's vault password file: tests/e2e/canary.py); a dict in transcripts
+    # keeps what each run printed, by playbook and count, for the canary's search.
+    environment = {}
+    transcripts = None
+
     def playbook(self, name, *extra, timeout=600):
-        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
+        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout,
+                            environment=self.environment, transcripts=self.transcripts)
 
     def popen(self, name, *extra):
-        return start_playbook(self.inventory, name, *extra)
+        return start_playbook(self.inventory, name, *extra, environment=self.environment)
 
     def containers(self):
         return containers(self.names)
 
 
-def run_playbook(inventory, playbook, *extra, timeout=600):
-    """ansible-playbook with the JSON callback: (exit code, report)."""
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1")
+def run_playbook(inventory, playbook, *extra, timeout=600, environment=None, transcripts=None):
+    """ansible-playbook with the JSON callback: (exit code, report); its output also in ``transcripts`` when given."""
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", ANSIBLE_SHOW_CUSTOM_STATS="1",
+               **(environment or {}))
     completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), playbook, *extra],
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if transcripts is not None:
+        transcripts["%s %d" % (os.path.basename(playbook), len(transcripts))] = completed.stdout + completed.stderr
     try:
         report = json.loads(completed.stdout)
     except ValueError:
@@ -88,12 +97,12 @@ RUN_MARK = "GANGPLANK_E2E_RUN"     # in the environment of a background run and 
 _NOT_THE_RUNS = ("conmon", "catatonit")
 
 
-def start_playbook(inventory, name, *extra):
+def start_playbook(inventory, name, *extra, environment=None):
     """playbooks/<name> in the background, in a process group of its own (a test may kill it mid-run: kill_run).
     ``process.mark`` is the value of RUN_MARK in the environment of the run and of every process it starts."""
     mark = uuid.uuid4().hex
     process = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), os.path.join(ROOT, "playbooks", name), *extra],
-                               cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1", **{RUN_MARK: mark}),
+                               cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1", **{RUN_MARK: mark}, **(environment or {})),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     process.mark = mark
     return process

@@ -67,11 +67,16 @@ class FreshBed:
     def down(self):
         freshbed("down", *("%s=%s" % item for item in self.addresses.items()))
 
+    # As Bed's (tests/e2e/bed.py): added to each run's environment; what each run printed, when a dict.
+    environment = {}
+    transcripts = None
+
     def playbook(self, name, *extra, timeout=900):
-        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout)
+        return run_playbook(self.inventory, os.path.join(ROOT, "playbooks", name), *extra, timeout=timeout,
+                            environment=self.environment, transcripts=self.transcripts)
 
     def popen(self, name, *extra):
-        return start_playbook(self.inventory, name, *extra)
+        return start_playbook(self.inventory, name, *extra, environment=self.environment)
 
     def sh(self, host, script, check=True):
         """Runs a shell script as root inside the host (not through Ansible); its stdout."""

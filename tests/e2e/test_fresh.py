@@ -3,7 +3,8 @@
 seen this project, reached over real SSH as a sudo user with become. Two run Podman and one Docker,
 each installed by the runtime role from Debian's repositories; the demo image comes from the offline
 bundle. The tests run in order on one deployment: check mode on the brand-new hosts, a cold deploy, a
-re-run that changes nothing, a failing probe, a run killed mid-rank and repaired, teardown. Figures
+re-run that changes nothing, a rotation of the vaulted canary the catalog carries (tests/e2e/canary.py), a failing
+probe, a run killed mid-rank and repaired, teardown, and the search for the canary in all they printed. Figures
 (times, tasks run with become) go to .build/fresh/e2e-figures.json for the notes.
 """
 
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get, kill_run, summaries, survivors
+from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET, SECRET_FILE, Canary
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
 
 HOSTS = {"fresh1": ("fe2e-1", "127.0.0.71"), "fresh2": ("fe2e-2", "127.0.0.72"), "fresh3": ("fe2e-3", "127.0.0.73")}
@@ -30,6 +32,11 @@ FIGURES = os.path.join(ROOT, ".build", "fresh", "e2e-figures.json")
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
     bed = FreshBed(tmp_path_factory.mktemp("fresh"), HOSTS)
+    # The catalog carries a vaulted canary: every run here has it, and the last test searches their output for it.
+    bed.canary = Canary(bed.base)
+    bed.canary.install()
+    bed.environment = bed.canary.environment
+    bed.transcripts = bed.canary.transcripts
     bed.down()
     bed.up()
     bed.figures = {}
@@ -105,10 +112,46 @@ def test_second_run_changes_nothing(bed):
     assert bed.containers() == before
 
 
+def test_a_rotated_canary_restarts_the_apis_and_leaks_nowhere_on_the_hosts(bed):
+    """The vaulted canary rotated: --check --diff names the changed files without their text and changes nothing, the
+    rotation restarts exactly the apis on both engines, status reports; all with -vvv. On the hosts, only the api's own
+    config file (0600, in 0700 directories), its container's env and its file secret (Podman's, or Docker's private
+    file, 0400) hold the canary: not the state and fact files, nor any container's labels. The output of every run is
+    searched by test_teardown_leaves_nothing_behind."""
+    canary = bed.canary
+    rotated = canary.rotated()
+    before = bed.containers()
+    returncode, output = canary.run("site --check --diff -vvv", bed.inventory, "site.yml", "--check", "--diff", "-vvv",
+                                    "-e", "@%s" % rotated)
+    assert returncode == 0 and output.count("/config/0-api.conf: content changed") == 2, output[-3000:]
+    assert bed.containers() == before
+    returncode, output = canary.run("site rotation -vvv", bed.inventory, "site.yml", "-vvv", "-e", "@%s" % rotated)
+    assert returncode == 0, output[-3000:]
+    after = bed.containers()
+    apis = sorted(name for name, entry in after.items() if entry[2]["gangplank.io/service"] == "api")
+    assert sorted(name for name in after if after[name][1] != before[name][1]) == apis
+    assert {after[name][3] for name in apis} == {"podman", "docker"}
+    returncode, output = canary.run("status -vvv", bed.inventory, "status.yml", "-vvv", "-e", "@%s" % rotated)
+    assert returncode == 0 and "12 of 12 container(s) running and healthy" in output, output[-3000:]
+    for name in apis:
+        host, engine = after[name][2]["gangplank.io/node"], after[name][3]
+        assert canary.value in bed.sh(host, "%s exec %s env; %s exec %s cat /etc/api/api.conf" % (engine, name, engine, name))
+        assert bed.sh(host, "%s exec %s cat %s" % (engine, name, SECRET_FILE)) == canary.value
+        if engine == "docker":
+            # Docker's file secret: a private file on the host (tmpfs), bind-mounted read-only.
+            assert bed.sh(host, "stat -c %%a /run/gangplank/secrets/%s/%s" % (name, SECRET)).strip() == "400"
+        modes = bed.sh(host, "stat -c '%%a %%n' %s/instances %s/instances/%s %s/instances/%s/config %s/instances/%s/config/*"
+                       % (STATE, STATE, name, STATE, name, STATE, name)).split("\n")
+        assert [line.split()[0] for line in modes if line] == ["700", "700", "700", "600"], modes
+    hits = {host: bed.sh(host, "grep -rlF -e %s %s /etc/ansible/facts.d --exclude-dir=config || true" % (
+        " -e ".join(canary.values), STATE)).split() for host in NAMES}
+    assert hits == {host: [] for host in NAMES}
+    assert canary.leaks({"labels": json.dumps({name: entry[2] for name, entry in after.items()})}) == []
+
+
 def test_a_failing_probe_stops_at_its_rank_with_a_report_from_each_engine(bed):
     before = bed.containers()
-    with open(os.path.join(ROOT, "inventories", "local", "group_vars", "all", "catalog.yml")) as handle:
-        services = yaml.safe_load(handle)["gangplank_services"]
+    services = yaml.safe_load((bed.base / "group_vars" / "all" / "catalog.yml").read_text())["gangplank_services"]
     services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
     # Both apis in one wave, so each engine's host reports (a rolling restart would stop after the first).
     services["api"]["max_unavailable"] = "100%"
@@ -165,3 +208,5 @@ def test_teardown_leaves_nothing_behind(bed):
         assert left == [], (host, left)
     returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
     assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
+    # Every run of this module, -vvv or not, check mode, the failing probe's report and teardown: no canary.
+    assert len(bed.canary.transcripts) >= 10 and bed.canary.leaks() == []

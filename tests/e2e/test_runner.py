@@ -13,12 +13,14 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 
 import ansible_runner
 import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, ROOT, Bed, containers as containers_of
+from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET_FILE, Canary, files_under
 
 HOSTS = {"node1": ("d2-a1", "127.0.0.133"), "node2": ("d2-a2", "127.0.0.134"), "node3": ("d2-a3", "127.0.0.135")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -62,7 +64,7 @@ class Job:
         (self.private / "env" / "extravars").write_text(yaml.safe_dump(extravars))
         (self.private / "env" / "envvars").write_text(yaml.safe_dump({
             "ANSIBLE_COLLECTIONS_PATH": os.environ.get("ANSIBLE_COLLECTIONS_PATH", os.path.join(ROOT, ".build", "collections")),
-            "ANSIBLE_NOCOLOR": "1"}))
+            "ANSIBLE_NOCOLOR": "1", **bed.canary.environment}))
         # AWX checks the project out; the playbook path is relative to it.
         os.symlink(ROOT, str(self.private / "project"))
         # ansible-playbook from PATH (the venv's, as the execution environment's); the inventory file itself, since
@@ -92,6 +94,11 @@ class Job:
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
     bed = Bed.make(tmp_path_factory.mktemp("runner"), HOSTS)
+    # The catalog carries a vaulted canary (test_the_vaulted_canary_never_leaks): every job here runs with it.
+    bed.canary = Canary(bed.base)
+    bed.canary.install()
+    bed.environment = bed.canary.environment
+    bed.transcripts = bed.canary.transcripts
     job = Job(bed, "playbooks/site.yml", {})
     assert (job.runner.status, job.runner.rc) == ("successful", 0), job.failures()
     assert "gangplank_placement" in job.artifacts()
@@ -134,3 +141,60 @@ def test_a_refused_job_fails_with_the_reason_and_no_artifacts(bed):
     assert any("quota workers: cpu would be" in message for message in job.failures()), job.failures()
     assert "gangplank_scale" not in job.artifacts()
     assert containers_of(NAMES) == before
+
+
+def _in_container(name, *argv):
+    return subprocess.run(["podman", "exec", name, *argv], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_vaulted_canary_never_leaks(bed):
+    """The vaulted canary (api env, file secret and config template) through --check --diff, a rotation, status, a failing
+    probe and teardown, after site.yml and scale.yml through the runner: no byte of output, runner artifact, state or
+    fact file, HTML page or container label holds it; only the api's own config file (0600, in a private directory)
+    environment and Podman secret do. Every run here with -vvv. Runs last: it tears the deployment down."""
+    canary, inventory = bed.canary, bed.inventory
+    apis = sorted(name for name, (_state, _at, labels) in containers_of(NAMES).items() if labels["gangplank.io/service"] == "api")
+    assert len(apis) == 2 and all(canary.value in _in_container(name, "env") for name in apis)
+    rotated = canary.rotated()
+    before = containers_of(NAMES)
+    returncode, output = canary.run("site --check --diff -vvv", inventory, "site.yml", "--check", "--diff", "-vvv", "-e", "@%s" % rotated)
+    assert returncode == 0, output[-3000:]
+    assert "would start 0 [], restart 1" in output and containers_of(NAMES) == before
+    # The diff names each changed config file and says its content changed, without the text.
+    assert output.count("/config/0-api.conf: content changed") == 2, output[-3000:]
+    returncode, output = canary.run("site rotation -vvv", inventory, "site.yml", "-vvv", "-e", "@%s" % rotated)
+    assert returncode == 0, output[-3000:]
+    after = containers_of(NAMES)
+    assert sorted(name for name in after if after[name][1] != before[name][1]) == apis, "the rotation restarts exactly the apis"
+    assert all(canary.value in _in_container(name, "env") and canary.value in _in_container(name, "cat", "/etc/api/api.conf")
+               and _in_container(name, "cat", SECRET_FILE) == canary.value for name in apis)
+    returncode, output = canary.run("status -vvv", inventory, "status.yml", "-vvv", "-e", "@%s" % rotated)
+    assert returncode == 0 and "12 of 12 container(s) running and healthy" in output, output[-3000:]
+    # A failing probe's report, after a second rotation that restarts the apis with a probe that cannot pass.
+    services = yaml.safe_load((bed.base / "group_vars" / "all" / "catalog.yml").read_text())["gangplank_services"]
+    services["api"]["health"] = {"http": {"port": 8080, "path": "/missing"}, "interval": 0.2, "retries": 3}
+    broken = bed.base / "broken.yml"
+    broken.write_text(yaml.safe_dump({"gangplank_services": services}))
+    rotated = canary.rotated()
+    returncode, output = canary.run("site failing probe -vvv", inventory, "site.yml", "-vvv", "-e", "@%s" % broken, "-e", "@%s" % rotated)
+    assert returncode != 0 and "Rank 1 (api) failed on" in output and "last probe output: HTTP 404" in output, output[-3000:]
+    # Files on the host: the config files 0600, their directories 0700; the container's own file holds the canary.
+    state = bed.base / "testbed"
+    config = sorted(state.glob("*/instances/*/config/*"))
+    assert config and {oct(path.stat().st_mode & 0o777) for path in config} == {"0o600"}, config
+    folders = {path.parent for path in config} | {path.parent.parent for path in config}
+    assert {oct(path.stat().st_mode & 0o777) for path in folders} == {"0o700"}, folders
+    api_files = [path for path in config if path.name == "0-api.conf"]
+    assert len(api_files) == 2 and all(canary.leaks({}, [path]) for path in api_files), "the search finds the canary where it is"
+    labels = {name: entry[2] for name, entry in containers_of(NAMES).items()}
+    inspected = json.loads(subprocess.run(["podman", "inspect", *labels], capture_output=True, text=True, check=True).stdout)
+    assert len(inspected) == 12
+    # The container's env shows in its inspect data twice: Env, and the engine command that created it (CreateCommand).
+    everything = {"labels": json.dumps(labels), "inspect without env": json.dumps(
+        [dict(item, Config=dict(item["Config"], Env=None, CreateCommand=None)) for item in inspected])}
+    files = list(files_under(bed.base, skip=("/instances/",)))
+    assert any(path.endswith("placement.json") for path in files) and any(path.endswith(".html") for path in files)
+    assert any("/job_events/" in path for path in files), "the runner's artifacts are searched"
+    returncode, output = canary.run("teardown -vvv", inventory, "teardown.yml", "-vvv", "-e", "teardown_remove_data=true")
+    assert returncode == 0, output[-3000:]
+    assert canary.leaks() + canary.leaks(everything) + canary.leaks({}, files) == []

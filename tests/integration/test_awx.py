@@ -42,6 +42,16 @@ def test_the_scale_survey_matches_what_scale_yml_reads():
     assert survey[1]["type"] == "integer" and survey[1]["min"] == 0
 
 
+def test_every_job_template_gets_the_vault_credential_and_its_password_is_never_logged():
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    tasks = {task["name"]: task for task in play["tasks"]}
+    assert "awx_vault_credential" in tasks["Create the job templates"]["awx.awx.job_template"]["credentials"]
+    vault = tasks["Create or update the Vault credential"]
+    assert vault["no_log"] is True and vault["awx.awx.credential"]["credential_type"] == "Vault"
+    assert vault["awx.awx.credential"]["inputs"]["vault_password"] == "{{ awx_vault_password }}"
+
+
 def test_the_execution_environment_is_valid_for_ansible_builder(tmp_path):
     built = run(os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--force",
                 "--output-path", os.path.join(ROOT, ".build", "ee-collection"))

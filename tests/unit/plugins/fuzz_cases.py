@@ -40,6 +40,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value
+from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
 from ansible_collections.gangplank.platform.plugins.modules import facts_cache as facts_cache_module
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
@@ -285,6 +286,78 @@ def run_deploy(host):
         for entry in container["config"]:
             if os.path.normpath(entry["path"]) != entry["path"] or not entry["path"].startswith("/var/lib/gangplank/"):
                 return "violation: config file at %r" % entry["path"]
+    return "ok"
+
+
+# --- secrets (issue 23): the catalog's secrets key, their layout and the reading of their values ----------------------
+
+SECRETS_CATALOG = {
+    "api": {"image": "localhost/api:1", "ports": [8080], "sidecars": ["log"], "env": {"MODE": "x"},
+            "config": [{"dest": "/etc/api.conf", "content": "x", "mode": "0640", "group": 101}],
+            "secrets": {"db_password": "vault_db", "token": {"var": "vault_token", "env": "API_TOKEN"},
+                        "tls.key": {"var": "vault_tls", "target": "/etc/tls/key.pem", "mode": "0440", "uid": 0, "gid": 101}}},
+    "log": {"sidecar": True, "image": "localhost/log:1", "secrets": {"token": {"var": "vault_token", "env": "LOG_TOKEN"}}},
+}
+_SECRET_NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# A value that must never reach an error message, a spec or a label.
+SECRET_VALUE = "CANARY-fuzz-2c7e"
+
+
+def run_secrets(services):
+    """split_catalog and the layout of the secrets: rejected, or every accepted name, path and mode safe; the values
+    read (with hostile ones) appear in no error, container spec or label."""
+    try:
+        _scheduling, specs = split_catalog(services)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    for name, spec in specs.items():
+        for secret in spec["secrets"]:
+            if not _SECRET_NAME_OK.fullmatch(secret["name"]) or not _NAME_OK.fullmatch(secret["var"]):
+                return "violation: services.%s secret %r" % (name, secret)
+            if secret["delivery"] == "env":
+                if not _NAME_OK.fullmatch(secret["env"]) or secret["env"] in GPU_VISIBILITY_VARIABLES:
+                    return "violation: services.%s env secret %r" % (name, secret)
+            elif not _SAFE_PATH.fullmatch(secret["target"] or "/") or int(secret["mode"], 8) & 0o137:
+                return "violation: services.%s file secret %r" % (name, secret)
+    instances = {"%s-0" % name: {"service": name, "ordinal": 0, "rank": 0, "gpus": [], "nvme": None,
+                                 "sidecars": [side for side in (spec.get("sidecars") or [])
+                                              if isinstance(side, str) and side in specs]}
+                 for name, spec in services.items() if isinstance(spec, dict) and not spec.get("sidecar")}
+    try:
+        built = [container for engine in ("podman", "docker")
+                 for container in desired_containers("h1", instances, services, "/var/lib/gangplank", engine=engine,
+                                                     gpu_mode="simulated", secret_dir="/run/gangplank/secrets")]
+    except DeployError:
+        return "rejected"
+    for container in built:
+        for entry in container["secrets"]:
+            if entry["path"] is not None and os.path.dirname(entry["path"]) != "/run/gangplank/secrets/" + container["name"]:
+                return "violation: secret file at %r" % entry["path"]
+    values, hashes, errors = read_values(specs, lambda var: SECRET_VALUE + var, "k" * 32)
+    found = json.dumps([built, hashes, errors])
+    if SECRET_VALUE in found:
+        return "violation: a value in the specs, hashes or errors"
+    return "ok"
+
+
+def secret_value_case(choose):
+    """A value as a variable may hold it: hostile, or the canary with hostile text around it."""
+    value = hostile_value(choose, JSON_HOSTILE)
+    text = str(value)[:100] if isinstance(value, (str, int, float)) else ""
+    return choose((value, SECRET_VALUE + text, SECRET_VALUE + "\x00", SECRET_VALUE * 40000))
+
+
+def run_secret_value(value):
+    """read_values on a hostile value: read, or refused by an error that names the path and never the value."""
+    services = {"api": {"image": "localhost/api:1", "secrets": {"f": "v", "e": {"var": "v", "env": "E"}}}}
+    values, hashes, errors = read_values(split_catalog(services)[1], lambda var: value, "k" * 32)
+    _check_errors(errors)
+    if isinstance(value, str) and value and SECRET_VALUE in json.dumps([errors, hashes]):
+        return "violation: the value in an error or a hash"
+    if not errors and set(values) != {"v"}:
+        return "violation: accepted without its value"
     return "ok"
 
 
@@ -764,4 +837,6 @@ ENTRY_POINTS = {
     "scale_kinds": (scale_kinds_case, run_scale_kinds),
     "every_node": (every_node_case, run_every_node),
     "facts_cache": (facts_cache_case, run_facts_cache),
+    "secrets": (lambda choose: mutate(SECRETS_CATALOG, choose), run_secrets),
+    "secret_value": (secret_value_case, run_secret_value),
 }

@@ -7,6 +7,8 @@ import os
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
@@ -53,7 +55,7 @@ def test_defaults_of_a_service_without_deploy_keys():
     assert deploy_of({"replicas": 2}) == {
         "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
         "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
-        "max_unavailable": "25%", "down_grace": None, "ports": [],
+        "max_unavailable": "25%", "down_grace": None, "ports": [], "secrets": [],
     }
     assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
 
@@ -68,7 +70,7 @@ def test_every_deploy_key_is_read_and_converted():
     spec = deploy_of(api(
         command=["serve", "--workers", 4, True], env={"B": 2, "A": "x", "C": False}, init=True, stop_timeout=0,
         restart_policy="on-failure", nvme_path="/cache",
-        config=[{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2"}, {"dest": "/etc/app/b.conf", "content": "b=1\n"}],
+        config=[{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2"}, {"dest": "/etc/app/b.conf", "content": "b=1\n", "diff": True}],
         health={"http": {"port": 8080, "path": "/health", "expect_status": [200, 204]},
                 "timeout": 5, "interval": 0.5, "retries": 3, "start_period": 30}))
     assert spec["image"] == "localhost/app:1"
@@ -76,8 +78,9 @@ def test_every_deploy_key_is_read_and_converted():
     assert spec["env"] == {"A": "x", "B": "2", "C": "false"}
     assert list(spec["env"]) == ["A", "B", "C"]
     assert (spec["init"], spec["stop_timeout"], spec["restart_policy"], spec["nvme_path"]) == (True, 0, "on-failure", "/cache")
-    assert spec["config"] == [{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2"},
-                              {"dest": "/etc/app/b.conf", "content": "b=1\n"}]
+    # Rendered config files are private unless the catalog says otherwise (a template may read a secret).
+    assert spec["config"] == [{"dest": "/etc/app/a.conf", "src": "templates/a.conf.j2", "mode": "0600", "group": None, "diff": False},
+                              {"dest": "/etc/app/b.conf", "content": "b=1\n", "mode": "0600", "group": None, "diff": True}]
     assert spec["health"] == {"type": "http", "timeout": 5.0, "interval": 0.5, "retries": 3, "start_period": 30.0,
                               "port": 8080, "path": "/health", "expect_status": [200, 204]}
     assert spec["ports"] == [8080]
@@ -124,8 +127,9 @@ def test_env_names_and_values():
     assert errors == {
         "services.a.env.A=B": "got \"A=B\"; expected a variable name without '='",
         "services.a.env.": "got \"\"; expected a variable name without '='",
-        "services.a.env.LIST": "got [1]; expected a string, number or boolean",
-        "services.b.env": 'got ["A=1"]; expected a mapping',
+        "services.a.env.LIST": "got a value of type list (not shown: it may be a secret); expected a string, a boolean or a "
+                               "number of at most 64 digits, as text without NUL, line breaks or lone surrogates",
+        "services.b.env": "got a value of type list (not shown: it may hold secrets); expected a mapping",
     }
 
 
@@ -252,8 +256,8 @@ def test_config_needs_exactly_one_of_src_and_content():
     errors = errors_of({"a": api(config=[{"dest": "/etc/a", "src": "a.j2", "content": "x"}]),
                         "b": api(config=[{"dest": "/etc/b"}])})
     assert errors == {
-        "services.a.config[0]": 'got {"content": "x", "dest": "/etc/a", "src": "a.j2"}; expected ' + ONE_SOURCE,
-        "services.b.config[0]": 'got {"dest": "/etc/b"}; expected ' + ONE_SOURCE,
+        "services.a.config[0]": "has both src and content; expected " + ONE_SOURCE,
+        "services.b.config[0]": "has neither src nor content; expected " + ONE_SOURCE,
     }
 
 
@@ -282,11 +286,11 @@ def test_config_mistakes_are_named_once_each():
 
 def test_config_src_and_content_values():
     errors = errors_of({"a": api(config=[{"dest": "/etc/a", "src": ""}, {"dest": "/etc/b", "content": 5},
-                                         {"dest": "/etc/c", "content": "x", "mode": "0600"}])})
+                                         {"dest": "/etc/c", "content": "x", "owner": "app"}])})
     assert errors == {
         "services.a.config[0].src": 'got ""; expected a template file path',
-        "services.a.config[1].content": "got 5; expected a string",
-        "services.a.config[2].mode": "unknown key; expected one of: dest, src, content",
+        "services.a.config[1].content": "got a value of type int (not shown: it may hold a secret); expected a string",
+        "services.a.config[2].owner": "unknown key; expected one of: dest, src, content, mode, group, diff",
     }
 
 
@@ -304,7 +308,7 @@ def test_unknown_keys_list_both_key_sets():
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, image, command, env, init, stop_timeout, restart_policy, "
-                             "health, config, nvme_path, max_unavailable, down_grace")
+                             "health, config, nvme_path, max_unavailable, down_grace, secrets")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 
@@ -413,3 +417,40 @@ def test_a_bad_max_unavailable_is_named_with_what_is_expected(value, shown):
 ])
 def test_unavailable_count_rounds_a_percentage_up_and_is_at_least_one(value, replicas, expected):
     assert unavailable_count(value, replicas) == expected
+
+
+SECRET = "s3cret-value"
+
+
+@pytest.mark.parametrize("value", [SECRET + "\nline2", [SECRET], {"k": SECRET}, SECRET + "\x00", SECRET + "\ud800", 10 ** 80])
+def test_a_bad_env_value_is_named_by_its_path_and_type_never_shown(value):
+    """An env value may be a secret (a vaulted variable): a mistake in it names the key, not the value."""
+    with pytest.raises(ProblemError) as raised:
+        deploy_of(api(env={"DB_PASSWORD": value}))
+    text = str(raised.value)
+    assert "services.api.env.DB_PASSWORD: got a value of type %s (not shown: it may be a secret)" % type(value).__name__ in text
+    assert SECRET not in text and "ud800" not in text and str(10 ** 80)[:20] not in text
+
+
+@pytest.mark.parametrize("entry, expected", [
+    ({"dest": "/etc/a", "src": "a.j2", "content": SECRET}, "services.api.config[0]: has both src and content"),
+    ({"dest": "/etc/a"}, "services.api.config[0]: has neither src nor content"),
+    ({"dest": "/etc/a", "content": {"key": SECRET}}, "services.api.config[0].content: got a value of type dict (not shown"),
+    ({"dest": "/etc/a", "content": "x", "diff": "yes"}, 'services.api.config[0].diff: got "yes"; expected true or false'),
+])
+def test_a_bad_config_entry_never_shows_its_content(entry, expected):
+    with pytest.raises(ProblemError) as raised:
+        deploy_of(api(config=[entry]))
+    assert expected in str(raised.value) and SECRET not in str(raised.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=st.text(max_size=40), spoiler=st.sampled_from(["\n", "\r", "\x00", "\ud800"]),
+       position=st.integers(min_value=0, max_value=40))
+def test_no_mistake_in_an_env_value_ever_shows_it(secret, spoiler, position):
+    """Any value refused (a control character or a lone surrogate anywhere in it): the message is the same whatever
+    the value, so no part of it can show."""
+    value = secret[:position] + spoiler + secret[position:]
+    assert errors_of({"a": api(env={"TOKEN": value})}) == {
+        "services.a.env.TOKEN": "got a value of type str (not shown: it may be a secret); expected a string, a boolean or a "
+                                "number of at most 64 digits, as text without NUL, line breaks or lone surrogates"}

@@ -22,7 +22,7 @@ SERVICES = {
     "api": {"replicas": 2, "ports": [8080], "sidecars": ["log"], "depends_on": ["db"], "image": "localhost/api:1",
             "command": ["serve", "--port", 8080], "env": {"API_LOG_LEVEL": "info"},
             "config": [{"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2"},
-                       {"dest": "/etc/api/extra.conf", "content": "extra=1\n"}],
+                       {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "diff": True}],
             "health": {"http": {"port": 8080, "path": "/health", "expect_status": [200, 204]}, "timeout": 5}},
     "log": {"sidecar": True, "ports": [9100], "image": "localhost/log:1",
             "config": [{"dest": "/etc/log.conf", "content": "level=debug\n"}],
@@ -204,11 +204,14 @@ def test_config_files_host_paths_and_read_only_volumes():
     specs = by_name(containers())
     api, log = specs["h1-api-0"], specs["h1-api-0-log"]
     assert api["config"] == [
-        {"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2", "path": DATA + "/h1-api-0/config/0-api.conf"},
-        {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "path": DATA + "/h1-api-0/config/1-extra.conf"}]
+        {"dest": "/etc/api/api.conf", "src": "templates/api.conf.j2", "mode": "0600", "group": None, "diff": False,
+         "path": DATA + "/h1-api-0/config/0-api.conf"},
+        {"dest": "/etc/api/extra.conf", "content": "extra=1\n", "mode": "0600", "group": None, "diff": True,
+         "path": DATA + "/h1-api-0/config/1-extra.conf"}]
     assert api["volumes"] == [DATA + "/h1-api-0/config/0-api.conf:/etc/api/api.conf:ro",
                               DATA + "/h1-api-0/config/1-extra.conf:/etc/api/extra.conf:ro"]
-    assert log["config"] == [{"dest": "/etc/log.conf", "content": "level=debug\n", "path": DATA + "/h1-api-0-log/config/0-log.conf"}]
+    assert log["config"] == [{"dest": "/etc/log.conf", "content": "level=debug\n", "mode": "0600", "group": None, "diff": False,
+                              "path": DATA + "/h1-api-0-log/config/0-log.conf"}]
     assert log["volumes"] == [DATA + "/h1-api-0-log/config/0-log.conf:/etc/log.conf:ro"]
     assert specs["h1-api-1"]["config"][0]["path"] == DATA + "/h1-api-1/config/0-api.conf"
 
@@ -603,3 +606,17 @@ def test_waves_count_a_service_over_every_host():
 def test_waves_name_a_bad_catalog():
     with pytest.raises(DeployError, match="services.api.max_unavailable"):
         waves([], dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="0%")))
+
+
+def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_own():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy import MASK, redact
+
+    specs = [{"name": "h1-api-0", "env": {"GANGPLANK_INSTANCE": "api-0", "DB_PASSWORD": "hunter2hunter2", "PART": "hunter2",
+                                          "LEVEL": "inf"}},
+             {"name": "h1-db-0", "env": {"TOKEN": 12345}}]
+    text = "h1-api-0: podman run --env DB_PASSWORD=hunter2hunter2 --env PART=hunter2 --env TOKEN=12345 LEVEL=inf"
+    assert redact(text, specs) == "h1-api-0: podman run --env DB_PASSWORD=%s --env PART=%s --env TOKEN=%s LEVEL=inf" % (MASK, MASK, MASK)
+    assert redact("nothing here", []) == "nothing here"
+    # The catalog's secrets (by variable): their values too, whatever their delivery.
+    assert redact("--secret x; value sekrit-file-value; key", [], {"demo_db_password": "sekrit-file-value", "short": "key"}) == \
+        "--secret x; value %s; key" % MASK

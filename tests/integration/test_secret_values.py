@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+"""The gangplank.platform.secret_values action under ansible-playbook, with real Ansible Vault values: it reads
+them with the right password, and names the service, key and variable (never a value) when a variable is not
+defined, refers to one that is not, or cannot be decrypted (no or a wrong vault password). Controller only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+VALUE = "CANARY-vaulted-3e1f"
+KEY = "0123456789abcdef0123456789abcdef"
+CATALOG = {"api": {"image": "localhost/api:1", "secrets": {
+    "db_password": "vault_db", "token": {"var": "plain_token", "env": "API_TOKEN"}, "number": "a_number"}}}
+PLAYBOOK = [{
+    "hosts": "localhost", "gather_facts": False, "vars_files": ["vars.yml"],
+    "tasks": [
+        {"name": "Read", "gangplank.platform.secret_values": {"services": "{{ catalog }}", "hash_key": KEY},
+         "register": "read", "no_log": True},
+        # What a test may look at; the values only as a comparison.
+        {"name": "Report", "ansible.builtin.debug": {"msg": {
+            "errors": "{{ read.errors }}", "hashes": "{{ read.hashes | list | sort }}",
+            "db_ok": "{{ read.secrets.vault_db | default('') == '%s' }}" % VALUE,
+            "number": "{{ read.secrets.a_number | default('') }}"}}},
+    ],
+}]
+
+
+def run(tmp_path, catalog, *extra):
+    (tmp_path / "pb.yml").write_text(yaml.safe_dump(PLAYBOOK))
+    (tmp_path / "catalog.json").write_text(json.dumps({"catalog": catalog}))
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1")
+    completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(tmp_path / "pb.yml"),
+                                "-e", "@" + str(tmp_path / "catalog.json"), *extra],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert VALUE not in completed.stdout + completed.stderr
+    report = json.loads(completed.stdout)
+    [task] = [task for task in report["plays"][0]["tasks"] if task["task"]["name"] == "Report"]
+    return task["hosts"]["localhost"]["msg"]
+
+
+@pytest.fixture(name="vaulted")
+def fixture_vaulted(tmp_path):
+    (tmp_path / "right").write_text("the-password\n")
+    (tmp_path / "wrong").write_text("another-password\n")
+    encrypted = subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt_string", "--vault-password-file",
+                                str(tmp_path / "right"), "--stdin-name", "vault_db"],
+                               input=VALUE, capture_output=True, text=True, check=True).stdout
+    (tmp_path / "vars.yml").write_text(encrypted + "\nplain_token: \"tok-{{ 'x' * 3 }}\"\nbroken: \"{{ nothing_here }}\"\n"
+                                       "a_number: 1234\n")
+    return tmp_path
+
+
+def test_vaulted_values_are_read_with_the_password(vaulted):
+    shown = run(vaulted, CATALOG, "--vault-password-file", str(vaulted / "right"))
+    assert shown == {"errors": [], "hashes": ["a_number", "plain_token", "vault_db"], "db_ok": True, "number": "1234"}
+
+
+@pytest.mark.parametrize("password, reason", [
+    ("wrong", "no vault secrets were found that could decrypt"),
+    (None, "no vault secrets found"),
+])
+def test_a_vault_that_cannot_be_opened_or_an_undefined_variable_names_the_service_key_and_variable(vaulted, password, reason):
+    extra = ("--vault-password-file", str(vaulted / password)) if password else ()
+    catalog = {"api": dict(CATALOG["api"], secrets=dict(CATALOG["api"]["secrets"], a="not_defined_anywhere", b="broken"))}
+    shown = run(vaulted, catalog, *extra)
+    errors = {error["path"]: error["message"] for error in shown["errors"]}
+    assert errors.pop("services.api.secrets.a") == ("the variable not_defined_anywhere is not defined (define it, vaulted, in "
+                                                    "the inventory or with -e @file, and give the vault password)")
+    assert errors.pop("services.api.secrets.b") == "the variable broken cannot be read: it refers to a variable that is not defined"
+    [(path, message)] = errors.items()
+    assert path == "services.api.secrets.db_password"
+    assert message.startswith("the variable vault_db cannot be read: ") and reason in message
+    assert shown["hashes"] == [] and shown["db_ok"] is False
