@@ -28,7 +28,9 @@ options:
     elements: str
     required: true
   read:
-    description: Per host, its fact file as read (a mapping), or null when it was not read or could not be.
+    description: >-
+      Per host, its fact file as read (a mapping), or null or an empty mapping when it was not read or could not be
+      (Jinja2's C(map(attribute=..., default=none)) is no default: give C(default={})).
     type: dict
     required: true
 author:
@@ -40,8 +42,8 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     to_write: >-
       {{ plan | gangplank.platform.bindings_to_write(hosts=ansible_play_hosts, read=dict(ansible_play_hosts
-         | zip(ansible_play_hosts | map('extract', hostvars) | map(attribute='ansible_facts')
-               | map(attribute='gangplank_node_bindings', default=none)))) }}
+         | zip(ansible_play_hosts | map('extract', hostvars) | map(attribute='ansible_facts', default={})
+               | map(attribute='gangplank_node_bindings', default={})))) }}
   run_once: true
 """
 
