@@ -563,20 +563,30 @@ def _tls(reader, value, path, base):
     return context, server_name
 
 
+def _secret_text(reader, value, path, expected):
+    """The text of a secret value, or None with a mistake recorded that never shows the value. A vaulted value that no
+    template has decrypted yet (ansible-core's EncryptedString; the older AnsibleVaultEncryptedUnicode is a str)
+    decrypts through str(); anything else that is not a string is refused."""
+    if isinstance(value, str):
+        return value
+    if type(value).__name__ not in _VAULTED:
+        reader.error(path, "is a %s (not shown); expected %s" % (type(value).__name__, expected))
+        return None
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
+        reader.error(path, "could not be decrypted (not shown); expected %s, e.g. from a vaulted variable with its "
+                           "vault password given" % expected)
+        return None
+
+
 def _pem_data(reader, value, path, file_key):
     """The PEM text of certData, keyData or caData (base64 of PEM bytes, as kube's JSON carries Go's []byte), or
     None (unset, or a mistake recorded). Never shown: keyData is a private key."""
     if value is None or value == "":
         return None
-    if not isinstance(value, str) and type(value).__name__ in _VAULTED:
-        try:
-            value = str(value)
-        except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
-            reader.error(path, "could not be decrypted (not shown); expected base64 of PEM bytes, e.g. from a vaulted "
-                               "variable with its vault password given")
-            return None
-    if not isinstance(value, str):
-        reader.error(path, "is a %s (not shown); expected base64 of PEM bytes (a string)" % type(value).__name__)
+    value = _secret_text(reader, value, path, "base64 of PEM bytes")
+    if value is None:
         return None
     if len(value) > MAX_TLS_DATA:
         reader.error(path, "is %d characters long (not shown); expected base64 of PEM bytes, at most %d characters"
@@ -639,18 +649,9 @@ def _token(reader, spec, where, base):
             return None
     if token is None:
         return None
-    if not isinstance(token, str):
-        # A vaulted value that no template has decrypted yet (ansible-core's EncryptedString; the older
-        # AnsibleVaultEncryptedUnicode is a str) decrypts through str(); anything else is not a token.
-        if type(token).__name__ not in _VAULTED:
-            reader.error(path, "is a %s (not shown); expected a string" % type(token).__name__)
-            return None
-        try:
-            token = str(token)
-        except Exception:  # noqa: BLE001 (whatever the vault raises, the message must not carry the value)
-            reader.error(path, "could not be decrypted (not shown); expected a string, e.g. from a vaulted variable "
-                               "with its vault password given")
-            return None
+    token = _secret_text(reader, token, path, "a string")
+    if token is None:
+        return None
     if not token or len(token) > MAX_TOKEN or not _TOKEN.match(token):
         reader.error(path, "is not a usable token (not shown); expected 1 to %d printable ASCII characters without "
                            "spaces" % MAX_TOKEN)
