@@ -4,7 +4,8 @@ seen this project, reached over real SSH as a sudo user with become. Two run Pod
 each installed by the runtime role from Debian's repositories; the demo image comes from the offline
 bundle. The tests run in order on one deployment: check mode on the brand-new hosts, a cold deploy, a
 re-run that changes nothing, a rotation of the vaulted canary the catalog carries (tests/e2e/canary.py), a failing
-probe, a run killed mid-rank and repaired, teardown, and the search for the canary in all they printed. Figures
+probe, a run killed mid-rank and repaired, a scale job through ansible-runner (AWX's executor) and the same scale at
+-vvv, teardown, and the search for the canary in all they printed and in the runner's artifacts. Figures
 (times, tasks run with become) go to .build/fresh/e2e-figures.json for the notes.
 """
 
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, get, kill_run, summaries, survivors
-from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET, SECRET_FILE, Canary
+from ansible_collections.gangplank.platform.tests.e2e.canary import SECRET, SECRET_FILE, Canary, files_under
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
+from ansible_collections.gangplank.platform.tests.e2e.runner import Job, answers
 
 HOSTS = {"fresh1": ("fe2e-1", "127.0.0.71"), "fresh2": ("fe2e-2", "127.0.0.72"), "fresh3": ("fe2e-3", "127.0.0.73")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -199,6 +203,37 @@ def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
         "the containers started before the kill are kept, not started twice"
 
 
+def recap(output):
+    """The default callback's PLAY RECAP: host -> its counts (ok, changed, failed, ...)."""
+    return {host: dict((key, int(value)) for key, value in re.findall(r"(\w+)=(\d+)", counts))
+            for host, counts in re.findall(r"^(\S+)\s+: (ok=.*)$", output.split("PLAY RECAP", 1)[-1], re.M)}
+
+
+def test_a_scale_job_through_the_runner_adds_a_worker_and_the_same_scale_at_vvv_changes_nothing(bed):
+    """scale.yml as AWX runs it (ansible-runner, the survey's answers) starts one more worker and restarts nothing;
+    the same scale again at -vvv changes nothing. Every file the job left (job events, stdout, ...) joins the output
+    that test_teardown_leaves_nothing_behind searches for the canary."""
+    before = bed.containers()
+    job = Job(bed, "playbooks/scale.yml", answers(service="worker", replicas=4))
+    assert (job.runner.status, job.runner.rc) == ("successful", 0), job.failures()
+    result = job.artifacts()["gangplank_scale"]
+    assert int(result["replicas"]) == 4 and [item["instance"] for item in result["instances"]] == ["worker-%d" % n for n in range(4)]
+    assert all(item["address"] == bed.addresses[item["node"]] for item in result["instances"]), result
+    after = bed.containers()
+    added = sorted(set(after) - set(before))
+    assert len(added) == 1 and after[added[0]][2]["gangplank.io/instance"] == "worker-3" and after[added[0]][0] == "running", added
+    assert {name: after[name][1] for name in before} == {name: entry[1] for name, entry in before.items()}, "nothing restarted"
+    left = {"runner scale: %s" % os.path.relpath(path, str(job.private)): Path(path).read_bytes()
+            for path in files_under(job.private)}
+    assert any("/job_events/" in key for key in left) and any(key.endswith("/stdout") for key in left), sorted(left)
+    bed.canary.transcripts.update(left)
+    returncode, output = bed.canary.run("scale again -vvv", bed.inventory, "scale.yml", "-vvv", "-e", "service=worker", "-e", "replicas=4")
+    counts = recap(output)
+    assert returncode == 0 and sorted(counts) == sorted(NAMES), output[-3000:]
+    assert all(count["changed"] == 0 for count in counts.values()), counts
+    assert bed.containers() == after
+
+
 def test_teardown_leaves_nothing_behind(bed):
     returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
     assert returncode == 0, failures(report)
@@ -208,5 +243,6 @@ def test_teardown_leaves_nothing_behind(bed):
         assert left == [], (host, left)
     returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
     assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
-    # Every run of this module, -vvv or not, check mode, the failing probe's report and teardown: no canary.
+    # Every run of this module, -vvv or not, check mode, the failing probe's report, the runner's job files and teardown:
+    # no canary.
     assert len(bed.canary.transcripts) >= 10 and bed.canary.leaks() == []
