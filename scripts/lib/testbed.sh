@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/test.sh: makes this machine able to run the local test
 # bed (inventories/local). Idempotent and offline apart from Debian's packages:
-#   - installs podman, runc, catatonit and busybox-static when podman or busybox is missing (apt);
+#   - installs podman, buildah (the e2e tests make a storage-only container with it), runc, catatonit and
+#     busybox-static when one is missing (apt);
 #   - builds the demo image FROM scratch with busybox (no registry is needed) and saves it to
 #     .build/testbed/images/gangplank-demo.tar, the offline bundle the runtime role loads.
 # The engine's own settings are the runtime role's job, not this script's.
@@ -10,14 +11,14 @@ TESTBED_DIR=${TESTBED_DIR:-$PWD/.build/testbed}
 TESTBED_IMAGE=localhost/gangplank-demo:1
 
 testbed_packages() {
-    if command -v podman >/dev/null && [ -x /bin/busybox ] && [ -x /usr/libexec/podman/catatonit ]; then
+    if command -v podman >/dev/null && command -v buildah >/dev/null && [ -x /bin/busybox ] && [ -x /usr/libexec/podman/catatonit ]; then
         return
     fi
     local sudo=()
     ((EUID == 0)) || sudo=(sudo)
-    echo "testbed: installing podman, runc, catatonit and busybox-static" >&2
+    echo "testbed: installing podman, buildah, runc, catatonit and busybox-static" >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc catatonit busybox-static >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc catatonit busybox-static >/dev/null
 }
 
 testbed_image() {

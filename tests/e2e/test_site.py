@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -28,6 +29,7 @@ NAMES = tuple(name for name, _address in HOSTS.values())
 # The demo catalog: 1 db, 2 queues, 2 apis, 3 workers, 2 infers with a sidecar each.
 INSTANCES = 10
 CONTAINERS = 12
+DEMO_IMAGE = "localhost/gangplank-demo:1"
 
 
 def containers():
@@ -243,10 +245,39 @@ def test_a_run_killed_mid_rank_is_repaired_by_the_next(bed):
     assert kept, "the containers started before the kill are kept, not started twice"
 
 
+def storage_only():
+    """Containers Podman holds in its image store only: what a run killed inside `podman create` leaves."""
+    out = subprocess.run(["podman", "ps", "-a", "--external", "--format", "{{.State}} {{.Names}}"],
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split(" ", 1)[1] for line in out.splitlines() if line.lower().startswith("storage ")}
+
+
+def hold_in_storage(name, image):
+    """The same leftover on purpose: buildah's working container is a storage-only container of that name."""
+    subprocess.run(["buildah", "from", "--name", name, image], capture_output=True, text=True, check=True)
+    assert name in storage_only()
+
+
+def test_a_name_held_in_storage_by_a_killed_create_is_freed(bed):
+    record = json.loads((bed.state() / "placement.json").read_text())
+    api = sorted(name for name in record["placement"] if name.startswith("api-"))[0]
+    name = "%s-%s" % (record["placement"][api]["node"], api)
+    subprocess.run(["podman", "rm", "-f", name], capture_output=True, check=True)
+    hold_in_storage(name, DEMO_IMAGE)
+    # Without the repair: "that name is already in use" on every later run, until someone runs podman rm --storage.
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, failures(report)
+    assert containers()[name][0] == "running" and name not in storage_only()
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
+
+
 def test_teardown_leaves_nothing_behind(bed):
+    hold_in_storage("%s-leftover-0" % NAMES[1], DEMO_IMAGE)
     returncode, report = bed.playbook("teardown.yml", "-e", "teardown_remove_data=true")
     assert returncode == 0, failures(report)
     assert containers() == {}
+    assert not any(name.startswith(NAMES) for name in storage_only())
     for name in NAMES:
         state = bed.state(name)
         left = sorted(str(path.relative_to(state)) for path in state.rglob("*") if path.is_file())
