@@ -66,7 +66,7 @@ class Cluster:
     def lock_path(self):
         return self.base / "host-a" / "state" / "lock.json"
 
-    def run(self, *extra, catalog=None, hosts_file="hosts.yml", env=None):
+    def run(self, *extra, catalog=None, hosts_file="hosts.yml", env=None, playbook=None):
         inventory = json.loads(json.dumps(self.inventory))
         if catalog is not None:
             inventory["all"]["vars"]["gangplank_services"] = catalog
@@ -74,7 +74,7 @@ class Cluster:
         path.write_text(yaml.safe_dump(inventory))
         env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1", **(env or {}))
         completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(path),
-                                    os.path.join(ROOT, "playbooks", "schedule.yml"), *extra],
+                                    playbook or os.path.join(ROOT, "playbooks", "schedule.yml"), *extra],
                                    cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
         try:
             report = json.loads(completed.stdout)
@@ -342,6 +342,30 @@ def test_a_control_host_that_is_down_is_left_out_while_another_holds_a_copy(tmp_
     on_a = json.loads(copy_of["host-a"].read_text())
     assert on_b["revision"] == on_a["revision"] + 1 and "web-2" in on_b["placement"] and "web-2" not in on_a["placement"]
     assert not (tmp_path / "host-b" / "state" / "lock.json").exists()
+
+    # The deploy role's secrets (the cluster role's secrets.yml, under the lock) read and write the site's hash key on the
+    # control hosts that answer: host-b gets it, and the host that is down stops nothing.
+    secrets_playbook = tmp_path / "secrets.yml"
+    secrets_playbook.write_text(yaml.safe_dump([{
+        "name": "Read the secrets under the lock", "hosts": "all", "gather_facts": False,
+        "vars": {"canary_secret": "s3cret-canary"},
+        "tasks": [{"name": "Take the lock", "ansible.builtin.include_role": {"name": "gangplank.platform.cluster", "tasks_from": "lock.yml"},
+                   "run_once": True},
+                  {"name": "Read the secrets", "ansible.builtin.include_role": {"name": "gangplank.platform.cluster", "tasks_from": "secrets.yml"},
+                   "vars": {"cluster_secret_services": {"web": {"secrets": {"token": "canary_secret"}}}}},
+                  {"name": "Release the lock", "ansible.builtin.include_role": {"name": "gangplank.platform.cluster", "tasks_from": "unlock.yml"},
+                   "run_once": True}]}]))
+    key_of = {host: tmp_path / host / "state" / "secret-hash.key" for host in ("host-a", "host-b")}
+    cluster.inventory["all"]["hosts"]["host-a"].update(unreachable)
+    try:
+        returncode, tasks, stats = cluster.run(playbook=str(secrets_playbook))
+    finally:
+        cluster.inventory = saved
+    # Only the delegated reads and writes of the lock and the key would reach host-a: none does, so no host fails.
+    assert returncode == 0 and not any(stats[host]["failures"] or stats[host]["unreachable"] for host in HOSTS), tasks
+    assert not key_of["host-a"].exists() and len(key_of["host-b"].read_text()) == 64
+    assert stat.S_IMODE(key_of["host-b"].stat().st_mode) == 0o600
+    assert "s3cret-canary" not in json.dumps(tasks) and not (tmp_path / "host-b" / "state" / "lock.json").exists()
 
     # When host-a returns, the next run writes it with host-b's revision + 1 (cluster_state's min_revision, unit-tested),
     # so its older copy never passes for the newest.
