@@ -644,7 +644,8 @@ def _token(reader, spec, where, base):
             with open(_file(base, name), "rb") as stream:
                 raw = stream.read(MAX_TOKEN + 2)
             token = raw.decode("ascii").strip()
-        except (OSError, UnicodeDecodeError) as error:
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            # ValueError: a path with a NUL character, which no file has.
             reader.bad(path, name, "a readable file holding an ASCII token (%s)" % _describe(error))
             return None
     if token is None:

@@ -928,6 +928,7 @@ def test_kube_shaped_priorities_are_read():
     ({"urlPrefix": "http://x", "filterVerb": "f", "weights": 1}, "profile.extenders[0].weights: unknown key"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "bearerToken": "a", "bearerTokenFile": "t"}, "expected one of them"),
     ({"urlPrefix": "http://x", "filterVerb": "f", "bearerTokenFile": "/nonexistent/t"}, "bearerTokenFile: got"),
+    ({"urlPrefix": "http://x", "filterVerb": "f", "bearerTokenFile": "t\x00"}, "bearerTokenFile: got \"t\\u0000\""),
 ])
 def test_profile_mistakes_name_the_path(entry, message):
     with pytest.raises(ProblemError) as raised:
