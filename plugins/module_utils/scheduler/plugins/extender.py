@@ -70,8 +70,8 @@ class Extender(FilterPlugin, ScorePlugin):
         self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
         self._scores = None         # service name -> {node name: 0..10}
         self._pods = {}             # service name -> (Pod JSON text, resource names)
-        self._node_json = {}        # node name -> Node JSON text (built once per plan)
-        self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON text)
+        self._node_json = {}        # node name -> Node JSON, UTF-8 bytes (built once per plan)
+        self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON bytes)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
         self._passing = {}          # (a built-in filter, what it reads of a service) -> the nodes it accepts
         self.calls = {FILTER: 0, PRIORITIZE: 0}
@@ -127,8 +127,10 @@ class Extender(FilterPlugin, ScorePlugin):
                         name for name, node in self.problem.nodes.items()
                         if plugin.filter_static(stand_in, node, True).ok)
                 passing.append(accepted)
+            # The sets meet in C, smallest first; the problem's node order is kept.
+            common = frozenset.intersection(*sorted(passing, key=len)) if passing else None
             names = self._candidates_of[shape] = [name for name in self.problem.nodes
-                                                  if all(name in accepted for accepted in passing)]
+                                                  if common is None or name in common]
         return names
 
     # --- the calls ---------------------------------------------------------------------------
@@ -229,7 +231,7 @@ class Extender(FilterPlugin, ScorePlugin):
             return None
         entry = self._node_lists.get(id(names))
         if entry is None or entry[0] is not names:
-            entry = self._node_lists[id(names)] = (names, ",".join(self._node(name) for name in names))
+            entry = self._node_lists[id(names)] = (names, b",".join([self._node(name) for name in names]))
         return entry[1]
 
     def _interested(self, service):
@@ -247,7 +249,7 @@ class Extender(FilterPlugin, ScorePlugin):
     def _node(self, name):
         text = self._node_json.get(name)
         if text is None:
-            text = self._node_json[name] = wire.encode(wire.node_object(self.problem.nodes[name]))
+            text = self._node_json[name] = wire.encode(wire.node_object(self.problem.nodes[name])).encode("utf-8")
         return text
 
     def report(self):
