@@ -4,10 +4,11 @@
 """What an HTTP scheduler extender costs per plan (docs/extenders.md).
 
     .venv/bin/python benchmarks/extender_benchmark.py [--sizes 50x1000,1000x10000] [--runs N] [--delay-ms 1]
-                                                      [--seed N] [--json]
+                                                      [--seed N] [--json] [--server python|node]
 
 A loopback extender (this script with --serve, in its own process, so it does not share the planner's
-interpreter) answers every call after ``--delay-ms`` (1 ms): the filter passes every node but one in ten,
+interpreter; or, with --server node, the same extender in Node.js, extender_benchmark.js, which costs far
+less CPU per call) answers every call after ``--delay-ms`` (1 ms): the filter passes every node but one in ten,
 whose reason is "node(s) were in maintenance", and prioritize scores each node 0..10 from its name. For each
 generated problem (benchmarks/generate.py) plan() runs without an extender, with one in nodeCacheCapable
 mode (NodeNames) and with one that gets the full NodeList, interleaved (A, B, C, A, B, C, ...), and the
@@ -22,6 +23,7 @@ import argparse
 import copy
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -158,14 +160,24 @@ def main(argv):
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--protocol", choices=("HTTP/1.1", "HTTP/1.0"), default="HTTP/1.1",
                         help="what the loopback extender speaks (HTTP/1.0: a new connection per call)")
+    parser.add_argument("--server", choices=("python", "node"), default="python",
+                        help="the loopback extender: this script's Python http.server (the default), or the same "
+                             "extender in Node.js (extender_benchmark.js), whose own cost per call is a fraction")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.serve:
         _serve(options.delay_ms / 1000.0, options.protocol)
         return 0
-    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms),
-                               "--protocol", options.protocol],
-                              stdout=subprocess.PIPE, text=True)
+    if options.server == "node":
+        node = shutil.which("node")
+        if node is None:
+            parser.error("--server node: node (Node.js) is not installed")
+        command = [node, os.path.join(os.path.dirname(os.path.abspath(__file__)), "extender_benchmark.js"),
+                   str(options.delay_ms), options.protocol]
+    else:
+        command = [sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms),
+                   "--protocol", options.protocol]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())
         before = round_trip(port)
@@ -175,10 +187,13 @@ def main(argv):
         server.kill()
         server.wait()
     if options.json:
-        print(json.dumps({"round_trip_ms": [before * 1000.0, after * 1000.0], "rows": rows}, indent=2))
+        print(json.dumps({"server": options.server, "round_trip_ms": [before * 1000.0, after * 1000.0], "rows": rows},
+                         indent=2))
         return 0
-    print("extender (%s) answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms after; "
-          "%d interleaved runs per variant; medians" % (options.protocol, options.delay_ms, before * 1000.0, after * 1000.0, options.runs))
+    print("extender (%s, %s) answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms "
+          "after; %d interleaved runs per variant; medians" % (
+              "Python http.server" if options.server == "python" else "Node.js", options.protocol, options.delay_ms,
+              before * 1000.0, after * 1000.0, options.runs))
     header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s (med)", "result")
     print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %11s  %s" % header)
     for row in rows:
