@@ -278,10 +278,17 @@ def host_memory_mib(bed):
     completed = subprocess.run(["podman", "stats", "--no-stream", "--no-reset", "--format", "json",
                                 *("gangplank-fresh-" + name for name in bed.names)],
                                env=ENV, capture_output=True, text=True, check=False, timeout=120)
+    units = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+    found = {}
     try:
-        return {item["name"][len("gangplank-fresh-"):]: round(item["mem_usage"] / 2**20) for item in json.loads(completed.stdout)}
-    except (ValueError, KeyError, TypeError):
+        for item in json.loads(completed.stdout):
+            # "647.2kB / 67.11MB": used / limit, in decimal units.
+            used = item["mem_usage"].split("/")[0].strip()
+            number = used.rstrip("BkMGTi")
+            found[item["name"][len("gangplank-fresh-"):]] = float(number) * units[used[len(number):]] / 2**20
+    except (ValueError, KeyError, TypeError, AttributeError):
         return {}
+    return found
 
 
 def one_size_fresh(checkout, count):
