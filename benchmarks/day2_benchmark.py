@@ -23,7 +23,7 @@ and collection are used. Prints figures, asserts nothing about time; a step that
 the wrong containers is marked FAILED.
 
 With ``--bed fresh`` the same steps run over real SSH on the fresh-host bed (scripts/lib/freshbed.sh,
-tests/e2e/fresh.py): hosts d2s-1..N on 127.0.0.201-216, new Debian 12 hosts reached as the sudo user
+tests/e2e/fresh.py): hosts d2s-1..N on 127.0.0.201-230, new Debian 12 hosts reached as the sudo user
 gangplank with become, all of them Podman (d2s-1 and d2s-2 as inventories/fresh's fresh1 and fresh2, the
 rest like fresh3 but with Podman, zones as above). SSH is set as a site's ansible.cfg would have it:
 pipelining on (ANSIBLE_PIPELINING) and Ansible's ssh_args with ControlMaster=auto and ControlPersist=60s
@@ -59,7 +59,7 @@ FIRST_ADDRESS = 100
 MAX_HOSTS = 30
 # The fresh-host bed (--bed fresh): addresses no test or other benchmark uses.
 FRESH_FIRST_ADDRESS = 201
-FRESH_MAX_HOSTS = 16
+FRESH_MAX_HOSTS = 30
 # SSH as a site's ansible.cfg has it: pipelining, and Ansible's default ssh_args (persistent connections) made explicit.
 FRESH_SSH = {"ANSIBLE_PIPELINING": "True", "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s"}
 
@@ -271,23 +271,30 @@ def mem_available_mib():
 
 
 def host_memory_mib(bed):
-    """Memory each bed host (its container, with its engine and the demo's containers inside) uses, by `podman stats`."""
+    """Memory each bed host uses (its container's cgroup: sshd, its engine and the demo's containers, which it nests):
+    name -> (resident MiB, MiB with the page cache, which the kernel can reclaim)."""
     sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
     from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV  # pylint: disable=import-outside-toplevel
 
-    completed = subprocess.run(["podman", "stats", "--no-stream", "--no-reset", "--format", "json",
-                                *("gangplank-fresh-" + name for name in bed.names)],
-                               env=ENV, capture_output=True, text=True, check=False, timeout=120)
-    units = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
     found = {}
-    try:
-        for item in json.loads(completed.stdout):
-            # "647.2kB / 67.11MB": used / limit, in decimal units.
-            used = item["mem_usage"].split("/")[0].strip()
-            number = used.rstrip("BkMGTi")
-            found[item["name"][len("gangplank-fresh-"):]] = float(number) * units[used[len(number):]] / 2**20
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    for name in bed.names:
+        completed = subprocess.run(["podman", "inspect", "-f", "{{.State.Pid}}", "gangplank-fresh-" + name],
+                                   env=ENV, capture_output=True, text=True, check=False, timeout=60)
+        try:
+            with open("/proc/%d/cgroup" % int(completed.stdout)) as handle:
+                groups = dict(line.strip().split(":", 2)[1:] for line in handle)
+            # cgroup v1: the memory controller's own hierarchy; v2: the unified one.
+            if "memory" in groups:
+                folder, resident, cache = "/sys/fs/cgroup/memory" + groups["memory"], ("total_rss", "total_shmem"), ("total_cache",)
+            else:
+                folder, resident, cache = "/sys/fs/cgroup" + groups[""], ("anon", "shmem"), ("file",)
+            with open(os.path.join(folder, "memory.stat")) as handle:
+                stat = dict((key, int(value)) for key, value in (line.split() for line in handle))
+        except (OSError, ValueError, KeyError):
+            continue
+        # shmem is counted in the page cache too: resident is rss + shmem, with cache adds the rest of the cache.
+        found[name] = (sum(stat.get(key, 0) for key in resident) / 2**20,
+                       (stat.get(resident[0], 0) + sum(stat.get(key, 0) for key in cache)) / 2**20)
     return found
 
 
@@ -325,9 +332,11 @@ def print_bed_info(count, info):
     for key, when in (("host_memory_mib", "after the initial site.yml"), ("host_memory_mib_at_end", "at the end")):
         memory = info.get(key)
         if memory:
-            print("  memory per host %s (podman stats): mean %d MiB, max %d MiB (%s)" % (
-                when, sum(memory.values()) / len(memory), max(memory.values()),
-                ", ".join("%s %d" % item for item in sorted(memory.items()))), flush=True)
+            resident = [pair[0] for pair in memory.values()]
+            cached = [pair[1] for pair in memory.values()]
+            print("  memory per host %s (its cgroup): resident mean %.0f MiB, max %.0f MiB; with the page cache mean %.0f MiB, "
+                  "max %.0f MiB" % (when, sum(resident) / len(resident), max(resident), sum(cached) / len(cached), max(cached)),
+                  flush=True)
 
 
 def parse_checkouts(values):
