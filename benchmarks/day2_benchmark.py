@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Day-2 operations on the local test bed at 3, 10 and 30 hosts (real Podman containers).
+"""Day-2 operations on the local test bed at 3, 10 and 30 hosts (real Podman containers), or over SSH on the fresh-host bed.
 
 For each size the demo catalog (inventories/local) is deployed once with site.yml, then timed:
 
@@ -22,9 +22,18 @@ checkout in turn (interleaved, so both see the same machine load); each checkout
 and collection are used. Prints figures, asserts nothing about time; a step that fails or leaves
 the wrong containers is marked FAILED.
 
-Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image):
-    .venv/bin/python benchmarks/day2_benchmark.py [--hosts 3,10,30] [--checkout NAME=PATH ...] [--json]
-Removes its containers at the end.
+With ``--bed fresh`` the same steps run over real SSH on the fresh-host bed (scripts/lib/freshbed.sh,
+tests/e2e/fresh.py): hosts d2s-1..N on 127.0.0.201-230, new Debian 12 hosts reached as the sudo user
+gangplank with become, all of them Podman (d2s-1 and d2s-2 as inventories/fresh's fresh1 and fresh2, the
+rest like fresh3 but with Podman, zones as above). SSH is set as a site's ansible.cfg would have it:
+pipelining on (ANSIBLE_PIPELINING) and Ansible's ssh_args with ControlMaster=auto and ControlPersist=60s
+(ANSIBLE_SSH_ARGS). The initial site.yml installs Podman on each host from Debian's repositories. Each
+size gets new hosts, removed at the end; also printed: the seconds to start them and the memory they use.
+
+Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image), under the bed lock:
+    flock /tmp/gangplank-bed.lock .venv/bin/python benchmarks/day2_benchmark.py [--bed local|fresh] [--hosts 3,10,30]
+        [--checkout NAME=PATH ...] [--json]
+Removes its containers (--bed fresh: its hosts) at the end.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from pathlib import Path
 
 import yaml
 
@@ -47,6 +57,11 @@ LOCAL = os.path.join(ROOT, "inventories", "local")
 BUNDLE = os.path.join(ROOT, ".build", "testbed", "images", "gangplank-demo.tar")
 FIRST_ADDRESS = 100
 MAX_HOSTS = 30
+# The fresh-host bed (--bed fresh): addresses no test or other benchmark uses.
+FRESH_FIRST_ADDRESS = 201
+FRESH_MAX_HOSTS = 30
+# SSH as a site's ansible.cfg has it: pipelining, and Ansible's default ssh_args (persistent connections) made explicit.
+FRESH_SSH = {"ANSIBLE_PIPELINING": "True", "ANSIBLE_SSH_ARGS": "-C -o ControlMaster=auto -o ControlPersist=60s"}
 
 
 def load():
@@ -94,11 +109,11 @@ def checkout_env(checkout):
 class Run:
     """One checkout on one bed size."""
 
-    def __init__(self, checkout, inventory, count):
+    def __init__(self, checkout, inventory, count, names=None, environment=None):
         self.checkout = checkout
         self.inventory = inventory
-        self.names = [host_name(index) for index in range(1, count + 1)]
-        self.env = dict(checkout_env(checkout), ANSIBLE_FORKS=str(max(count, 5)))
+        self.names = list(names or [host_name(index) for index in range(1, count + 1)])
+        self.env = dict(checkout_env(checkout), ANSIBLE_FORKS=str(max(count, 5)), **(environment or {}))
 
     def playbook(self, name, *extra):
         started = time.monotonic()
@@ -172,6 +187,23 @@ def expect_all_running(run):
     return check
 
 
+def day2_steps(run, base, results, after_initial=None):
+    """The timed steps, appended to results as they end; after_initial() runs (untimed) once the initial site.yml passed."""
+    results.append(timed(run, "initial site.yml", "site.yml", expect=expect_all_running(run)))
+    if results[-1]["error"] is not None:
+        return
+    if after_initial is not None:
+        after_initial()
+    results.append(timed(run, "scale +1 (request to healthy)", "scale.yml", "-e", "service=worker", "-e", "replicas=4",
+                         expect=expect_workers(run, 4)))
+    results.append(timed(run, "scale -1", "scale.yml", "-e", "service=worker", "-e", "replicas=3",
+                         expect=expect_workers(run, 3)))
+    results.append(timed(run, "no-change site.yml", "site.yml", expect=expect_all_running(run)))
+    with open(os.path.join(base, "templates", "api.conf.j2"), "a") as handle:
+        handle.write("# day-2 benchmark: a config change\n")
+    results.append(timed(run, "config change (api) site.yml", "site.yml", expect=expect_all_running(run)))
+
+
 def one_size(checkout, count):
     with tempfile.TemporaryDirectory(prefix="gangplank-day2-") as base:
         inventory = write_bed(base, count)
@@ -179,19 +211,132 @@ def one_size(checkout, count):
         run.teardown()
         results = []
         try:
-            results.append(timed(run, "initial site.yml", "site.yml", expect=expect_all_running(run)))
-            if results[-1]["error"] is None:
-                results.append(timed(run, "scale +1 (request to healthy)", "scale.yml", "-e", "service=worker", "-e", "replicas=4",
-                                     expect=expect_workers(run, 4)))
-                results.append(timed(run, "scale -1", "scale.yml", "-e", "service=worker", "-e", "replicas=3",
-                                     expect=expect_workers(run, 3)))
-                results.append(timed(run, "no-change site.yml", "site.yml", expect=expect_all_running(run)))
-                with open(os.path.join(base, "templates", "api.conf.j2"), "a") as handle:
-                    handle.write("# day-2 benchmark: a config change\n")
-                results.append(timed(run, "config change (api) site.yml", "site.yml", expect=expect_all_running(run)))
+            day2_steps(run, base, results)
         finally:
             run.teardown()
-    return results
+    return results, {}
+
+
+def fresh_host_name(index):
+    return "d2s-%d" % index
+
+
+def fresh_bed(base, count):
+    """A FreshBed (tests/e2e/fresh.py) of `count` Podman hosts: d2s-1 and d2s-2 as fresh1 and fresh2, the rest like fresh3."""
+    sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
+    from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed  # pylint: disable=import-outside-toplevel
+
+    address = {index: "127.0.0.%d" % (FRESH_FIRST_ADDRESS + index - 1) for index in range(1, count + 1)}
+    hosts = {"fresh%d" % index: (fresh_host_name(index), address[index]) for index in range(1, min(count, 2) + 1)}
+    extra = {fresh_host_name(index): (address[index], {"gangplank_labels": {"zone": "west" if index == 3 or not index % 2 else "east"}})
+             for index in range(3, count + 1)}
+    bed = FreshBed(Path(base), hosts, extra)
+    # Its paths as the real ones, not through the collection shim: an SSH control socket's path must stay under
+    # 108 bytes (with ssh's temporary suffix), or ssh fails.
+    settings = os.path.join(base, "group_vars", "all", "zz_e2e.yml")
+    with open(settings) as handle:
+        variables = yaml.safe_load(handle)
+    for key in ("ansible_ssh_private_key_file", "ansible_control_path_dir"):
+        variables[key] = os.path.realpath(variables[key])
+    variables["gangplank_image_bundles"][0]["path"] = os.path.realpath(variables["gangplank_image_bundles"][0]["path"])
+    with open(settings, "w") as handle:
+        yaml.safe_dump(variables, handle)
+    with open(os.path.join(base, "group_vars", "all", "zz_day2.yml"), "w") as handle:
+        yaml.safe_dump({"facts_show_table": False}, handle)
+    return bed
+
+
+class FreshRun(Run):
+    """One checkout on the fresh-host bed: what runs on each host is read inside it, not through Ansible."""
+
+    def __init__(self, checkout, bed, count):
+        super().__init__(checkout, str(bed.inventory), count, names=bed.names, environment=FRESH_SSH)
+        self.bed = bed
+
+    def containers(self):
+        found = {}
+        for state, _started, labels, _engine in self.bed.containers().values():
+            if labels.get("gangplank.io/node") in self.names:
+                found[labels["gangplank.io/instance"] + ("/" + labels["gangplank.io/sidecar-of"]
+                                                         if labels.get("gangplank.io/sidecar-of") else "")] = state
+        return found
+
+
+def mem_available_mib():
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def host_memory_mib(bed):
+    """Memory each bed host uses (its container's cgroup: sshd, its engine and the demo's containers, which it nests):
+    name -> (resident MiB, MiB with the page cache, which the kernel can reclaim)."""
+    sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
+    from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV  # pylint: disable=import-outside-toplevel
+
+    found = {}
+    for name in bed.names:
+        completed = subprocess.run(["podman", "inspect", "-f", "{{.State.Pid}}", "gangplank-fresh-" + name],
+                                   env=ENV, capture_output=True, text=True, check=False, timeout=60)
+        try:
+            with open("/proc/%d/cgroup" % int(completed.stdout)) as handle:
+                groups = dict(line.strip().split(":", 2)[1:] for line in handle)
+            # cgroup v1: the memory controller's own hierarchy; v2: the unified one.
+            if "memory" in groups:
+                folder, resident, cache = "/sys/fs/cgroup/memory" + groups["memory"], ("total_rss", "total_shmem"), ("total_cache",)
+            else:
+                folder, resident, cache = "/sys/fs/cgroup" + groups[""], ("anon", "shmem"), ("file",)
+            with open(os.path.join(folder, "memory.stat")) as handle:
+                stat = dict((key, int(value)) for key, value in (line.split() for line in handle))
+        except (OSError, ValueError, KeyError):
+            continue
+        # shmem is counted in the page cache too: resident is rss + shmem, with cache adds the rest of the cache.
+        found[name] = (sum(stat.get(key, 0) for key in resident) / 2**20,
+                       (stat.get(resident[0], 0) + sum(stat.get(key, 0) for key in cache)) / 2**20)
+    return found
+
+
+def one_size_fresh(checkout, count):
+    with tempfile.TemporaryDirectory(prefix="gangplank-day2-ssh-") as base:
+        bed = fresh_bed(base, count)
+        run = FreshRun(checkout, bed, count)
+        info = {"mem_available_mib_before": mem_available_mib()}
+        bed.down()
+        results = []
+        try:
+            started = time.monotonic()
+            bed.up()
+            info["hosts_up_seconds"] = round(time.monotonic() - started, 1)
+
+            def after_initial():
+                info["mem_available_mib_after_initial"] = mem_available_mib()
+                info["host_memory_mib"] = host_memory_mib(bed)
+            day2_steps(run, base, results, after_initial)
+            info["host_memory_mib_at_end"] = host_memory_mib(bed)
+        finally:
+            bed.down()
+    return results, info
+
+
+def print_bed_info(count, info):
+    if not info:
+        return
+    line = "  hosts up in %.1f s; MemAvailable %d MiB before them" % (info.get("hosts_up_seconds", 0), info["mem_available_mib_before"])
+    if "mem_available_mib_after_initial" in info:
+        line += ", %d MiB after the initial site.yml (%d MiB per host)" % (
+            info["mem_available_mib_after_initial"],
+            (info["mem_available_mib_before"] - info["mem_available_mib_after_initial"]) / count)
+    print(line, flush=True)
+    for key, when in (("host_memory_mib", "after the initial site.yml"), ("host_memory_mib_at_end", "at the end")):
+        memory = info.get(key)
+        if memory:
+            resident = [pair[0] for pair in memory.values()]
+            cached = [pair[1] for pair in memory.values()]
+            print("  memory per host %s (its cgroup): resident mean %.0f MiB, max %.0f MiB; with the page cache mean %.0f MiB, "
+                  "max %.0f MiB" % (when, sum(resident) / len(resident), max(resident), sum(cached) / len(cached), max(cached)),
+                  flush=True)
 
 
 def parse_checkouts(values):
@@ -206,7 +351,10 @@ def parse_checkouts(values):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--hosts", default="3,10,30", help="comma-separated bed sizes, 1-%d (default 3,10,30)" % MAX_HOSTS)
+    parser.add_argument("--bed", choices=("local", "fresh"), default="local",
+                        help="local: the local test bed's kind of hosts (default); fresh: new hosts over SSH (fresh-host bed)")
+    parser.add_argument("--hosts", default="3,10,30", help="comma-separated bed sizes, 1-%d, --bed fresh 1-%d (default 3,10,30)"
+                        % (MAX_HOSTS, FRESH_MAX_HOSTS))
     parser.add_argument("--checkout", action="append", help="NAME=PATH of a checkout to run (repeatable; default this one)")
     parser.add_argument("--json", action="store_true", help="also print every figure as one JSON document")
     args = parser.parse_args(argv)
@@ -214,16 +362,23 @@ def main(argv=None):
         sizes = [int(size) for size in args.hosts.split(",") if size]
     except ValueError:
         parser.error("--hosts: expected comma-separated integers, got %r" % args.hosts)
-    if not sizes or any(size < 1 or size > MAX_HOSTS for size in sizes):
+    if args.bed == "fresh":
+        if not sizes or any(size < 1 or size > FRESH_MAX_HOSTS for size in sizes):
+            parser.error("--hosts: with --bed fresh each size must be 1-%d (the loopback range 127.0.0.%d-%d)"
+                         % (FRESH_MAX_HOSTS, FRESH_FIRST_ADDRESS, FRESH_FIRST_ADDRESS + FRESH_MAX_HOSTS - 1))
+    elif not sizes or any(size < 1 or size > MAX_HOSTS for size in sizes):
         parser.error("--hosts: each size must be 1-%d (the bed's loopback range 127.0.0.100-129)" % MAX_HOSTS)
     if not os.path.exists(BUNDLE):
         sys.exit("the test bed image is missing: source scripts/lib/testbed.sh first (%s)" % BUNDLE)
     checkouts = parse_checkouts(args.checkout)
     figures = {}
+    bed_info = {}
     for count in sizes:
         for name, path in checkouts:
-            print("== %s, %d hosts (%s)" % (name, count, path), flush=True)
-            figures[(name, count)] = one_size(path, count)
+            print("== %s, %d hosts (%s)%s" % (name, count, path, ", over SSH on the fresh-host bed" if args.bed == "fresh" else ""),
+                  flush=True)
+            figures[(name, count)], bed_info[(name, count)] = (one_size_fresh if args.bed == "fresh" else one_size)(path, count)
+            print_bed_info(count, bed_info[(name, count)])
             for result in figures[(name, count)]:
                 base = figures.get((name, sizes[0]), [])
                 reference = next((item["seconds"] for item in base if item["label"] == result["label"]), None)
@@ -246,7 +401,8 @@ def main(argv=None):
                 result["seconds"], result["seconds"] / reference if reference else 0, "!" if result["error"] else "")))
         print("%-32s %s" % (label, "  ".join(cells)))
     if args.json:
-        print(json.dumps([{"checkout": name, "hosts": count, "results": results} for (name, count), results in figures.items()]))
+        print(json.dumps([{"checkout": name, "hosts": count, "bed": args.bed, "bed_info": bed_info[(name, count)], "results": results}
+                          for (name, count), results in figures.items()]))
     return 0
 
 
