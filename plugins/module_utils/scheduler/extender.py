@@ -780,15 +780,14 @@ def encode(value):
 
 def args_body(pod_json, names, node_items, node_cache_capable):
     """kube's ExtenderArgs as bytes: ``Nodes`` (a NodeList) or, when nodeCacheCapable, ``NodeNames``; the other
-    one null, as kube-scheduler sends it. ``pod_json`` and ``node_items`` (the Node objects of ``names``, encoded
-    and joined with commas) are encoded already (once per plan), as text or as UTF-8 bytes: the body is joined
-    from them without encoding the NodeList again (a megabyte per service on 1,000 nodes)."""
-    pod = pod_json.encode("utf-8") if isinstance(pod_json, str) else pod_json
+    one null, as kube-scheduler sends it. ``pod_json`` (text) and ``node_items`` (UTF-8 bytes: the Node objects of
+    ``names``, encoded and joined with commas) are encoded already, once per plan: the body is joined from them
+    without encoding the NodeList again (a megabyte per service on 1,000 nodes)."""
+    pod = pod_json.encode("utf-8")
     if node_cache_capable:
         return b"".join((b'{"Pod":', pod, b',"Nodes":null,"NodeNames":', encode(list(names)).encode("utf-8"), b"}"))
-    items = node_items.encode("utf-8") if isinstance(node_items, str) else node_items
-    return b"".join((b'{"Pod":', pod, b',"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[', items,
-                     b']},"NodeNames":null}'))
+    return b"".join((b'{"Pod":', pod, b',"Nodes":{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[',
+                     node_items, b']},"NodeNames":null}'))
 
 
 # --- answers -------------------------------------------------------------------------------

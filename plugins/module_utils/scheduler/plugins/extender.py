@@ -225,7 +225,7 @@ class Extender(FilterPlugin, ScorePlugin):
         return answers
 
     def _node_list(self, names):
-        """The encoded items of the NodeList sent with ``names`` (None in the names mode): one text per candidate list
+        """The encoded items of the NodeList sent with ``names`` (None in the names mode): one per candidate list
         (services of one shape share the list, _candidates)."""
         if self.config.node_cache_capable:
             return None

@@ -820,7 +820,7 @@ def requests_sent(problem_data):
         pod = wire.encode(wire.pod_object(problem, service))
         nodes = [wire.encode(wire.node_object(node)) for node in problem.nodes.values()]
         for cache in (False, True):
-            bodies.append(json.loads(wire.args_body(pod, list(problem.nodes), ",".join(nodes), cache)))
+            bodies.append(json.loads(wire.args_body(pod, list(problem.nodes), ",".join(nodes).encode("utf-8"), cache)))
     return bodies
 
 
