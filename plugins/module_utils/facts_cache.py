@@ -25,6 +25,14 @@ CACHE_VERSION = 1
 CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme")
 MAX_CACHE_BYTES = 4 * 1024 * 1024
 _MAX_ENTRIES = 4096
+# The module's options: the module and its action plugin (plugins/action/facts_cache.py) validate the same.
+ARGUMENT_SPEC = {
+    "path": {"type": "path", "required": True},
+    "state": {"type": "str", "choices": ["read", "write"], "default": "read"},
+    "inputs": {"type": "raw", "default": {}},
+    "facts": {"type": "dict", "default": {}},
+    "bindings_path": {"type": "path"},
+}
 
 
 def _read(path, limit=65536):
@@ -109,3 +117,23 @@ def cached_facts(content, print_):
     if isinstance(gpus, list) and any(isinstance(gpu, dict) and gpu.get("error") for gpu in gpus):
         return None, "a GPU could not be read at the last gathering"
     return {key: facts[key] for key in CACHED_KEYS if key in facts}, "the hardware is unchanged"
+
+
+def read_state(path, inputs, bindings_path, read_json):
+    """What facts_cache returns with state=read: the stored facts when the fingerprint still holds, and the node's fact
+    file when ``bindings_path`` is given. ``read_json(path, limit=...)`` is module_utils/state_files.py's, passed in
+    so that this file needs no other (it also runs as a plain script: plugins/action/facts_cache.py)."""
+    def read_file(name):
+        # Missing, too large, not a regular file or not JSON: simply not used.
+        try:
+            return read_json(name, limit=MAX_CACHE_BYTES)
+        except (OSError, ValueError):
+            return None
+    print_ = fingerprint(inputs)
+    facts, reason = cached_facts(read_file(path), print_)
+    result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
+    if facts is not None:
+        result["ansible_facts"] = facts
+    if bindings_path:
+        result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_file(bindings_path)
+    return result

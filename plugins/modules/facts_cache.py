@@ -100,7 +100,8 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import MAX_CACHE_BYTES, cache_content, cached_facts, fingerprint
+from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
+    ARGUMENT_SPEC, MAX_CACHE_BYTES, cache_content, fingerprint, read_state)
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write, read_json
 
 FILE_MODE = 0o600
@@ -117,26 +118,14 @@ def read_cache(path):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            state=dict(type="str", choices=["read", "write"], default="read"),
-            inputs=dict(type="raw", default={}),
-            facts=dict(type="dict", default={}),
-            bindings_path=dict(type="path"),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     path, state = module.params["path"], module.params["state"]
+    if state == "read":
+        module.exit_json(**read_state(path, module.params["inputs"], module.params["bindings_path"], read_json))
     print_ = fingerprint(module.params["inputs"])
     current = read_cache(path)
-    if state == "read":
-        facts, reason = cached_facts(current, print_)
-        result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
-        if facts is not None:
-            result["ansible_facts"] = facts
-        if module.params["bindings_path"]:
-            result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_cache(module.params["bindings_path"])
-        module.exit_json(**result)
     content = cache_content(module.params["facts"], print_)
     try:
         text = json.dumps(content, sort_keys=True, indent=2) + "\n"
