@@ -10,7 +10,7 @@ add), the NVMe namespaces with their sizes and mounts, and the facts role's own 
 devices, NVMe labels). ``cached_facts`` returns the stored facts only when the fingerprint is the
 same; anything else (no file, another fingerprint, a file that is not ours) means gather again.
 
-Standard library only: this runs on the managed host.
+Standard library and state_files.py only: this runs on the managed host.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import hashlib
 import json
 import os
 import platform
+
+from ansible_collections.gangplank.platform.plugins.module_utils.state_files import read_json
 
 CACHE_VERSION = 1
 # Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
@@ -119,10 +121,9 @@ def cached_facts(content, print_):
     return {key: facts[key] for key in CACHED_KEYS if key in facts}, "the hardware is unchanged"
 
 
-def read_state(path, inputs, bindings_path, read_json):
+def read_state(path, inputs, bindings_path):
     """What facts_cache returns with state=read: the stored facts when the fingerprint still holds, and the node's fact
-    file when ``bindings_path`` is given. ``read_json(path, limit=...)`` is module_utils/state_files.py's, passed in
-    so that this file needs no other (it also runs as a plain script: plugins/action/facts_cache.py)."""
+    file when ``bindings_path`` is given. Also run as a plain script on the host (plugins/action/facts_cache.py)."""
     def read_file(name):
         # Missing, too large, not a regular file or not JSON: simply not used.
         try:

@@ -12,6 +12,8 @@ Every probe runs in its own thread, so waiting on many instances takes as long a
 - ``wait_for(probe)``: attempts until the probe passes or its retries are used up.
 - ``wait_all(probes)``: ``wait_for`` on every probe concurrently; results by probe name.
 - ``failure_line(probe, result)``: one line describing an unhealthy probe.
+- ``wait_result(probes, check_mode)``: what the health_wait module returns (also run as a plain script on the host:
+  plugins/action/health_wait.py).
 """
 
 from __future__ import annotations
@@ -273,3 +275,40 @@ def failure_line(probe, result):
     last = " ".join(str(result["last_output"]).split())
     return "%s: %s %s failed %d times over %.2fs; last: %s" % (
         probe["name"], probe["type"], target_of(probe), result["attempts"], result["seconds"], last)
+
+
+# The health_wait module's options: the module and its action plugin (plugins/action/health_wait.py) validate the same.
+PROBE_SPEC = {
+    "name": {"type": "str", "required": True},
+    "type": {"type": "str", "required": True},
+    "url": {"type": "str"},
+    "expect_status": {"type": "list", "elements": "int"},
+    "host": {"type": "str", "default": "127.0.0.1"},
+    "port": {"type": "int"},
+    "argv": {"type": "raw"},
+    "timeout": {"type": "float", "default": 2.0},
+    "interval": {"type": "float", "default": 1.0},
+    "retries": {"type": "int", "default": 60},
+    "start_period": {"type": "float", "default": 0.0},
+}
+ARGUMENT_SPEC = {"probes": {"type": "list", "elements": "dict", "required": True, "options": PROBE_SPEC}}
+
+
+def wait_result(probes, check_mode=False):
+    """What health_wait returns for the (argument-checked) ``probes``: ``failed`` with the failure lines as ``msg``
+    when one stays unhealthy, or a probe is not valid."""
+    try:
+        probes = normalize_probes(probes)
+    except ProbeConfigError as error:
+        return {"failed": True, "changed": False, "msg": str(error)}
+    if check_mode:
+        results = {probe["name"]: {"healthy": None, "attempts": 0, "seconds": 0.0, "last_output": ""} for probe in probes}
+        return {"changed": False, "healthy": None, "seconds": 0.0, "probes": results, "msg": "check mode: not probed"}
+    start = time.monotonic()
+    results = wait_all(probes)
+    seconds = round(time.monotonic() - start, 3)
+    lines = [failure_line(probe, results[probe["name"]]) for probe in probes if not results[probe["name"]]["healthy"]]
+    if lines:
+        return {"failed": True, "msg": "\n".join(lines), "changed": False, "healthy": False, "seconds": seconds,
+                "probes": results}
+    return {"changed": False, "healthy": True, "seconds": seconds, "probes": results}

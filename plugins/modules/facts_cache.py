@@ -123,7 +123,7 @@ def main():
     )
     path, state = module.params["path"], module.params["state"]
     if state == "read":
-        module.exit_json(**read_state(path, module.params["inputs"], module.params["bindings_path"], read_json))
+        module.exit_json(**read_state(path, module.params["inputs"], module.params["bindings_path"]))
     print_ = fingerprint(module.params["inputs"])
     current = read_cache(path)
     content = cache_content(module.params["facts"], print_)

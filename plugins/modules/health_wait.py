@@ -184,48 +184,17 @@ msg:
   sample: "db: tcp 127.0.0.1:5432 failed 30 times over 60.12s; last: connection to 127.0.0.1:5432 failed: [Errno 111] Connection refused"
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, failure_line, normalize_probes, wait_all
-
-PROBE_SPEC = dict(
-    name=dict(type="str", required=True),
-    type=dict(type="str", required=True),
-    url=dict(type="str"),
-    expect_status=dict(type="list", elements="int"),
-    host=dict(type="str", default="127.0.0.1"),
-    port=dict(type="int"),
-    argv=dict(type="raw"),
-    timeout=dict(type="float", default=2.0),
-    interval=dict(type="float", default=1.0),
-    retries=dict(type="int", default=60),
-    start_period=dict(type="float", default=0.0),
-)
+from ansible_collections.gangplank.platform.plugins.module_utils.health import ARGUMENT_SPEC, wait_result
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(probes=dict(type="list", elements="dict", required=True, options=PROBE_SPEC)),
-        supports_check_mode=True,
-    )
-    try:
-        probes = normalize_probes(module.params["probes"])
-    except ProbeConfigError as error:
-        module.fail_json(msg=str(error))
-
-    if module.check_mode:
-        results = {probe["name"]: {"healthy": None, "attempts": 0, "seconds": 0.0, "last_output": ""} for probe in probes}
-        module.exit_json(changed=False, healthy=None, seconds=0.0, probes=results, msg="check mode: not probed")
-
-    start = time.monotonic()
-    results = wait_all(probes)
-    seconds = round(time.monotonic() - start, 3)
-    lines = [failure_line(probe, results[probe["name"]]) for probe in probes if not results[probe["name"]]["healthy"]]
-    if lines:
-        module.fail_json(msg="\n".join(lines), changed=False, healthy=False, seconds=seconds, probes=results)
-    module.exit_json(changed=False, healthy=True, seconds=seconds, probes=results)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    result = wait_result(module.params["probes"], module.check_mode)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

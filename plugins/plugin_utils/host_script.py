@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run a function of the collection's standard-library module_utils on a managed host, as a plain Python script.
+
+Every run reads every host (facts_cache) and probes its kept containers (health_wait), so those two are on the path
+of every day-2 run. As modules they cost what every module costs: the AnsiballZ payload, an interpreter that unpacks
+it and imports ansible.module_utils.basic, about 0.15 s of a 2-core controller per host (most of a no-change run at 30
+hosts, benchmarks/README.md). The work itself needs none of that. Their action plugins send the module_utils files it
+needs, as source, with the function's arguments, on the standard input of the host's Python (through the connection,
+as pipelining sends a module), and read back the result the function returns.
+
+``run`` returns None when that path does not work (no Python where the inventory says, a connection that cannot
+take input, an answer that is not ours); the action plugin then runs the module, which gives the same result more
+slowly. An unreachable host raises, as a module run would.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ansible import constants as C
+from ansible.executor.interpreter_discovery import discover_interpreter
+
+# Printed before the result, on a line of its own: over a terminal other output may come first.
+MARKER = "gangplank-host-script-result "
+
+# Loads each file as the module it is (so that their imports of one another resolve), calls the function, prints.
+_BOOTSTRAP = """
+import json, sys, types
+request = json.loads(%s)
+for name, source in request["modules"]:
+    parts = name.split(".")
+    for end in range(1, len(parts)):
+        sys.modules.setdefault(".".join(parts[:end]), types.ModuleType(".".join(parts[:end])))
+    module = sys.modules[name] = types.ModuleType(name)
+    exec(compile(source, name, "exec"), module.__dict__)
+function = getattr(sys.modules[request["modules"][-1][0]], request["function"])
+sys.stdout.write("\\n" + %r + json.dumps(function(**request["arguments"])) + "\\n")
+"""
+
+
+def _source(name):
+    with open(sys.modules[name].__file__, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def script(modules, function, arguments):
+    """The program: ``modules`` (imported names, each after the ones it imports; the last holds ``function``)."""
+    request = {"modules": [[name, _source(name)] for name in modules], "function": function, "arguments": arguments}
+    return (_BOOTSTRAP % (json.dumps(json.dumps(request)), MARKER)).encode("utf-8")
+
+
+def parse_answer(stdout):
+    """The JSON object the script printed last, or None when the output holds none."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                answer = json.loads(line[len(MARKER):])
+            except ValueError:
+                return None
+            return answer if isinstance(answer, dict) else None
+    return None
+
+
+def _interpreter(action, task_vars):
+    """(the host's Python as Ansible would run a module with it, whether it was looked for now): set in the
+    inventory, found by an earlier module run, or looked for now the way Ansible does (the auto modes)."""
+    configured = task_vars.get("ansible_python_interpreter")
+    if configured is not None:
+        configured = str(action._templar.template(configured))
+        if not configured.startswith("auto"):
+            return configured, False
+    found = task_vars.get("ansible_facts", {}).get("discovered_interpreter_python")
+    if found:
+        return found, False
+    mode = configured or C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)
+    # Raises as a module run's discovery would (an unreachable host is unreachable).
+    return discover_interpreter(action=action, interpreter_name="python", discovery_mode=mode, task_vars=task_vars), True
+
+
+def run(action, task_vars, modules, function, arguments):
+    """The function's result computed on the action's host, or None (run the module instead)."""
+    connection = action._connection
+    # A connection and become method that can pass a program on standard input (as pipelining does), whether or not
+    # modules are configured to be pipelined: this sends no file.
+    if not connection.has_pipelining or (connection.become and not connection.become.pipelining):
+        return None
+    interpreter, discovered = _interpreter(action, task_vars)
+    if not interpreter:
+        return None
+    # Unquoted, as Ansible writes it in a module's first line: it may be a command with arguments (/usr/bin/env python3).
+    done = action._low_level_execute_command("%s -" % interpreter, in_data=script(modules, function, arguments))
+    answer = parse_answer(done.get("stdout") or "") if done.get("rc") == 0 else None
+    if answer is not None and discovered:
+        # As a module run would: later modules on this host need not look for Python again.
+        answer.setdefault("ansible_facts", {})["discovered_interpreter_python"] = interpreter
+    return answer
