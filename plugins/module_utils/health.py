@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Health probes polled until they pass, many at once: HTTP, TCP and command probes.
 
-Used by the health_wait module. Standard library only; importable on Python 3.9+ (managed hosts).
+Used by the health_wait module and its action plugin, which runs ``wait_result`` as a plain script on the host.
+Standard library and messages.py only; importable on Python 3.9+ (managed hosts).
 Every probe runs in its own thread, so waiting on many instances takes as long as the slowest one.
 
 - ``normalize_probes(probes)``: checked probe mappings with defaults filled in, or ProbeConfigError

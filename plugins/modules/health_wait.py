@@ -19,6 +19,9 @@ description:
     then the probe sleeps O(probes[].interval) and tries again, until O(probes[].retries) failures are used up.
   - Fails when any probe is unhealthy, with one line per unhealthy probe in C(msg) and the per-probe results.
   - Never changes anything on the host, so it always reports C(changed=false).
+  - 'The action plugin runs the probes as a plain Python script on the host, sent on the standard input of the host''s
+    Python (no module payload: site.yml probes every host''s kept containers); where that cannot work, the module runs,
+    with the same result.'
 options:
   probes:
     description:

@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+"""plugin_utils/host_script.py: a module_utils function run on the host as a plain Python script gives what the
+function gives, needs nothing of the collection installed there, and says when it could not run (the module then
+runs instead)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils import facts_cache, health
+from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
+
+UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
+FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux"}
+
+
+def run_script(program):
+    """The script run as the action plugin runs it: `python -` with the program on stdin, isolated from this
+    checkout (-I: no PYTHONPATH, no user site, not the current directory), from another directory."""
+    done = subprocess.run([sys.executable, "-I", "-"], input=program, capture_output=True, cwd="/", timeout=60,
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    return host_script.parse_answer(done.stdout.decode())
+
+
+def test_the_facts_cache_read_as_a_script_equals_the_function(tmp_path):
+    inputs = {"hostname": "h1", "simulated_gpus": [], "simulated_nvme": [], "nvme_labels": {}}
+    cache = tmp_path / "facts.json"
+    cache.write_text(json.dumps(facts_cache.cache_content(FACTS, facts_cache.fingerprint(inputs))))
+    bindings = tmp_path / "node.fact"
+    bindings.write_text(json.dumps({"instances": {"api-0": {"service": "api"}}}))
+    arguments = {"path": str(cache), "inputs": inputs, "bindings_path": str(bindings)}
+    answer = run_script(host_script.script([UTILS + "state_files", UTILS + "facts_cache"], "read_state", arguments))
+    assert answer == json.loads(json.dumps(facts_cache.read_state(**arguments)))
+    assert answer["valid"] is True and answer["ansible_facts"]["processor_vcpus"] == 16
+    assert answer["ansible_facts"]["gangplank_node_bindings"] == {"instances": {"api-0": {"service": "api"}}}
+    # Another hardware view (other inputs): not valid, and the reason says why.
+    other = dict(arguments, inputs=dict(inputs, hostname="h2"))
+    answer = run_script(host_script.script([UTILS + "state_files", UTILS + "facts_cache"], "read_state", other))
+    assert answer["valid"] is False and "changed" in answer["reason"]
+
+
+def test_health_probes_as_a_script_pass_and_fail_like_the_module():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        probes = [{"name": "db", "type": "tcp", "host": "127.0.0.1", "port": port, "timeout": 1.0, "interval": 0.1,
+                   "retries": 2, "start_period": 0.0, "url": None, "expect_status": None, "argv": None}]
+        program = host_script.script([UTILS + "messages", UTILS + "health"], "wait_result", {"probes": probes})
+        answer = run_script(program)
+    assert answer["healthy"] is True and answer["changed"] is False and "failed" not in answer
+    # The listener is closed now: the same probe fails, with the module's failure line.
+    answer = run_script(program)
+    assert answer["failed"] is True and answer["healthy"] is False
+    assert answer["msg"].startswith("db: tcp 127.0.0.1:%d failed 2 times" % port)
+    checked = run_script(host_script.script([UTILS + "messages", UTILS + "health"], "wait_result",
+                                            {"probes": probes, "check_mode": True}))
+    assert checked == health.wait_result(probes, check_mode=True)
+
+
+@pytest.mark.parametrize("stdout", [
+    "", "no marker here\n", host_script.MARKER + "not json\n", host_script.MARKER + "[1, 2]\n",
+    host_script.MARKER + '"text"\n', "x" + host_script.MARKER + '{"valid": true}\n',
+])
+def test_output_without_a_result_of_ours_is_none(stdout):
+    assert host_script.parse_answer(stdout) is None
+
+
+def test_the_last_result_line_counts_and_terminal_line_ends_are_read():
+    stdout = "motd\r\n%s{\"a\": 1}\r\nwarning\r\n%s{\"a\": 2}\r\n" % (host_script.MARKER, host_script.MARKER)
+    assert host_script.parse_answer(stdout) == {"a": 2}
+
+
+class FakeAction:
+    """Only what host_script.run reads of an action plugin."""
+
+    def __init__(self, rc=0, stdout="", pipelining=True, become=None):
+        self._connection = SimpleNamespace(has_pipelining=pipelining, become=become)
+        self._templar = SimpleNamespace(template=lambda value: value)
+        self.done = {"rc": rc, "stdout": stdout, "stderr": ""}
+        self.commands = []
+
+    def _low_level_execute_command(self, command, in_data=None):
+        self.commands.append((command, in_data))
+        return self.done
+
+
+ANSWER = host_script.MARKER + '{"valid": true}\n'
+
+
+def test_run_uses_the_inventory_python_and_returns_the_answer():
+    action = FakeAction(stdout=ANSWER)
+    assert host_script.run(action, {"ansible_python_interpreter": "/usr/bin/env python3"}, [UTILS + "messages"],
+                           "show", {"value": 1}) == {"valid": True}
+    command, program = action.commands[0]
+    assert command == "/usr/bin/env python3 -" and program.startswith(b"\nimport json, sys, types")
+
+
+@pytest.mark.parametrize("action", [
+    FakeAction(rc=127, stdout=ANSWER), FakeAction(rc=0, stdout="Traceback (most recent call last):\n"),
+    FakeAction(pipelining=False, stdout=ANSWER),
+    FakeAction(stdout=ANSWER, become=SimpleNamespace(pipelining=False)),
+])
+def test_run_gives_none_when_the_script_path_does_not_work(action):
+    assert host_script.run(action, {"ansible_python_interpreter": "python3"}, [UTILS + "messages"], "show",
+                           {"value": 1}) is None
+
+
+def test_a_python_found_by_an_earlier_module_is_used_and_not_reported_again():
+    action = FakeAction(stdout=ANSWER)
+    answer = host_script.run(action, {"ansible_facts": {"discovered_interpreter_python": "/usr/bin/python3.11"}},
+                             [UTILS + "messages"], "show", {"value": 1})
+    assert answer == {"valid": True} and action.commands[0][0] == "/usr/bin/python3.11 -"
