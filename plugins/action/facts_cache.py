@@ -6,28 +6,20 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import ARGUMENT_SPEC
-from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
-
-MODULE_UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
+from ansible_collections.gangplank.platform.plugins.plugin_utils.host_script import MODULE_UTILS, HostScriptAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(HostScriptAction):
+    MODULE = "gangplank.platform.facts_cache"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MODULE_UTILS = [MODULE_UTILS + "state_files", MODULE_UTILS + "facts_cache"]
+    FUNCTION = "read_state"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        if args["state"] == "read":
-            answer = host_script.run(self, task_vars or {}, [MODULE_UTILS + "state_files", MODULE_UTILS + "facts_cache"],
-                                     "read_state", {"path": args["path"], "inputs": args["inputs"],
-                                                    "bindings_path": args["bindings_path"]})
-            if answer is not None and isinstance(answer.get("valid"), bool):
-                result.update(answer)
-                return result
-        result.update(self._execute_module(module_name="gangplank.platform.facts_cache", module_args=self._task.args,
-                                           task_vars=task_vars))
-        return result
+    def script_arguments(self, args):
+        if args["state"] != "read":
+            return None
+        return {"path": args["path"], "inputs": args["inputs"], "bindings_path": args["bindings_path"]}
+
+    def is_answer(self, answer):
+        return isinstance(answer.get("valid"), bool)

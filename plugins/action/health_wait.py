@@ -6,25 +6,18 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ARGUMENT_SPEC
-from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
-
-MODULE_UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
+from ansible_collections.gangplank.platform.plugins.plugin_utils.host_script import MODULE_UTILS, HostScriptAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(HostScriptAction):
+    MODULE = "gangplank.platform.health_wait"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MODULE_UTILS = [MODULE_UTILS + "messages", MODULE_UTILS + "health"]
+    FUNCTION = "wait_result"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        answer = host_script.run(self, task_vars or {}, [MODULE_UTILS + "messages", MODULE_UTILS + "health"],
-                                 "wait_result", {"probes": args["probes"], "check_mode": bool(self._task.check_mode)})
-        if answer is None or not isinstance(answer.get("changed"), bool):
-            answer = self._execute_module(module_name="gangplank.platform.health_wait", module_args=self._task.args,
-                                          task_vars=task_vars)
-        result.update(answer)
-        return result
+    def script_arguments(self, args):
+        return {"probes": args["probes"], "check_mode": bool(self._task.check_mode)}
+
+    def is_answer(self, answer):
+        return isinstance(answer.get("changed"), bool)

@@ -22,6 +22,10 @@ import sys
 
 from ansible import constants as C
 from ansible.executor.interpreter_discovery import discover_interpreter
+from ansible.plugins.action import ActionBase
+
+# Where the collection's module_utils are imported from (on the controller, and as named on the host).
+MODULE_UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
 
 # Printed before the result, on a line of its own: over a terminal other output may come first.
 MARKER = "gangplank-host-script-result "
@@ -97,3 +101,33 @@ def run(action, task_vars, modules, function, arguments):
         # As a module run would: later modules on this host need not look for Python again.
         answer.setdefault("ansible_facts", {})["discovered_interpreter_python"] = interpreter
     return answer
+
+
+class HostScriptAction(ActionBase):
+    """An action plugin that runs FUNCTION of the last of MODULE_UTILS on the host as a script, and MODULE where
+    script_arguments gives None or the script path does not work. The module and the plugin validate ARGUMENT_SPEC."""
+
+    TRANSFERS_FILES = False
+    MODULE = ""
+    ARGUMENT_SPEC: dict = {}
+    MODULE_UTILS: list = []
+    FUNCTION = ""
+
+    def script_arguments(self, args):
+        """The function's keyword arguments for these (validated) task arguments; None runs the module."""
+        raise NotImplementedError
+
+    def is_answer(self, answer):
+        """Whether a JSON object the script printed is the function's result."""
+        raise NotImplementedError
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        arguments = self.script_arguments(args)
+        answer = None if arguments is None else run(self, task_vars or {}, self.MODULE_UTILS, self.FUNCTION, arguments)
+        if answer is None or not self.is_answer(answer):
+            answer = self._execute_module(module_name=self.MODULE, module_args=self._task.args, task_vars=task_vars)
+        result.update(answer)
+        return result

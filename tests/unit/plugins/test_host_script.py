@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.gangplank.platform.plugins.module_utils import facts_cache, health
 from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
 
-UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
+UTILS = host_script.MODULE_UTILS
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux"}
 
 
@@ -119,3 +119,45 @@ def test_a_python_found_by_an_earlier_module_is_used_and_not_reported_again():
     answer = host_script.run(action, {"ansible_facts": {"discovered_interpreter_python": "/usr/bin/python3.11"}},
                              [UTILS + "messages"], "show", {"value": 1})
     assert answer == {"valid": True} and action.commands[0][0] == "/usr/bin/python3.11 -"
+
+
+def action_plugin(plugin, args, stdout, rc=0, check_mode=False):
+    """One of the two action plugins as ansible-core builds it, with a connection that answers `stdout` and a module
+    run that records its call."""
+    from unittest.mock import MagicMock
+
+    from ansible.playbook.task import Task
+    task = Task()
+    task.args = args
+    task.check_mode = check_mode
+    connection = MagicMock(has_pipelining=True, become=None)
+    action = plugin(task, connection, MagicMock(check_mode=check_mode), loader=MagicMock(), templar=MagicMock(),
+                    shared_loader_obj=None)
+    action._templar = SimpleNamespace(template=lambda value: value)
+    action._low_level_execute_command = lambda command, in_data=None: {"rc": rc, "stdout": stdout, "stderr": ""}
+    action.module_calls = []
+
+    def module(module_name, module_args, task_vars):
+        action.module_calls.append((module_name, module_args))
+        return {"changed": False, "from": "module"}
+    action._execute_module = module
+    return action
+
+
+def test_the_plugins_use_the_script_answer_and_fall_back_to_the_module():
+    from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
+    from ansible_collections.gangplank.platform.plugins.action.health_wait import ActionModule as HealthWait
+    variables = {"ansible_python_interpreter": "/usr/bin/python3"}
+    read = {"path": "/var/lib/gangplank/hardware-facts.json"}
+    action = action_plugin(FactsCache, read, host_script.MARKER + '{"valid": false, "changed": false}\n')
+    assert action.run(task_vars=variables)["valid"] is False and action.module_calls == []
+    # The write is the module's; a script that printed no result of ours gives way to the module.
+    action = action_plugin(FactsCache, dict(read, state="write", facts={}), host_script.MARKER + '{"valid": true}\n')
+    assert action.run(task_vars=variables)["from"] == "module" and action.module_calls[0][0].endswith("facts_cache")
+    action = action_plugin(FactsCache, read, "python3: not found\n", rc=127)
+    assert action.run(task_vars=variables)["from"] == "module"
+    action = action_plugin(FactsCache, read, host_script.MARKER + '{"something": "else"}\n')
+    assert action.run(task_vars=variables)["from"] == "module"
+    probes = {"probes": [{"name": "db", "type": "tcp", "port": 5432}]}
+    action = action_plugin(HealthWait, probes, host_script.MARKER + '{"changed": false, "healthy": true}\n')
+    assert action.run(task_vars=variables)["healthy"] is True and action.module_calls == []
