@@ -79,7 +79,10 @@ def _interpreter(action, task_vars):
     found = task_vars.get("ansible_facts", {}).get("discovered_interpreter_python")
     if found:
         return found, False
-    mode = configured or C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)
+    # interpreter_python in ansible.cfg (or its environment variable): a path, or one of the auto modes.
+    mode = configured or str(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars))
+    if not mode.startswith("auto"):
+        return mode, False
     # Raises as a module run's discovery would (an unreachable host is unreachable).
     return discover_interpreter(action=action, interpreter_name="python", discovery_mode=mode, task_vars=task_vars), True
 

@@ -161,3 +161,10 @@ def test_the_plugins_use_the_script_answer_and_fall_back_to_the_module():
     probes = {"probes": [{"name": "db", "type": "tcp", "port": 5432}]}
     action = action_plugin(HealthWait, probes, host_script.MARKER + '{"changed": false, "healthy": true}\n')
     assert action.run(task_vars=variables)["healthy"] is True and action.module_calls == []
+
+
+def test_a_python_set_in_the_configuration_is_used(monkeypatch):
+    monkeypatch.setenv("ANSIBLE_PYTHON_INTERPRETER", "/opt/python/bin/python3")
+    action = FakeAction(stdout=ANSWER)
+    assert host_script.run(action, {}, [UTILS + "messages"], "show", {"value": 1}) == {"valid": True}
+    assert action.commands[0][0] == "/opt/python/bin/python3 -"
