@@ -11,9 +11,16 @@ import socket
 import subprocess
 import sys
 from types import SimpleNamespace
+from unittest.mock import MagicMock
 
 import pytest
 
+from ansible.playbook.task import Task
+
+# Imported with the module, not in a test: once a test has set up ansible-core's plugin loader, its collection finder
+# would load the action plugins and ask for collection metadata that a unit run does not have.
+from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
+from ansible_collections.gangplank.platform.plugins.action.health_wait import ActionModule as HealthWait
 from ansible_collections.gangplank.platform.plugins.module_utils import facts_cache, health
 from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
 
@@ -124,9 +131,6 @@ def test_a_python_found_by_an_earlier_module_is_used_and_not_reported_again():
 def action_plugin(plugin, args, stdout, rc=0, check_mode=False):
     """One of the two action plugins as ansible-core builds it, with a connection that answers `stdout` and a module
     run that records its call."""
-    from unittest.mock import MagicMock
-
-    from ansible.playbook.task import Task
     task = Task()
     task.args = args
     task.check_mode = check_mode
@@ -145,8 +149,6 @@ def action_plugin(plugin, args, stdout, rc=0, check_mode=False):
 
 
 def test_the_plugins_use_the_script_answer_and_fall_back_to_the_module():
-    from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
-    from ansible_collections.gangplank.platform.plugins.action.health_wait import ActionModule as HealthWait
     variables = {"ansible_python_interpreter": "/usr/bin/python3"}
     read = {"path": "/var/lib/gangplank/hardware-facts.json"}
     action = action_plugin(FactsCache, read, host_script.MARKER + '{"valid": false, "changed": false}\n')
