@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """plan() of two checkouts (before and after a change) interleaved on the same generated loads.
 
-    .venv/bin/python benchmarks/interleaved_benchmark.py --old /work/main --new . [--reps 4] [--sizes 20x300,...] [--kinds]
+    .venv/bin/python benchmarks/interleaved_benchmark.py --old OLD_CHECKOUT --new . [--reps 4] [--sizes 20x300,...] [--kinds]
 
 Each repetition runs one process per checkout, in alternating order, so that load on the machine
 falls on both alike; each process plans every size several times (7, 3 from 5,000 instances) and
