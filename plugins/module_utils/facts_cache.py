@@ -121,20 +121,24 @@ def cached_facts(content, print_):
     return {key: facts[key] for key in CACHED_KEYS if key in facts}, "the hardware is unchanged"
 
 
+def read_cache(path):
+    """The cache file's (or the node's fact file's) content, or None when it is missing, too large, not a regular file
+    or not JSON (then it is simply not used). The size is bounded while reading: a link to /dev/zero has size 0 and
+    no end."""
+    try:
+        return read_json(path, limit=MAX_CACHE_BYTES)
+    except (OSError, ValueError):
+        return None
+
+
 def read_state(path, inputs, bindings_path):
     """What facts_cache returns with state=read: the stored facts when the fingerprint still holds, and the node's fact
     file when ``bindings_path`` is given. Also run as a plain script on the host (plugins/action/facts_cache.py)."""
-    def read_file(name):
-        # Missing, too large, not a regular file or not JSON: simply not used.
-        try:
-            return read_json(name, limit=MAX_CACHE_BYTES)
-        except (OSError, ValueError):
-            return None
     print_ = fingerprint(inputs)
-    facts, reason = cached_facts(read_file(path), print_)
+    facts, reason = cached_facts(read_cache(path), print_)
     result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
     if facts is not None:
         result["ansible_facts"] = facts
     if bindings_path:
-        result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_file(bindings_path)
+        result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_cache(bindings_path)
     return result

@@ -104,19 +104,10 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
-    ARGUMENT_SPEC, MAX_CACHE_BYTES, cache_content, fingerprint, read_state)
-from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write, read_json
+    ARGUMENT_SPEC, cache_content, fingerprint, read_cache, read_state)
+from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write
 
 FILE_MODE = 0o600
-
-
-def read_cache(path):
-    """The cache file's content, or None when it is missing, too large, not a regular file or not JSON (then it is
-    simply not used). The size is bounded while reading: a link to /dev/zero has size 0 and no end."""
-    try:
-        return read_json(path, limit=MAX_CACHE_BYTES)
-    except (OSError, ValueError):
-        return None
 
 
 def main():

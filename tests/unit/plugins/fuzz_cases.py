@@ -30,7 +30,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.catalog import 
     GPU_VISIBILITY_VARIABLES, plan_catalog, rebalance_catalog, split_catalog,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, waves
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import cached_facts
+from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import MAX_CACHE_BYTES, cached_facts
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     NodeFactsError, facts_table, scheduler_node,
@@ -808,7 +808,7 @@ def run_facts_cache(case):
             os.mkdir(path)
         elif kind == "huge":
             with open(path, "wb") as handle:
-                handle.truncate(facts_cache_module.MAX_CACHE_BYTES + 1)
+                handle.truncate(MAX_CACHE_BYTES + 1)
         elif kind == "dangling":
             os.symlink(os.path.join(directory, "nowhere"), path)
         current = facts_cache_module.read_cache(path)
