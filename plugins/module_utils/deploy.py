@@ -402,6 +402,42 @@ def waves(rollouts, services):
     return {"active_ranks": ranks, "waves": {str(rank): count.get(rank, 1) for rank in ranks}, "wave_of": wave_of}
 
 
+def summary_line(summary, check_mode=False, note=""):
+    """The line the deploy role shows for a host: what starts, restarts, stops and stays."""
+    return "%sstart %d %s, restart %d %s, stop %d %s, keep %d%s" % (
+        "would " if check_mode else "", len(summary["start"]), _names(summary["start"]), len(summary["restart"]),
+        _names(summary["restart"]), len(summary["stop"]), _names(summary["stop"]), len(summary["keep"]), note)
+
+
+def _names(names):
+    # As Jinja prints a list of strings, which the line showed before it was made here.
+    return "[%s]" % ", ".join(repr(str(name)) for name in names)
+
+
+def decide(hosts, containers, rendered, existing, services, secret_hashes=None, hash_key=None, notes=None,
+           check_mode=False):
+    """The rollout of every host at once, on the controller (one task instead of one per host).
+
+    ``containers``, ``rendered``, ``existing`` and ``notes`` are lists in the order of ``hosts``: each host's
+    desired containers, rendered config files, existing containers (as for ``rollout()``) and the note its line
+    ends with (the engine that cannot enforce limits). Returns ``rollouts`` (host -> ``rollout()``), ``waves``
+    (``waves()`` over all of them) and ``lines`` (host -> its summary line).
+    """
+    columns = [containers, rendered, existing] + ([notes] if notes is not None else [])
+    if any(len(column) != len(hosts) for column in columns):
+        raise DeployError("decide: %d hosts, but %s entries" % (len(hosts), "/".join(str(len(c)) for c in columns)))
+    rollouts, lines = {}, {}
+    for index, host in enumerate(hosts):
+        try:
+            plan = rollout(host, containers[index], rendered[index], existing[index], secret_hashes=secret_hashes,
+                           hash_key=hash_key)
+        except DeployError as error:
+            raise DeployError("%s: %s" % (host, error)) from None
+        rollouts[host] = plan
+        lines[host] = summary_line(plan["summary"], check_mode, notes[index] if notes is not None else "")
+    return {"rollouts": rollouts, "waves": waves(list(rollouts.values()), services), "lines": lines}
+
+
 def status_rows(host, containers, existing, probes):
     """One row per container: where it should run, whether it runs, and whether its probe passes now."""
     current = dict(_existing_entry(item) for item in existing)

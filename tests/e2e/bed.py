@@ -211,10 +211,11 @@ def task_results(report, name):
 
 
 def summaries(report):
-    """Per host: the deploy role's 'start ..., restart ..., stop ...' line."""
+    """Per host: the deploy role's 'start ..., restart ..., stop ...' line (one task shows every host's)."""
     lines = {}
-    for hosts in task_results(report, "Show what changes on this host"):
-        lines.update({host: result["msg"] for host, result in hosts.items()})
+    for hosts in task_results(report, "Show what changes on each host"):
+        for result in hosts.values():
+            lines.update(result["msg"])
     return lines
 
 

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    CONFIG_HASH, DeployError, SPEC_HASH, container_name, desired_containers, render_status, rollout, status_rows, waves,
+    CONFIG_HASH, DeployError, SPEC_HASH, container_name, decide, desired_containers, render_status, rollout, status_rows,
+    summary_line, waves,
 )
 
 HOST = "h1"
@@ -606,6 +607,40 @@ def test_waves_count_a_service_over_every_host():
 def test_waves_name_a_bad_catalog():
     with pytest.raises(DeployError, match="services.api.max_unavailable"):
         waves([], dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="0%")))
+
+
+# -- decide: every host at once ---------------------------------------------------------------------------------------
+
+def test_decide_is_each_hosts_rollout_and_the_waves_over_all_of_them():
+    specs = containers()
+    first = rollout(HOST, specs, rendered_for(specs), [])
+    changed = _changed_api_configs(specs, ["api-1"])
+    decision = decide(["h1", "idle"], [specs, []], [changed, {}], [as_deployed(first), []], SERVICES,
+                      notes=["", "; no limits"])
+    assert decision["rollouts"]["h1"] == rollout(HOST, specs, changed, as_deployed(first))
+    assert decision["rollouts"]["idle"] == rollout("idle", [], {}, [])
+    assert decision["waves"] == waves([decision["rollouts"]["h1"], decision["rollouts"]["idle"]], SERVICES)
+    assert decision["lines"] == {
+        "h1": "start 0 [], restart 2 ['h1-api-1', 'h1-api-1-log'], stop 0 [], keep 4",
+        "idle": "start 0 [], restart 0 [], stop 0 [], keep 0; no limits"}
+
+
+def test_decide_lines_in_check_mode_and_without_notes():
+    specs = containers()
+    decision = decide(["h1"], [specs], [rendered_for(specs)], [[]], SERVICES, check_mode=True)
+    assert decision["lines"]["h1"] == "would start 6 %s, restart 0 [], stop 0 [], keep 0" % [spec["name"] for spec in specs]
+    assert summary_line({"start": [], "restart": [], "stop": ["h1-x-0"], "keep": ["a"]}) == "start 0 [], restart 0 [], stop 1 ['h1-x-0'], keep 1"
+
+
+def test_decide_names_the_host_whose_rollout_fails_and_lists_that_do_not_match():
+    specs = containers()
+    unmanaged = [{"Name": specs[0]["name"], "State": {"Running": True}, "Config": {"Labels": {}}, "HostConfig": {}}]
+    with pytest.raises(DeployError, match="^h2: container h1-db-0 exists but is not managed by gangplank"):
+        decide(["h1", "h2"], [[], specs], [{}, rendered_for(specs)], [[], unmanaged], SERVICES)
+    with pytest.raises(DeployError, match="2 hosts, but 2/1/2 entries"):
+        decide(["h1", "h2"], [[], []], [{}], [[], []], SERVICES)
+    assert decide([], [], [], [], SERVICES) == {"rollouts": {}, "waves": {"active_ranks": [], "waves": {}, "wave_of": {}},
+                                                "lines": {}}
 
 
 def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_own():
