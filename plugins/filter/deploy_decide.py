@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - What P(gangplank.platform.deploy_rollout#filter) does for one host, for every host of the play in one task on the
     controller, followed by P(gangplank.platform.deploy_waves#filter) over all of them. The deploy role calls it once
-    (C(run_once)) instead of a task per host: a task costs a worker per host (docs/deploy.md).
+    (C(run_once)) instead of a task per host, since a task costs a worker per host (docs/deploy.md).
   - Fails, naming the host, where P(gangplank.platform.deploy_rollout#filter) would (a wanted name taken by a container
     that gangplank does not manage, a secret without its hash).
 options:

@@ -186,6 +186,23 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
     return containers
 
 
+def desired_on_hosts(settings, services):
+    """``desired_containers()`` of every host at once: ``settings`` maps each host to its ``instances``, ``data_dir``
+    and the optional arguments of ``desired_containers()`` (``publish_address``, ``probe_address``, ``gpu_mode``,
+    ``engine``, ``limits``, ``secret_dir``). Returns host -> its containers; an error names the host."""
+    known = {"instances", "data_dir", "publish_address", "probe_address", "gpu_mode", "engine", "limits", "secret_dir"}
+    desired = {}
+    for host, entry in settings.items():
+        try:
+            if not isinstance(entry, dict) or not {"instances", "data_dir"} <= set(entry) or set(entry) - known:
+                raise DeployError("expected instances and data_dir, and only %s" % ", ".join(sorted(known)))
+            desired[host] = desired_containers(host, entry["instances"], services, **{
+                key: value for key, value in entry.items() if key != "instances"})
+        except DeployError as error:
+            raise DeployError("%s: %s" % (host, error)) from None
+    return desired
+
+
 def _limits(service, scheduling, enforce):
     """The CPU (cores, as the engines' --cpus takes them) and memory (bytes) the scheduler reserved; None for none."""
     resources = (scheduling.get(service) or {}).get("resources") or {}

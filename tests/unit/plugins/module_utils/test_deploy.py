@@ -9,7 +9,8 @@ import re
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    CONFIG_HASH, DeployError, SPEC_HASH, container_name, decide, desired_containers, render_status, rollout, status_rows,
+    CONFIG_HASH, DeployError, SPEC_HASH, container_name, decide, desired_containers, desired_on_hosts, render_status, rollout,
+    status_rows,
     summary_line, waves,
 )
 
@@ -607,6 +608,20 @@ def test_waves_count_a_service_over_every_host():
 def test_waves_name_a_bad_catalog():
     with pytest.raises(DeployError, match="services.api.max_unavailable"):
         waves([], dict(SERVICES, api=dict(SERVICES["api"], max_unavailable="0%")))
+
+
+def test_desired_on_hosts_is_each_hosts_desired_containers_and_names_the_host_of_an_error():
+    settings = {"h1": {"instances": copy.deepcopy(INSTANCES), "data_dir": DATA, "engine": "docker", "limits": False},
+                "idle": {"instances": {}, "data_dir": DATA}}
+    assert desired_on_hosts(settings, copy.deepcopy(SERVICES)) == {
+        "h1": containers(engine="docker", limits=False), "idle": []}
+    with pytest.raises(DeployError, match=r"^idle: gpu_mode: got 'x'"):
+        desired_on_hosts({"idle": {"instances": {}, "data_dir": DATA, "gpu_mode": "x"}}, SERVICES)
+    for bad in ({"instances": {}}, {"instances": {}, "data_dir": DATA, "other": 1}, ["not", "a", "dict"]):
+        with pytest.raises(DeployError, match="^h1: expected instances and data_dir, and only data_dir, engine"):
+            desired_on_hosts({"h1": bad}, SERVICES)
+    with pytest.raises(DeployError, match=r"^\.\./x: host .*the inventory name is not"):
+        desired_on_hosts({"../x": {"instances": {}, "data_dir": DATA}}, SERVICES)
 
 
 # -- decide: every host at once ---------------------------------------------------------------------------------------
