@@ -190,17 +190,39 @@ def desired_on_hosts(settings, services):
     """``desired_containers()`` of every host at once: ``settings`` maps each host to its ``instances``, ``data_dir``
     and the optional arguments of ``desired_containers()`` (``publish_address``, ``probe_address``, ``gpu_mode``,
     ``engine``, ``limits``, ``secret_dir``). Returns host -> its containers; an error names the host."""
-    known = {"instances", "data_dir", "publish_address", "probe_address", "gpu_mode", "engine", "limits", "secret_dir"}
+    if not isinstance(settings, dict):
+        raise DeployError("expected a mapping of hosts to their settings, got %s" % type(settings).__name__)
     desired = {}
     for host, entry in settings.items():
         try:
-            if not isinstance(entry, dict) or not {"instances", "data_dir"} <= set(entry) or set(entry) - known:
-                raise DeployError("expected instances and data_dir, and only %s" % ", ".join(sorted(known)))
+            entry = _settings(entry)
             desired[host] = desired_containers(host, entry["instances"], services, **{
                 key: value for key, value in entry.items() if key != "instances"})
         except DeployError as error:
-            raise DeployError("%s: %s" % (host, error)) from None
+            # A name that could mislead is shown quoted and bounded, as the error for it says.
+            raise DeployError("%s: %s" % (host if valid_host_name(host) else show(host), error)) from None
     return desired
+
+
+# What desired_on_hosts() takes per host, and the type of each (the deploy role fills them from the host's variables).
+_SETTING_TYPES = {"instances": dict, "data_dir": str, "publish_address": str, "probe_address": str, "gpu_mode": str,
+                  "engine": str, "limits": bool, "secret_dir": str}
+
+
+def _settings(entry):
+    if not isinstance(entry, dict) or not {"instances", "data_dir"} <= set(entry) or set(entry) - set(_SETTING_TYPES):
+        raise DeployError("expected instances and data_dir, and only %s" % ", ".join(sorted(_SETTING_TYPES)))
+    for key, value in entry.items():
+        if not isinstance(value, _SETTING_TYPES[key]):
+            raise DeployError("%s: got %s; expected a %s" % (key, show(value), _SETTING_TYPES[key].__name__))
+    for name, binding in entry["instances"].items():
+        # The schedule role's bindings, or the node's fact file (which a host may hold corrupted).
+        if not (isinstance(binding, dict) and isinstance(binding.get("service"), str)
+                and isinstance(binding.get("rank"), int) and not isinstance(binding.get("rank"), bool)):
+            raise DeployError("instances.%s: got %s; expected a binding with a service and a rank" % (show(name), show(binding)))
+    if not entry["data_dir"].startswith("/"):
+        raise DeployError("data_dir: got %s; expected an absolute path" % show(entry["data_dir"]))
+    return entry
 
 
 def _limits(service, scheduling, enforce):

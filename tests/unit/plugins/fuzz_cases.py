@@ -29,7 +29,9 @@ import time
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     GPU_VISIBILITY_VARIABLES, plan_catalog, rebalance_catalog, split_catalog,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, waves
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+    DeployError, decide, desired_containers, desired_on_hosts, waves,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import MAX_CACHE_BYTES, cached_facts
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
@@ -286,6 +288,58 @@ def run_deploy(host):
         for entry in container["config"]:
             if os.path.normpath(entry["path"]) != entry["path"] or not entry["path"].startswith("/var/lib/gangplank/"):
                 return "violation: config file at %r" % entry["path"]
+    return "ok"
+
+
+# --- every host at once (issue 22): the deploy role's run_once steps ------------------------------------------------
+
+_DEPLOY_SERVICES = {"web": {"image": "localhost/web:1", "config": [{"dest": "/etc/web.conf", "content": "x"}]}}
+
+
+def deploy_hosts_case(choose):
+    """Each host's settings as the deploy role fills them (deploy_hosts_containers), one value or host name hostile."""
+    settings = {}
+    for host in ("node-a", "node-b"):
+        settings[host] = {"instances": {"web-%s" % host[-1]: {"service": "web", "ordinal": 0, "node": host, "rank": 0,
+                                                              "gpus": [], "nvme": None, "sidecars": []}},
+                          "data_dir": "/var/lib/gangplank/instances", "publish_address": "", "probe_address": "127.0.0.1",
+                          "gpu_mode": "cdi", "engine": "podman", "limits": True, "secret_dir": "/run/gangplank/secrets"}
+    what = choose(("value", "value", "drop", "host", "entry", "whole"))
+    if what == "value":
+        settings["node-b"][choose(sorted(settings["node-b"]))] = hostile_value(choose)
+    elif what == "drop":
+        del settings["node-b"][choose(sorted(settings["node-b"]))]
+    elif what == "host":
+        settings[hostile_value(choose, tuple(value for value in HOSTILE if isinstance(value, (str, int, float))))] = \
+            settings.pop("node-b")
+    elif what == "entry":
+        settings["node-b"] = hostile_value(choose)
+    else:
+        settings = hostile_value(choose)
+    return settings
+
+
+def run_deploy_hosts(settings):
+    """desired_on_hosts, then decide over every host: DeployError, or each host's containers named after it, its
+    config files under its data_dir, and a line for every host."""
+    try:
+        desired = desired_on_hosts(settings, _DEPLOY_SERVICES)
+        hosts = list(desired)
+        rendered = [{entry["path"]: "x" for container in desired[host] for entry in container["config"]} for host in hosts]
+        decision = decide(hosts, [desired[host] for host in hosts], rendered, [[] for _host in hosts], _DEPLOY_SERVICES)
+    except DeployError as error:
+        if "\n" in str(error):
+            raise AssertionError("error not on one line: %r" % str(error)[:200])
+        return "rejected"
+    for host in hosts:
+        for container in desired[host]:
+            if not container["name"].startswith(host + "-"):
+                return "violation: container %r on host %r" % (container["name"], host)
+            for entry in container["config"]:
+                if os.path.normpath(entry["path"]) != entry["path"] or not entry["path"].startswith(settings[host]["data_dir"]):
+                    return "violation: config file at %r" % entry["path"]
+    if sorted(decision["lines"]) != sorted(hosts) or sorted(decision["rollouts"]) != sorted(hosts):
+        return "violation: lines for %r, hosts %r" % (sorted(decision["lines"]), sorted(hosts))
     return "ok"
 
 
@@ -834,6 +888,7 @@ ENTRY_POINTS = {
     "deploy_host": (hostile_value, run_deploy),
     "rebalance": (rebalance_case, run_rebalance),
     "waves": (waves_case, run_waves),
+    "deploy_hosts": (deploy_hosts_case, run_deploy_hosts),
     "scale_kinds": (scale_kinds_case, run_scale_kinds),
     "every_node": (every_node_case, run_every_node),
     "facts_cache": (facts_cache_case, run_facts_cache),

@@ -620,7 +620,7 @@ def test_desired_on_hosts_is_each_hosts_desired_containers_and_names_the_host_of
     for bad in ({"instances": {}}, {"instances": {}, "data_dir": DATA, "other": 1}, ["not", "a", "dict"]):
         with pytest.raises(DeployError, match="^h1: expected instances and data_dir, and only data_dir, engine"):
             desired_on_hosts({"h1": bad}, SERVICES)
-    with pytest.raises(DeployError, match=r"^\.\./x: host .*the inventory name is not"):
+    with pytest.raises(DeployError, match=r"^\"\.\./x\": host .*the inventory name is not"):
         desired_on_hosts({"../x": {"instances": {}, "data_dir": DATA}}, SERVICES)
 
 
