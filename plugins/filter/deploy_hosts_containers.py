@@ -51,11 +51,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import D
 
 
 def deploy_hosts_containers(settings, services):
-    if not isinstance(settings, dict):
-        raise AnsibleFilterError("deploy_hosts_containers: expected a mapping of hosts to their settings, got %s"
-                                 % type(settings).__name__)
     try:
-        return desired_on_hosts(dict(settings), services)
+        return desired_on_hosts(dict(settings) if isinstance(settings, dict) else settings, services)
     except DeployError as error:
         raise AnsibleFilterError(str(error)) from None
 
