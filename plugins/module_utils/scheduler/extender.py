@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import binascii
 import collections
+import errno
 import http.client
+import io
 import json
 import os
 import re
+import selectors
 import shutil
 import socket
 import ssl
 import tempfile
-import threading
 import time
 import urllib.parse
 
@@ -115,7 +117,7 @@ class ExtenderConfig:
     def post(self, verb, body):
         """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError. One call
         on a connection of its own (a round of calls shares keep-alive connections: call_round)."""
-        answer = call_round(self, [(verb, body)], lambda job, post: post(*job), 1)[0]
+        answer, = call_round(self, [(verb, body)], lambda job: job, lambda job, answer: answer, 1)
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -135,20 +137,10 @@ class ExtenderConfig:
             head = self._heads[verb] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("ascii")
         return head + b"%d\r\n\r\n" % length
 
-    def open(self):
-        """A connected socket to the extender (TLS when https://): ``httpTimeout`` bounds each socket operation."""
+    def address(self):
+        """(host, port) of the extender."""
         parts = urllib.parse.urlsplit(self.url_prefix)
-        port = parts.port or (443 if self.context is not None else 80)
-        sock = socket.create_connection((parts.hostname, port), self.timeout)
-        try:
-            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.context is not None:
-                sock = self.context.wrap_socket(sock, server_hostname=self.server_name or parts.hostname)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+        return parts.hostname, parts.port or (443 if self.context is not None else 80)
 
     def snippet(self, data):
         """At most 80 characters of an answer, printable, token scrubbed."""
@@ -160,175 +152,341 @@ class _TooLarge(Exception):
     pass
 
 
-def call_round(config, jobs, handle, workers):
-    """``handle(job, post)`` for every job, at most ``workers`` at once, in worker threads that each hold one keep-alive
-    connection to the extender; the results in the order of ``jobs`` (an exception a handler raised stands in its
-    place). ``post(verb, body)`` is the decoded JSON answer, or raises ExtenderError.
+def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT):
+    """The calls of ``jobs``, made in the calling thread over at most ``workers`` keep-alive connections to the
+    extender; the results in the order of ``jobs``.
 
-    At most MAX_OPENING calls go out on connections that have not answered yet: a server that listens with a small
-    backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to try
-    again. A connection that has answered and stays open takes the next job at once, so against a keep-alive server
-    the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
-    MAX_OPENING.
+    ``prepare(job)`` runs right before a job's call goes out: it returns (verb, body bytes), or None for no call, or
+    an exception, which stands as the job's result and stops the round. ``finish(job, answer)`` gets the decoded JSON
+    answer or an ExtenderError and returns the job's result; an exception returned stops the round too: no further
+    call starts and the calls still in flight are dropped (their results stay None).
 
-    The calling thread is the watchdog: each call has a deadline (``httpTimeout`` after the call began, connecting,
-    a retry and reading the whole answer included), and it cuts the socket of a call that passes it, so a server that
-    answers one byte at a time is cut as surely as one that says nothing (the socket timeout only bounds each read)."""
-    watch = threading.Condition()
-    queue = collections.deque(enumerate(jobs))
-    results = {}                    # index of a job -> its result
-    state = {"left": len(jobs), "opening": 0}
-    connections = [_Connection(config, watch, state) for _unused in range(max(1, min(workers, len(jobs))))]
+    No worker threads and no watchdog: the calls in flight wait together on one selector (connecting, the TLS
+    handshake, the first bytes of an answer); an answer that has begun to arrive is read by http.client, each read
+    bounded by what is left of the call's deadline (``httpTimeout`` after the call began, connecting, a retry and
+    reading the whole answer included; _Timed), so a server that answers one byte at a time is cut as surely as one
+    that says nothing. Once a deadline has passed, what had arrived by then is still read; only a wait is cut.
 
-    def work(connection):
-        try:
-            while True:
-                with watch:
-                    while queue and connection.sock is None and state["opening"] >= MAX_OPENING:
-                        watch.wait()
-                    if not queue:
-                        return
-                    index, job = queue.popleft()
-                    opening = connection.sock is None
-                    state["opening"] += opening
-                try:
-                    results[index] = handle(job, connection.post)
-                except Exception as error:  # noqa: BLE001 (handed to the caller, which raises it)
-                    results[index] = error
-                finally:
-                    with watch:
-                        state["opening"] -= opening
-                        state["left"] -= 1
-                        watch.notify_all()
-        finally:
-            connection.close()
+    At most MAX_OPENING calls are in flight on connections that have not answered yet: a server that listens with a
+    small backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to
+    try again. A connection that has answered and stays open takes the next job at once, so against a keep-alive
+    server the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
+    MAX_OPENING."""
+    results = [None] * len(jobs)
+    queue = collections.deque(range(len(jobs)))
+    retries = collections.deque()       # calls whose kept-alive connection was closed unanswered: on a new one
+    idle = []                           # connections that have answered and stay open
+    flight = {}                         # socket -> its _Call (connecting, in the handshake, or waiting for the answer)
+    counts = {"open": 0, "opening": 0}  # connections open; calls in flight on connections not answered yet
+    selector = selectors.DefaultSelector()
+    addresses = []                      # getaddrinfo's, once per round
 
-    threads = [threading.Thread(target=work, args=(connection,), daemon=True) for connection in connections]
-    for thread in threads:
-        thread.start()
-    with watch:
-        while state["left"]:
-            now = time.monotonic()
-            # A call that begins after now ends after now + timeout: waking then at the latest sees it in time.
-            wake = now + config.timeout
-            for connection in connections:
-                if connection.deadline is not None:
-                    if connection.deadline <= now:
-                        connection.cut()
-                        watch.notify_all()      # a retry waiting for a new connection gives up
-                    else:
-                        wake = min(wake, connection.deadline)
-            watch.wait(max(wake - now, 0.001))
-    for thread in threads:
-        thread.join()
-    return [results[index] for index in range(len(jobs))]
+    def drop(call, error):
+        """``call`` ends with ``error`` (an exception): its connection is closed."""
+        _close(selector, flight, call, counts)
+        return finish(jobs[call.index], error)
 
-
-class _Connection:
-    """One worker's keep-alive connection to an extender. ``deadline``, ``sock`` and ``expired`` are read and written
-    under the round's lock (``watch``): the watchdog cuts ``sock`` once ``deadline`` has passed."""
-
-    def __init__(self, config, watch, state):
-        self.config = config
-        self.watch = watch
-        self.state = state          # the round's: "opening" counts calls on connections not answered yet
-        self.sock = None            # None while no connection is open
-        self.deadline = None        # of the call in progress
-        self.expired = False
-
-    def cut(self):
-        self.expired = True
-        self.deadline = None
-        if self.sock is not None:
-            try:
-                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self):
-        with self.watch:
-            sock, self.sock = self.sock, None
-        if sock is not None:
-            sock.close()
-
-    def post(self, verb, body):
-        config = self.config
-        with self.watch:
-            self.deadline = time.monotonic() + config.timeout
-            self.expired = False
-        opening = False
-        try:
-            # A kept-alive connection the server closed while idle fails before any answer: the request goes once
-            # more on a new connection, within the same deadline (a server that dropped it never read it). That
-            # connection counts against MAX_OPENING like any new one.
-            for retry in (False, True):
-                reused = self.sock is not None
-                try:
-                    status, data = self._exchange(verb, body)
-                    break
-                except _Unanswered as unanswered:
-                    self.close()
-                    if retry or not reused or self.expired:
-                        raise unanswered.error from None
-                    opening = self._take_opening()
-        except _TooLarge:
-            self.close()
-            raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, verb, MAX_RESPONSE_BYTES))
-        except (OSError, http.client.HTTPException, ValueError) as error:
-            self.close()
-            if self.expired or isinstance(error, socket.timeout):
-                raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
-            raise ExtenderError("%s: %s failed: %s" % (config.name, verb, config.scrub(_describe(error))))
-        finally:
-            with self.watch:
-                self.deadline = None
-                expired = self.expired
-                if opening:
-                    self.state["opening"] -= 1
-                    self.watch.notify_all()
-        if expired:
-            self.close()
-            raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
-        if not 200 <= status < 300:
-            raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, verb, status, config.snippet(data)))
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError):
-            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, verb, config.snippet(data)))
-
-    def _take_opening(self):
-        """Wait for a call on a new connection to be allowed (MAX_OPENING); True once counted. The watchdog wakes
-        the wait when the deadline passes: then it raises a timeout."""
-        with self.watch:
-            while self.state["opening"] >= MAX_OPENING and not self.expired:
-                self.watch.wait()
-            if self.expired:
-                raise socket.timeout()
-            self.state["opening"] += 1
+    def opened(call):
+        """A new connection for ``call``, or False when it must wait for MAX_OPENING."""
+        if counts["opening"] >= MAX_OPENING:
+            return False
+        if not addresses:
+            addresses.extend(socket.getaddrinfo(*config.address(), 0, socket.SOCK_STREAM))
+        counts["open"] += 1
+        counts["opening"] += 1
+        call.owns = call.fresh = True
+        call.addresses = list(addresses)
+        _connect(selector, flight, call)
         return True
 
-    def _exchange(self, verb, body):
-        """(status, body bytes) of one request on this connection, opened first when it is not."""
-        if self.sock is None:
-            sock = self.config.open()
-            with self.watch:
-                self.sock = sock
-                if self.expired:
-                    raise socket.timeout()
-        sock = self.sock
+    def again(call):
+        """``call``'s kept-alive connection was closed before any answer (the server's idle timeout): the server never
+        read the request, so it goes once more on a new connection, within the same deadline."""
+        _close(selector, flight, call, counts)
+        call.retried, call.reused = True, False
+        retries.append(call)
+
+    try:
+        stopped = False
+        while not stopped:
+            # Start what may start: retries first (their deadline runs), then new jobs on an idle connection or a new one.
+            while retries and not stopped:
+                call = retries[0]
+                try:
+                    if not opened(call):
+                        break
+                except (OSError, ValueError) as error:
+                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+                retries.popleft()
+            while queue and not stopped and (idle or (counts["open"] < workers and counts["opening"] < MAX_OPENING)):
+                index = queue.popleft()
+                request = prepare(jobs[index])
+                if request is None:
+                    continue
+                if isinstance(request, Exception):
+                    results[index], stopped = request, True
+                    break
+                call = _Call(index, request[0], config.request_head(request[0], len(request[1])) + request[1],
+                             time.monotonic() + config.timeout)
+                try:
+                    if idle:
+                        call.sock, call.reused, call.owns = idle.pop(), True, True
+                        _send(selector, flight, call)
+                    else:
+                        opened(call)
+                except _Unanswered:
+                    again(call)
+                except (OSError, ValueError) as error:
+                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+            if stopped or not (flight or retries):
+                break
+            now = time.monotonic()
+            wake = min([call.deadline for call in flight.values()] + [call.deadline for call in retries])
+            ready = selector.select(max(wake - now, 0.0))
+            for key, _events in ready:
+                call = key.data
+                if stopped or flight.get(key.fileobj) is not call:
+                    continue
+                try:
+                    answer = _advance(config, selector, flight, call, counts, idle)
+                except _Unanswered as unanswered:
+                    if call.reused and not call.retried:
+                        again(call)
+                    else:
+                        stopped = _failed(results, call, drop(call, _error(config, call, unanswered.error)))
+                    continue
+                except (OSError, http.client.HTTPException, ValueError, _TooLarge, ExtenderError) as error:
+                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+                    continue
+                if answer is not _PENDING:
+                    stopped = _failed(results, call, finish(jobs[call.index], answer))
+            # Calls whose deadline passed with nothing ready: timed out.
+            now = time.monotonic()
+            for call in [call for call in flight.values() if call.deadline <= now] + \
+                    [call for call in retries if call.deadline <= now]:
+                if stopped:
+                    break
+                if call in retries:
+                    retries.remove(call)
+                stopped = _failed(results, call, drop(call, _error(config, call, socket.timeout())))
+    finally:
+        for call in list(flight.values()):
+            _close(selector, flight, call, counts)
+        for sock in idle:
+            sock.close()
+        selector.close()
+    return results
+
+
+_PENDING = object()     # an answer not complete yet
+
+
+class _Call:
+    """One call of a round: its request (head and body), its deadline, its connection and where it stands."""
+
+    __slots__ = ("index", "verb", "request", "deadline", "sock", "step", "reused", "fresh", "owns", "retried",
+                 "addresses")
+
+    def __init__(self, index, verb, request, deadline):
+        self.index = index
+        self.verb = verb
+        self.request = request
+        self.deadline = deadline
+        self.sock = None
+        self.step = None            # "connect", "handshake" or "answer"
+        self.reused = False         # on a connection that answered an earlier call
+        self.fresh = False          # counted in "opening": on a connection that has not answered yet
+        self.owns = False           # holds one of the round's connections (counted in "open")
+        self.retried = False
+        self.addresses = ()         # getaddrinfo's entries not tried yet
+
+
+def _failed(results, call, result):
+    """Store ``call``'s result; True when it is an exception (the round stops)."""
+    results[call.index] = result
+    return isinstance(result, Exception)
+
+
+def _error(config, call, error):
+    """The ExtenderError for ``error`` (an exception met by ``call``)."""
+    if isinstance(error, ExtenderError):
+        return error
+    if isinstance(error, _TooLarge):
+        return ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, call.verb, MAX_RESPONSE_BYTES))
+    if isinstance(error, socket.timeout):
+        return ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, call.verb, config.timeout))
+    return ExtenderError("%s: %s failed: %s" % (config.name, call.verb, config.scrub(_describe(error))))
+
+
+def _watch(selector, flight, call, events, step):
+    """Wait for ``events`` on ``call``'s socket, then take ``step``."""
+    call.step = step
+    if flight.get(call.sock) is call:
+        selector.modify(call.sock, events, call)
+    else:
+        selector.register(call.sock, events, call)
+        flight[call.sock] = call
+
+
+def _unwatch(selector, flight, call):
+    if call.sock is not None and flight.get(call.sock) is call:
+        selector.unregister(call.sock)
+        del flight[call.sock]
+
+
+def _close(selector, flight, call, counts):
+    """Close ``call``'s connection, if it holds one, and give back its place in the round's counts."""
+    _unwatch(selector, flight, call)
+    if call.fresh:
+        counts["opening"] -= 1
+        call.fresh = False
+    if call.owns:
+        counts["open"] -= 1
+        call.owns = False
+    if call.sock is not None:
+        call.sock.close()
+        call.sock = None
+
+
+def _connect(selector, flight, call):
+    """Begin connecting ``call`` to the next address of the name that does not fail at once (the socket does not
+    block: _advance goes on when it is writable). Raises the last error when none is left."""
+    while True:
+        family, kind, proto, _name, address = call.addresses.pop(0)
+        sock = socket.socket(family, kind, proto)
         try:
-            # One write: headers and body apart would wait on the server's delayed acknowledgement.
-            sock.sendall(self.config.request_head(verb, len(body)) + body)
-            _quick_ack(sock)
-            response = http.client.HTTPResponse(sock, method="POST")
-            response.begin()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
-            raise _Unanswered(error)
-        data = _read(response)
-        if response.will_close:
-            # HTTP/1.0 or Connection: close: the next call opens a new connection.
-            self.close()
-        return response.status, data
+            sock.setblocking(False)
+            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            status = sock.connect_ex(address)
+            if status not in (0, errno.EINPROGRESS, errno.EAGAIN):
+                raise OSError(status, os.strerror(status))
+        except OSError:
+            sock.close()
+            if call.addresses:
+                continue
+            raise
+        except BaseException:
+            sock.close()
+            raise
+        call.sock = sock
+        _watch(selector, flight, call, selectors.EVENT_WRITE, "connect")
+        return
+
+
+def _advance(config, selector, flight, call, counts, idle):
+    """The next step of ``call`` once its socket is ready: the decoded answer, or _PENDING while it is not complete.
+    Raises what the step met (_Unanswered: closed before any byte of an answer)."""
+    sock = call.sock
+    if call.step == "connect":
+        status = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if status:
+            error = OSError(status, os.strerror(status))
+            if not call.addresses:
+                raise error
+            # The next address of the name: the refused socket goes first (its successor may take the same descriptor).
+            _unwatch(selector, flight, call)
+            sock.close()
+            call.sock = None
+            _connect(selector, flight, call)
+            return _PENDING
+        if config.context is None:
+            _send(selector, flight, call)
+            return _PENDING
+        _unwatch(selector, flight, call)
+        call.sock = config.context.wrap_socket(sock, server_hostname=config.server_name or config.address()[0],
+                                               do_handshake_on_connect=False)
+        call.step = "handshake"
+    if call.step == "handshake":
+        try:
+            call.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            _watch(selector, flight, call, selectors.EVENT_READ, "handshake")
+            return _PENDING
+        except ssl.SSLWantWriteError:
+            _watch(selector, flight, call, selectors.EVENT_WRITE, "handshake")
+            return _PENDING
+        _send(selector, flight, call)
+        return _PENDING
+    # The answer has begun to arrive (or the connection was closed): what is there is read without waiting; TLS may
+    # have brought a record without data (a session ticket), then the call waits on.
+    first = bytearray(65536)
+    try:
+        sock.settimeout(0.0)
+        size = sock.recv_into(first)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return _PENDING
+    except (BrokenPipeError, ConnectionResetError) as error:
+        raise _Unanswered(error)
+    if not size:
+        raise _Unanswered(http.client.RemoteDisconnected("Remote end closed connection without response"))
+    _unwatch(selector, flight, call)
+    response = http.client.HTTPResponse(_Timed(sock, call.deadline, first[:size]), method="POST")
+    response.begin()
+    data = _read(response)
+    if call.fresh:
+        counts["opening"] -= 1
+        call.fresh = False
+    if response.will_close:
+        # HTTP/1.0 or Connection: close: the next call opens a new connection.
+        sock.close()
+        counts["open"] -= 1
+    else:
+        idle.append(sock)           # with its place in "open"
+    call.sock, call.owns = None, False
+    if not 200 <= response.status < 300:
+        raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, call.verb, response.status,
+                                                             config.snippet(data)))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, call.verb, config.snippet(data)))
+
+
+def _send(selector, flight, call):
+    """Send ``call``'s request (one write: headers and body apart would wait on the server's delayed acknowledgement),
+    then wait for the answer."""
+    sock = call.sock
+    sock.settimeout(max(call.deadline - time.monotonic(), 0.0))
+    try:
+        sock.sendall(call.request)
+    except (BrokenPipeError, ConnectionResetError) as error:
+        raise _Unanswered(error)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        raise socket.timeout()
+    _quick_ack(sock)
+    _watch(selector, flight, call, selectors.EVENT_READ, "answer")
+
+
+class _Timed(io.RawIOBase):
+    """What http.client reads an answer from: the bytes already received, then the socket, each read waiting at most
+    what is left of the call's deadline; once that has passed, only what has arrived is read (socket.timeout when
+    nothing has)."""
+
+    def __init__(self, sock, deadline, first):
+        super().__init__()
+        self.sock = sock
+        self.deadline = deadline
+        self.first = first
+
+    def makefile(self, _mode):
+        # http.client.HTTPResponse reads sock.makefile("rb").
+        return io.BufferedReader(self)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.first:
+            size = min(len(buffer), len(self.first))
+            buffer[:size] = self.first[:size]
+            del self.first[:size]
+            return size
+        self.sock.settimeout(max(self.deadline - time.monotonic(), 0.0))
+        try:
+            return self.sock.recv_into(buffer)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise socket.timeout("timed out")
 
 
 def _quick_ack(sock):

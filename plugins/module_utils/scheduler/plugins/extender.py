@@ -27,7 +27,6 @@ docs/scheduler-design.md).
 
 from __future__ import annotations
 
-import threading
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
@@ -183,8 +182,6 @@ class Extender(FilterPlugin, ScorePlugin):
         no further call starts."""
         config = self.config
         started = time.monotonic()
-        stop = threading.Event()
-        lock = threading.Lock()
         spent = self.seconds
         # A service's body is built once for both verbs, before the calls (the workers would build the same text at
         # once); in the nodes mode the NodeList of one candidate list is joined once and shared by its services.
@@ -194,29 +191,29 @@ class Extender(FilterPlugin, ScorePlugin):
                 bodies[service.name] = wire.args_body(self._pod(service)[0], names, self._node_list(names),
                                                       config.node_cache_capable)
 
-        def call(job, post):
-            kind, verb, service, names = job
-            if stop.is_set():
-                return None
+        def prepare(job):
+            kind, verb, service, _names = job
             if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
-                stop.set()
                 return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
                                           % (config.name, wire.MAX_PLAN_SECONDS, service.name))
-            with lock:
-                self.calls[kind] += 1
+            self.calls[kind] += 1
+            return verb, bodies[service.name]
+
+        def finish(job, answer):
+            kind, verb, service, names = job
             try:
-                answer = post(verb, bodies[service.name])
+                if isinstance(answer, Exception):
+                    raise answer
                 sent = set(names)
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
                 found = []
                 return wire.read_priorities(config, verb, answer, sent, found), found
             except wire.ExtenderError as error:
-                stop.set()
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
         try:
-            answers = wire.call_round(config, jobs, call, wire.MAX_CONCURRENT)
+            answers = wire.call_round(config, jobs, prepare, finish, wire.MAX_CONCURRENT)
         finally:
             self.seconds += time.monotonic() - started
         for answer in answers:
