@@ -957,6 +957,22 @@ def _fields(config, verb, value, what):
     return {key.lower(): item for key, item in value.items()}
 
 
+# The keys of a Node and of its metadata as kube writes them: no two fold to the same lower case, so in an object
+# whose keys are all among them, ``key`` is the only spelling of itself (_field).
+_NODE_KEYS = frozenset(("apiVersion", "kind", "metadata", "spec", "status"))
+_METADATA_KEYS = frozenset(("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+                            "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                            "annotations", "ownerReferences", "finalizers", "managedFields", "selfLink"))
+
+
+def _field(config, verb, value, key, usual, what):
+    """``_fields(...).get(key)`` (``key`` lower case), without folding every key when they are all ``usual`` ones
+    (the Node objects of a NodeList answer: a thousand of them per answer on a large cluster)."""
+    if isinstance(value, dict) and value.keys() <= usual:
+        return value.get(key)
+    return _fields(config, verb, value, what).get(key)
+
+
 def _shown(config, value):
     return config.scrub(show(value))
 
@@ -987,8 +1003,9 @@ def read_filter_result(config, verb, answer, sent):
         if not isinstance(items, list):
             raise ExtenderError("%s: Nodes.items in the answer to %s is not a list" % (config.name, verb))
         for item in items:
-            metadata = _fields(config, verb, item, "a Node in Nodes.items").get("metadata")
-            name = _fields(config, verb, metadata, "a Node's metadata").get("name") if metadata is not None else None
+            metadata = _field(config, verb, item, "metadata", _NODE_KEYS, "a Node in Nodes.items")
+            name = None if metadata is None else _field(config, verb, metadata, "name", _METADATA_KEYS,
+                                                        "a Node's metadata")
             if not isinstance(name, str):
                 raise ExtenderError("%s: a Node in the answer to %s has no metadata.name: %s"
                                     % (config.name, verb, _shown(config, item)))

@@ -68,6 +68,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self.built_in = ()
         self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
         self._scores = None         # service name -> {node name: 0..10}
+        self._scaled = None         # service name -> {node name: its score on 0..MAX_NODE_SCORE} (runs per node scored)
         self._pods = {}             # service name -> (Pod JSON text, resource names)
         self._node_json = {}        # node name -> Node JSON, UTF-8 bytes (built once per plan)
         self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON bytes)
@@ -96,7 +97,7 @@ class Extender(FilterPlugin, ScorePlugin):
     def score(self, cycle, cluster, instance, node_state):
         if self._scores is None:
             self._ask()
-        return self._scores[instance.service.name].get(node_state.name, 0) * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+        return self._scaled[instance.service.name].get(node_state.name, 0.0)
 
     def class_key(self, service):
         """What the extender answered for the service: services of one shape share a class heap when the extender
@@ -146,6 +147,7 @@ class Extender(FilterPlugin, ScorePlugin):
         config = self.config
         self._verdicts = {service.name: {} for service in self.problem.services.values()}
         self._scores = {service.name: {} for service in self.problem.services.values()}
+        self._scaled = {service.name: {} for service in self.problem.services.values()}
         jobs = []
         for service in self.problem.services.values():
             if service.sidecar or not self._interested(service):
@@ -172,6 +174,9 @@ class Extender(FilterPlugin, ScorePlugin):
             else:
                 scores, found = answer
                 self._scores[service.name] = scores
+                # kube: score x weight x MaxNodeScore / MaxExtenderPriority (the weight is the framework's).
+                self._scaled[service.name] = {name: score * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+                                              for name, score in scores.items()}
                 for warning in found:
                     if len(self.warnings) < wire.MAX_WARNINGS:
                         self.warnings.append("%s (service %s)" % (warning, service.name))
