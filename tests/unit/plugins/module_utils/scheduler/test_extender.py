@@ -992,6 +992,32 @@ def test_hostile_answers_are_read_or_refused(answer):
             assert str(error).startswith("extender http://127.0.0.1:1: ")
 
 
+_SPELLINGS = st.sampled_from(["metadata", "Metadata", "METADATA", "kind", "apiVersion", "status", "spec", "name",
+                              "Name", "labels", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_SPELLINGS, st.one_of(st.none(), st.text(max_size=3), st.dictionaries(_SPELLINGS, st.text(max_size=3)))))
+def test_a_nodes_name_is_read_as_go_reads_it_whatever_the_spelling(item):
+    """A Node of a NodeList answer: its metadata.name is found whatever the case of the keys (the last spelling of a
+    key wins, as with Go's encoding/json), the same by the shortcut for kube's own spellings as by folding every key."""
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f"}).plugins[-4].config
+
+    def folded(value, key):
+        if not isinstance(value, dict):
+            raise ExtenderError("not an object")
+        return {name.lower(): field for name, field in value.items()}.get(key)
+
+    def read(how):
+        try:
+            metadata = how(item, "metadata", wire._NODE_KEYS)
+            return ("name", None if metadata is None else how(metadata, "name", wire._METADATA_KEYS))
+        except ExtenderError:
+            return ("error",)
+    assert read(lambda value, key, usual: wire._field(config, "f", value, key, usual, "x")) == \
+        read(lambda value, key, usual: folded(value, key))
+
+
 # --- generated problems through a real extender ----------------------------------------------------
 
 def _refuses(service, node):
