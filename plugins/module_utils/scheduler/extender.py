@@ -965,6 +965,9 @@ _METADATA_KEYS = frozenset(("name", "generateName", "namespace", "uid", "resourc
                             "annotations", "ownerReferences", "finalizers", "managedFields", "selfLink"))
 
 
+_PRIORITY_KEYS = frozenset(("Host", "Score"))
+
+
 def _field(config, verb, value, key, usual, what):
     """``_fields(...).get(key)`` (``key`` lower case), without folding every key when they are all ``usual`` ones
     (the Node objects of a NodeList answer: a thousand of them per answer on a large cluster)."""
@@ -1054,8 +1057,12 @@ def read_priorities(config, verb, answer, sent, warnings):
                             % (config.name, verb, _shown(config, answer)))
     scores = {}
     for item in answer:
-        fields = _fields(config, verb, item, "a HostPriority object")
-        host, score = fields.get("host"), fields.get("score")
+        # kube's own spellings (Host, Score) read as they are: folding every key costs more than the rest of the read.
+        if isinstance(item, dict) and item.keys() <= _PRIORITY_KEYS:
+            host, score = item.get("Host"), item.get("Score")
+        else:
+            fields = _fields(config, verb, item, "a HostPriority object")
+            host, score = fields.get("host"), fields.get("score")
         if not isinstance(host, str) or isinstance(score, bool) or not isinstance(score, (int, float)) or \
                 (isinstance(score, float) and not score.is_integer()):
             raise ExtenderError("%s: the answer to %s has an entry that is not {Host: name, Score: integer}: %s"

@@ -1018,6 +1018,41 @@ def test_a_nodes_name_is_read_as_go_reads_it_whatever_the_spelling(item):
         read(lambda value, key, usual: folded(value, key))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Host", "Host", "host", "HOST"]), st.sampled_from(["n0", "n1", "ghost", 5]),
+                          st.sampled_from(["Score", "Score", "score"]), st.integers(-2, 12) | st.none(),
+                          st.dictionaries(st.sampled_from(["host", "Score", "x"]), st.sampled_from(["n1", 3]),
+                                          max_size=1)).map(lambda parts: dict({parts[0]: parts[1], parts[2]: parts[3]},
+                                                                              **parts[4])),
+                max_size=3))
+def test_a_priority_list_is_read_as_go_reads_it_whatever_the_spelling(answer):
+    """A HostPriorityList: the same scores, warnings and errors whether its entries use kube's own spellings (read
+    as they are) or any other case (every key folded, the last spelling winning, as with Go's encoding/json)."""
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f"}).plugins[-4].config
+
+    def folded(value):
+        if not isinstance(value, list):
+            return ("error",)
+        scores, warnings = {}, []
+        for item in value:
+            fields = {key.lower(): field for key, field in item.items()}
+            host, score = fields.get("host"), fields.get("score")
+            if not isinstance(host, str) or not isinstance(score, int) or host == "ghost" or host in scores:
+                return ("error",)
+            if not 0 <= score <= 10:
+                warnings.append(score)
+            scores[host] = min(max(score, 0), 10)
+        return scores, len(warnings)
+
+    def read():
+        warnings = []
+        try:
+            return wire.read_priorities(config, "p", answer, {"n0", "n1"}, warnings), len(warnings)
+        except ExtenderError:
+            return ("error",)
+    assert read() == folded(answer)
+
+
 # --- generated problems through a real extender ----------------------------------------------------
 
 def _refuses(service, node):
