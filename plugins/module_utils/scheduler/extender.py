@@ -152,14 +152,16 @@ class _TooLarge(Exception):
     pass
 
 
-def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT):
+def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None):
     """The calls of ``jobs``, made in the calling thread over at most ``workers`` keep-alive connections to the
     extender; the results in the order of ``jobs``.
 
     ``prepare(job)`` runs right before a job's call goes out: it returns (verb, body bytes), or None for no call, or
     an exception, which stands as the job's result and stops the round. ``finish(job, answer)`` gets the decoded JSON
     answer or an ExtenderError and returns the job's result; an exception returned stops the round too: no further
-    call starts and the calls still in flight are dropped (their results stay None).
+    call starts and the calls still in flight are dropped (their results stay None). ``ahead()``, when given, does a
+    small part of the work ``prepare`` would do later (building a request body) while no answer is ready, and
+    returns whether any is left.
 
     No worker threads and no watchdog: the calls in flight wait together on one selector (connecting, the TLS
     handshake, the first bytes of an answer); an answer that has begun to arrive is read by http.client, each read
@@ -240,9 +242,14 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT):
                     stopped = _failed(results, call, drop(call, _error(config, call, error)))
             if stopped or not (flight or retries):
                 break
-            now = time.monotonic()
-            wake = min([call.deadline for call in flight.values()] + [call.deadline for call in retries])
-            ready = selector.select(max(wake - now, 0.0))
+            ready = selector.select(0) if ahead is not None else None
+            if not ready:
+                if ahead is not None and ahead():
+                    continue        # then look again: an answer may have come meanwhile
+                ahead = None
+                now = time.monotonic()
+                wake = min([call.deadline for call in flight.values()] + [call.deadline for call in retries])
+                ready = selector.select(max(wake - now, 0.0))
             for key, _events in ready:
                 call = key.data
                 if stopped or flight.get(key.fileobj) is not call:

@@ -27,6 +27,7 @@ docs/scheduler-design.md).
 
 from __future__ import annotations
 
+import collections
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
@@ -70,6 +71,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self._scores = None         # service name -> {node name: 0..10}
         self._scaled = None         # service name -> {node name: its score on 0..MAX_NODE_SCORE} (runs per node scored)
         self._pods = {}             # service name -> (Pod JSON text, resource names)
+        self._bodies = {}           # service name -> its ExtenderArgs (bytes), or None when it is not sent
         self._node_json = {}        # node name -> Node JSON, UTF-8 bytes (built once per plan)
         self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON bytes)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
@@ -148,15 +150,10 @@ class Extender(FilterPlugin, ScorePlugin):
         self._verdicts = {service.name: {} for service in self.problem.services.values()}
         self._scores = {service.name: {} for service in self.problem.services.values()}
         self._scaled = {service.name: {} for service in self.problem.services.values()}
-        jobs = []
-        for service in self.problem.services.values():
-            if service.sidecar or not self._interested(service):
-                continue
-            names = self._candidates(service)
-            if names:
-                jobs.extend((kind, verb, service, names) for kind, verb in
-                            ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb)) if verb)
-        jobs.sort(key=lambda job: job[0] != FILTER)
+        services = [service for service in self.problem.services.values() if not service.sidecar]
+        # Filter calls first, each verb in the problem's service order; a service that is not sent (_body) gets none.
+        jobs = [(kind, verb, service) for kind, verb in ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb))
+                if verb for service in services]
         try:
             answers = self._round(jobs)
         except wire.ExtenderError as error:
@@ -166,9 +163,12 @@ class Extender(FilterPlugin, ScorePlugin):
             self.warnings.append("%s; ignorable, so it is left out of this plan" % error)
             return
         fallback = "node(s) didn't pass %s" % config.name
-        for (kind, _verb, service, names), answer in zip(jobs, answers):
+        for (kind, _verb, service), answer in zip(jobs, answers):
+            if answer is None:
+                continue            # not sent
             if kind == FILTER:
                 passed, failed = answer
+                names = self._candidates(service)
                 self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
                                                 for name in names if name not in passed}
             else:
@@ -182,34 +182,43 @@ class Extender(FilterPlugin, ScorePlugin):
                         self.warnings.append("%s (service %s)" % (warning, service.name))
 
     def _round(self, jobs):
-        """The answers read for ``jobs`` [(kind, verb, service, names)], in order (prioritize: (scores, warnings));
-        raises the ExtenderError of the first job that failed. Once one failed or the plan's time bound is spent,
-        no further call starts."""
+        """The answers read for ``jobs`` [(kind, verb, service)], in order (filter: (passed, failed); prioritize:
+        (scores, warnings); None for a service that is not sent); raises the ExtenderError of the first job that
+        failed. Once one failed or the plan's time bound is spent, no further call starts.
+
+        A service's body is built once for both verbs, when its first call goes out or, sooner, while the round waits
+        for answers (extender.call_round's ``ahead``): the calls of the first services do not wait for the bodies of
+        the last (their candidates, and in the nodes mode their Node objects)."""
         config = self.config
         started = time.monotonic()
         spent = self.seconds
-        # A service's body is built once for both verbs, before the calls (the workers would build the same text at
-        # once); in the nodes mode the NodeList of one candidate list is joined once and shared by its services.
-        bodies = {}
-        for _kind, _verb, service, names in jobs:
-            if service.name not in bodies:
-                bodies[service.name] = wire.args_body(self._pod(service)[0], names, self._node_list(names),
-                                                      config.node_cache_capable)
+        waiting = collections.deque(job[2] for job in jobs)
+
+        def ahead():
+            while waiting:
+                service = waiting.popleft()
+                if service.name not in self._bodies:
+                    self._body(service)
+                    break
+            return bool(waiting)
 
         def prepare(job):
-            kind, verb, service, _names = job
+            kind, verb, service = job
+            body = self._body(service)
+            if body is None:
+                return None
             if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
                 return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
                                           % (config.name, wire.MAX_PLAN_SECONDS, service.name))
             self.calls[kind] += 1
-            return verb, bodies[service.name]
+            return verb, body
 
         def finish(job, answer):
-            kind, verb, service, names = job
+            kind, verb, service = job
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                sent = set(names)
+                sent = set(self._candidates(service))
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
                 found = []
@@ -218,13 +227,27 @@ class Extender(FilterPlugin, ScorePlugin):
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
         try:
-            answers = wire.call_round(config, jobs, prepare, finish, wire.MAX_CONCURRENT)
+            answers = wire.call_round(config, jobs, prepare, finish, wire.MAX_CONCURRENT, ahead)
         finally:
             self.seconds += time.monotonic() - started
         for answer in answers:
             if isinstance(answer, Exception):
                 raise answer
         return answers
+
+    def _body(self, service):
+        """The ExtenderArgs sent for ``service`` (bytes), built once for both verbs; None when it is not sent: the
+        extender does not manage it (managedResources), or the built-in filters accept no node for it."""
+        if service.name not in self._bodies:
+            body = None
+            if self._interested(service):
+                names = self._candidates(service)
+                if names:
+                    # In the nodes mode the NodeList of one candidate list is joined once and shared by its services.
+                    body = wire.args_body(self._pod(service)[0], names, self._node_list(names),
+                                          self.config.node_cache_capable)
+            self._bodies[service.name] = body
+        return self._bodies[service.name]
 
     def _node_list(self, names):
         """The encoded items of the NodeList sent with ``names`` (None in the names mode): one per candidate list
