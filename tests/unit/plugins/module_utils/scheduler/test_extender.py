@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -403,6 +404,78 @@ def test_a_kept_connection_the_server_drops_is_opened_again(servers):
                                             for index in range(12))
     assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(12, 12)]
     assert server.most_at_once <= wire.MAX_OPENING, server.most_at_once
+
+
+def test_a_slow_answer_does_not_hold_up_the_other_calls(servers):
+    """The calls of a round wait together (one selector, no thread per call): while one service's filter takes
+    0.8 s, every other call of the round is made and answered."""
+    slow = threading.Event()
+    answered = []
+
+    def behave(verb, args, headers, handler):
+        name = args["Pod"]["metadata"]["name"]
+        if (verb, name) == ("filter", "s00"):
+            slow.wait(0.8)
+            answered.append((verb, name, slow.is_set()))
+        else:
+            answered.append((verb, name, slow.is_set()))
+            if len(answered) == 23:
+                slow.set()      # every other call is in: the slow one may answer now
+        return maintenance({"n0"})(verb, args, headers, handler)
+    server = servers(behave, protocol="HTTP/1.1")
+    problem = _many_services(12)
+    started = time.monotonic()
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, {"s%02d" % index: {"n0"} for index in range(12)})
+    assert answered[-1] == ("filter", "s00", True), answered[-3:]
+    assert all(not released for _verb, _name, released in answered[:-1])
+    assert time.monotonic() - started < 0.7     # released by the other calls, not by its own 0.8 s
+
+
+def test_https_keep_alive_connections_are_reused(servers, pki):
+    """HTTPS against a keep-alive server: 24 calls over at most MAX_CONCURRENT TLS connections (each handshake made
+    without blocking the others; a TLS 1.3 session ticket that arrives before an answer is not taken for one)."""
+    refused = {"s%02d" % index: {"n%d" % (index % 6)} for index in range(12)}
+
+    def behave(verb, args, headers, handler):
+        time.sleep(0.01)
+        return maintenance(refused[args["Pod"]["metadata"]["name"]])(verb, args, headers, handler)
+    server = servers(behave, _server_context(pki), protocol="HTTP/1.1")
+    problem = _many_services(12)
+    tls = {"caFile": str(pki / "ca.pem"), "certFile": str(pki / "client.pem"), "keyFile": str(pki / "client.key")}
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "tlsConfig": tls}))
+    checked(problem, result, refused)
+    assert sorted(server.verbs()) == sorted((verb, name) for verb in ("filter", "prioritize") for name in refused)
+    assert len(set(server.ports)) <= wire.MAX_CONCURRENT < 24
+
+
+def test_an_address_that_refuses_is_followed_by_the_next_of_the_name(servers, monkeypatch):
+    """A name with several addresses (localhost: ::1 and 127.0.0.1): one that refuses the connection is left for the
+    next, as socket.create_connection does, within the call's deadline."""
+    server = servers(maintenance({"n0"}))
+    closed = PythonExtender(maintenance(set()))
+    refusing = closed.server.server_address
+    closed.close()
+    port = server.server.server_address[1]
+    real = socket.getaddrinfo
+
+    def addresses(host, *args, **kwargs):
+        if host == "extender.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", refusing)] + real("127.0.0.1", port, *args[1:], **kwargs)
+        return real(host, *args, **kwargs)
+    monkeypatch.setattr(socket, "getaddrinfo", addresses)
+    problem = problem_with(cluster(2), web={"replicas": 2, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": "http://extender.test:%d/ext" % port, "filterVerb": "filter"}))
+    checked(problem, result, {"web": {"n0"}})
+    assert server.verbs() == [("filter", "web")]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: [
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", refusing)])
+    with pytest.raises(ExtenderError, match="filter failed: connection refused"):
+        plan(copy.deepcopy(problem), profile=profile({"urlPrefix": "http://extender.test:%d/ext" % port,
+                                                      "filterVerb": "filter"}))
 
 
 # --- failures: slow, failing, garbage, unknown nodes; ignorable ---------------------------------
