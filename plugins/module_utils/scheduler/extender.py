@@ -183,10 +183,22 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
     selector = selectors.DefaultSelector()
     addresses = []                      # getaddrinfo's, once per round
 
-    def drop(call, error):
-        """``call`` ends with ``error`` (an exception): its connection is closed."""
+    def fail(call, error):
+        """``call`` ends with ``error`` (an exception met on its way): its connection is closed. A call that failed
+        before its request was prepared (connecting) is prepared first, so it counts as made and the error names its
+        verb (a job that is not sent passes the failure to the next). True when the round stops."""
         _close(selector, flight, call, counts)
-        return finish(jobs[call.index], error)
+        while call.request is None:
+            request = prepare(jobs[call.index])
+            if isinstance(request, Exception):
+                return _failed(results, call, request)
+            if request is not None:
+                call.verb, call.request = request[0], b""
+            elif not queue:
+                return False
+            else:
+                call.index = queue.popleft()
+        return _failed(results, call, finish(jobs[call.index], _error(config, call, error)))
 
     def opened(call):
         """A new connection for ``call``, or False when it must wait for MAX_OPENING."""
@@ -200,6 +212,24 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
         call.addresses = list(addresses)
         _connect(selector, flight, call)
         return True
+
+    def begin(call):
+        """``call``'s new connection is ready: its request goes out, prepared now when the call has none yet (a job
+        that is not sent gives the connection to the next one). True when the round stops."""
+        while call.request is None:
+            request = prepare(jobs[call.index])
+            if isinstance(request, Exception):
+                _close(selector, flight, call, counts)
+                return _failed(results, call, request)
+            if request is not None:
+                call.verb, call.request = request[0], config.request_head(request[0], len(request[1])) + request[1]
+                break
+            if not queue:
+                _close(selector, flight, call, counts)
+                return False
+            call.index = queue.popleft()
+        _send(selector, flight, call)
+        return False
 
     def again(call):
         """``call``'s kept-alive connection was closed before any answer (the server's idle timeout): the server never
@@ -218,28 +248,30 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
                     if not opened(call):
                         break
                 except (OSError, ValueError) as error:
-                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+                    stopped = fail(call, error)
                 retries.popleft()
             while queue and not stopped and (idle or (counts["open"] < workers and counts["opening"] < MAX_OPENING)):
                 index = queue.popleft()
-                request = prepare(jobs[index])
-                if request is None:
-                    continue
-                if isinstance(request, Exception):
-                    results[index], stopped = request, True
-                    break
-                call = _Call(index, request[0], config.request_head(request[0], len(request[1])) + request[1],
-                             time.monotonic() + config.timeout)
+                call = _Call(index, None, None, time.monotonic() + config.timeout)
                 try:
                     if idle:
+                        request = prepare(jobs[index])
+                        if request is None:
+                            continue
+                        if isinstance(request, Exception):
+                            results[index], stopped = request, True
+                            break
+                        call.verb = request[0]
+                        call.request = config.request_head(request[0], len(request[1])) + request[1]
                         call.sock, call.reused, call.owns = idle.pop(), True, True
                         _send(selector, flight, call)
                     else:
+                        # Connecting first: the request is prepared while the connection is being made (begin).
                         opened(call)
                 except _Unanswered:
                     again(call)
                 except (OSError, ValueError) as error:
-                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+                    stopped = fail(call, error)
             if stopped or not (flight or retries):
                 break
             ready = selector.select(0) if ahead is not None else None
@@ -256,14 +288,16 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
                     continue
                 try:
                     answer = _advance(config, selector, flight, call, counts, idle)
+                    if answer is _CONNECTED:
+                        stopped, answer = begin(call), _PENDING
                 except _Unanswered as unanswered:
                     if call.reused and not call.retried:
                         again(call)
                     else:
-                        stopped = _failed(results, call, drop(call, _error(config, call, unanswered.error)))
+                        stopped = fail(call, unanswered.error)
                     continue
                 except (OSError, http.client.HTTPException, ValueError, _TooLarge, ExtenderError) as error:
-                    stopped = _failed(results, call, drop(call, _error(config, call, error)))
+                    stopped = fail(call, error)
                     continue
                 if answer is not _PENDING:
                     stopped = _failed(results, call, finish(jobs[call.index], answer))
@@ -275,7 +309,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
                     break
                 if call in retries:
                     retries.remove(call)
-                stopped = _failed(results, call, drop(call, _error(config, call, socket.timeout())))
+                stopped = fail(call, socket.timeout())
     finally:
         for call in list(flight.values()):
             _close(selector, flight, call, counts)
@@ -286,6 +320,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
 
 
 _PENDING = object()     # an answer not complete yet
+_CONNECTED = object()   # a new connection ready for its request
 
 
 class _Call:
@@ -398,8 +433,7 @@ def _advance(config, selector, flight, call, counts, idle):
             _connect(selector, flight, call)
             return _PENDING
         if config.context is None:
-            _send(selector, flight, call)
-            return _PENDING
+            return _CONNECTED
         _unwatch(selector, flight, call)
         call.sock = config.context.wrap_socket(sock, server_hostname=config.server_name or config.address()[0],
                                                do_handshake_on_connect=False)
@@ -413,8 +447,7 @@ def _advance(config, selector, flight, call, counts, idle):
         except ssl.SSLWantWriteError:
             _watch(selector, flight, call, selectors.EVENT_WRITE, "handshake")
             return _PENDING
-        _send(selector, flight, call)
-        return _PENDING
+        return _CONNECTED
     # The answer has begun to arrive (or the connection was closed): what is there is read without waiting; TLS may
     # have brought a record without data (a session ticket), then the call waits on.
     first = bytearray(65536)
