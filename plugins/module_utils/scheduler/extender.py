@@ -174,7 +174,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
     try again. A connection that has answered and stays open takes the next job at once, so against a keep-alive
     server the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
     MAX_OPENING."""
-    results = [None] * len(jobs)
+    results = {}                        # index of a job -> its result (pylint takes a list of None for the type)
     queue = collections.deque(range(len(jobs)))
     retries = collections.deque()       # calls whose kept-alive connection was closed unanswered: on a new one
     idle = []                           # connections that have answered and stay open
@@ -316,7 +316,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
         for sock in idle:
             sock.close()
         selector.close()
-    return results
+    return [results.get(index) for index in range(len(jobs))]
 
 
 _PENDING = object()     # an answer not complete yet
