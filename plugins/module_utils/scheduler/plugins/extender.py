@@ -75,6 +75,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self._node_json = {}        # node name -> Node JSON, UTF-8 bytes (built once per plan)
         self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON bytes)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
+        self._sent = {}             # service name -> (its candidates, the same as a frozenset)
         self._passing = {}          # (a built-in filter, what it reads of a service) -> the nodes it accepts
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
@@ -112,8 +113,20 @@ class Extender(FilterPlugin, ScorePlugin):
 
     def _candidates(self, service):
         """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
-        set), in the problem's node order. Each filter's pass over the nodes is kept per what it reads of a service
-        (_READS), so services that differ in one respect cost one more pass of that filter only."""
+        set), in the problem's node order; kept per service with the same as a set (a round reads them 4 times)."""
+        return self._sent_to(service)[0]
+
+    def _sent_to(self, service):
+        """(the candidates of ``service``, the same as a frozenset)."""
+        found = self._sent.get(service.name)
+        if found is None:
+            names = self._accepted(service)
+            found = self._sent[service.name] = (names, frozenset(names))
+        return found
+
+    def _accepted(self, service):
+        """The candidates of ``service`` (_candidates). Each filter's pass over the nodes is kept per what it reads of
+        a service (_READS), so services that differ in one respect cost one more pass of that filter only."""
         requests = self.problem.requests()[service.name]
         reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self.built_in]
         shape = tuple(read for _plugin, read in reads)
@@ -218,7 +231,7 @@ class Extender(FilterPlugin, ScorePlugin):
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                sent = set(self._candidates(service))
+                sent = self._sent_to(service)[1]
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
                 found = []
