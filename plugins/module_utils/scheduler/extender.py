@@ -235,7 +235,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
         """``call``'s kept-alive connection was closed before any answer (the server's idle timeout): the server never
         read the request, so it goes once more on a new connection, within the same deadline."""
         _close(selector, flight, call, counts)
-        call.retried, call.reused = True, False
+        call.retried, call.reused, call.sent = True, False, 0
         retries.append(call)
 
     try:
@@ -326,7 +326,7 @@ _CONNECTED = object()   # a new connection ready for its request
 class _Call:
     """One call of a round: its request (head and body), its deadline, its connection and where it stands."""
 
-    __slots__ = ("index", "verb", "request", "deadline", "sock", "step", "reused", "fresh", "owns", "retried",
+    __slots__ = ("index", "verb", "request", "deadline", "sock", "step", "sent", "reused", "fresh", "owns", "retried",
                  "addresses")
 
     def __init__(self, index, verb, request, deadline):
@@ -335,7 +335,8 @@ class _Call:
         self.request = request
         self.deadline = deadline
         self.sock = None
-        self.step = None            # "connect", "handshake" or "answer"
+        self.step = None            # "connect", "handshake", "send" or "answer"
+        self.sent = 0               # bytes of the request sent
         self.reused = False         # on a connection that answered an earlier call
         self.fresh = False          # counted in "opening": on a connection that has not answered yet
         self.owns = False           # holds one of the round's connections (counted in "open")
@@ -438,6 +439,9 @@ def _advance(config, selector, flight, call, counts, idle):
         call.sock = config.context.wrap_socket(sock, server_hostname=config.server_name or config.address()[0],
                                                do_handshake_on_connect=False)
         call.step = "handshake"
+    if call.step == "send":
+        _send(selector, flight, call)
+        return _PENDING
     if call.step == "handshake":
         try:
             call.sock.do_handshake()
@@ -484,16 +488,23 @@ def _advance(config, selector, flight, call, counts, idle):
 
 
 def _send(selector, flight, call):
-    """Send ``call``'s request (one write: headers and body apart would wait on the server's delayed acknowledgement),
-    then wait for the answer."""
+    """Send what is left of ``call``'s request without waiting, then wait for the answer. The request is one buffer
+    (headers and body apart would wait on the server's delayed acknowledgement); what the socket does not take now
+    goes when it is writable again, so a large body that the server reads slowly holds up no other call."""
     sock = call.sock
-    sock.settimeout(max(call.deadline - time.monotonic(), 0.0))
+    sock.settimeout(0.0)
+    view = memoryview(call.request)
     try:
-        sock.sendall(call.request)
+        while call.sent < len(view):
+            call.sent += sock.send(view[call.sent:])
+    except (BlockingIOError, ssl.SSLWantWriteError):
+        _watch(selector, flight, call, selectors.EVENT_WRITE, "send")
+        return
+    except ssl.SSLWantReadError:
+        _watch(selector, flight, call, selectors.EVENT_READ, "send")
+        return
     except (BrokenPipeError, ConnectionResetError) as error:
         raise _Unanswered(error)
-    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-        raise socket.timeout()
     _quick_ack(sock)
     _watch(selector, flight, call, selectors.EVENT_READ, "answer")
 
