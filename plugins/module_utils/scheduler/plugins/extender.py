@@ -67,6 +67,7 @@ class Extender(FilterPlugin, ScorePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self.built_in = ()
+        self._static = ()
         self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
         self._scores = None         # service name -> {node name: 0..10}
         self._scaled = None         # service name -> {node name: its score on 0..MAX_NODE_SCORE} (runs per node scored)
@@ -86,6 +87,9 @@ class Extender(FilterPlugin, ScorePlugin):
         # The built-in filters only: a user plugin's PreFilter may skip its own filter, which filter_static
         # alone cannot know, and a node left out of the call is one the extender never judged.
         self.built_in = [plugin for plugin in framework.filters if type(plugin) in PLUGINS]
+        # Those with a static half: FilterPlugin's own filter_static passes every node, so its pass is left out.
+        self._static = [plugin for plugin in self.built_in
+                        if type(plugin).filter_static is not FilterPlugin.filter_static]
 
     # --- Filter, Score, class key: all read the answers of one round of calls ----------------------
 
@@ -128,7 +132,7 @@ class Extender(FilterPlugin, ScorePlugin):
         """The candidates of ``service`` (_candidates). Each filter's pass over the nodes is kept per what it reads of
         a service (_READS), so services that differ in one respect cost one more pass of that filter only."""
         requests = self.problem.requests()[service.name]
-        reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self.built_in]
+        reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self._static]
         shape = tuple(read for _plugin, read in reads)
         names = self._candidates_of.get(shape)
         if names is None:
