@@ -409,15 +409,15 @@ def test_a_kept_connection_the_server_drops_is_opened_again(servers):
 
 
 def test_a_slow_answer_does_not_hold_up_the_other_calls(servers):
-    """The calls of a round wait together (one selector, no thread per call): while one service's filter takes
-    0.8 s, every other call of the round is made and answered."""
+    """The calls of a round wait together (one selector, no thread per call): one service's filter is answered only
+    once every other call of the round has been made and answered (or after 5 s: then the test fails)."""
     slow = threading.Event()
     answered = []
 
     def behave(verb, args, headers, handler):
         name = args["Pod"]["metadata"]["name"]
         if (verb, name) == ("filter", "s00"):
-            slow.wait(0.8)
+            slow.wait(5)
             answered.append((verb, name, slow.is_set()))
         else:
             answered.append((verb, name, slow.is_set()))
@@ -432,7 +432,7 @@ def test_a_slow_answer_does_not_hold_up_the_other_calls(servers):
     checked(problem, result, {"s%02d" % index: {"n0"} for index in range(12)})
     assert answered[-1] == ("filter", "s00", True), answered[-3:]
     assert all(not released for _verb, _name, released in answered[:-1])
-    assert time.monotonic() - started < 0.7     # released by the other calls, not by its own 0.8 s
+    assert time.monotonic() - started < 4.5     # released by the other calls, not by its own 5 s
 
 
 def test_a_large_body_the_server_reads_late_does_not_hold_up_the_other_calls(servers):
