@@ -55,6 +55,7 @@ MAX_TOKEN = 16384                   # characters of a bearer token
 MAX_TLS_DATA = 1024 * 1024          # characters of base64 in certData, keyData or caData (a CA bundle is ~200 KiB)
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
+MAX_KEPT_ANSWER_BYTES = 4 * 1024 * 1024  # answers of one round kept decoded, to read one met again without decoding it
 MAX_CONCURRENT = 8                  # calls of one extender in flight at once, on keep-alive connections
 MAX_OPENING = 4                     # of them on connections not answered yet (a Python http.server listens with a backlog of 5)
 NAMESPACE = "gangplank"
@@ -178,6 +179,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
     queue = collections.deque(range(len(jobs)))
     retries = collections.deque()       # calls whose kept-alive connection was closed unanswered: on a new one
     idle = []                           # connections that have answered and stay open
+    kept = _Kept()                      # the answers decoded so far, to decode an answer met again once (_decode)
     flight = {}                         # socket -> its _Call (connecting, in the handshake, or waiting for the answer)
     counts = {"open": 0, "opening": 0}  # connections open; calls in flight on connections not answered yet
     selector = selectors.DefaultSelector()
@@ -287,7 +289,7 @@ def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None
                 if stopped or flight.get(key.fileobj) is not call:
                     continue
                 try:
-                    answer = _advance(config, selector, flight, call, counts, idle)
+                    answer = _advance(config, selector, flight, call, counts, idle, kept)
                     if answer is _CONNECTED:
                         stopped, answer = begin(call), _PENDING
                 except _Unanswered as unanswered:
@@ -417,9 +419,9 @@ def _connect(selector, flight, call):
         return
 
 
-def _advance(config, selector, flight, call, counts, idle):
-    """The next step of ``call`` once its socket is ready: the decoded answer, or _PENDING while it is not complete.
-    Raises what the step met (_Unanswered: closed before any byte of an answer)."""
+def _advance(config, selector, flight, call, counts, idle, kept):
+    """The next step of ``call`` once its socket is ready: the decoded answer (_decode, with ``kept``), or _PENDING
+    while it is not complete. Raises what the step met (_Unanswered: closed before any byte of an answer)."""
     sock = call.sock
     if call.step == "connect":
         status = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -482,9 +484,38 @@ def _advance(config, selector, flight, call, counts, idle):
         raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, call.verb, response.status,
                                                              config.snippet(data)))
     try:
-        return json.loads(data.decode("utf-8"))
+        return _decode(data, kept)
     except (ValueError, RecursionError):
         raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, call.verb, config.snippet(data)))
+
+
+def _decode(data, kept):
+    """The JSON of the answer ``data``. An answer byte for byte the same as one already decoded in this round is that
+    one's value, not decoded again: an extender whose verdict does not depend on the Pod (a maintenance list) answers
+    the services of one candidate list alike, and in the nodes mode each filter answer is a NodeList of up to every
+    node. The readers (read_filter_result, read_priorities) never change what they read, so a value can be shared.
+    ``kept`` (_Kept) finds an answer by its length first (no hash of a large body), and holds at most
+    MAX_KEPT_ANSWER_BYTES of answers per round (so an answer is compared with at most that many bytes)."""
+    same = kept.by_length.get(len(data))
+    if same is not None:
+        for earlier, value in same:
+            if earlier == data:
+                return value
+    value = json.loads(data.decode("utf-8"))
+    if len(data) <= kept.room:
+        kept.room -= len(data)
+        kept.by_length.setdefault(len(data), []).append((data, value))
+    return value
+
+
+class _Kept:
+    """The answers of a round already decoded (_decode)."""
+
+    __slots__ = ("by_length", "room")
+
+    def __init__(self):
+        self.by_length = {}             # length in bytes -> [(answer bytes, its decoded JSON)]
+        self.room = MAX_KEPT_ANSWER_BYTES
 
 
 def _send(selector, flight, call):

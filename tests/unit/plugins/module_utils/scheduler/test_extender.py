@@ -1011,6 +1011,25 @@ def test_kube_shaped_priorities_are_read():
             wire.read_priorities(config, "p", bad, {"n0", "n1"}, [])
 
 
+
+def test_an_answer_met_again_in_a_round_is_decoded_once_within_its_bound(monkeypatch):
+    """Answers byte for byte alike share one decoded value; one of the same length that differs is decoded on its
+    own (test_services_of_one_shape_are_asked_apart checks the same through a plan); past MAX_KEPT_ANSWER_BYTES an
+    answer is decoded but not kept; what is not JSON still raises."""
+    kept = wire._Kept()
+    first = wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}}', kept)
+    again = wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}}', kept)
+    other = wire._decode(b'{"NodeNames":["n0"],"FailedNodes":{"n1":"x"}}', kept)
+    assert again is first and other == {"NodeNames": ["n0"], "FailedNodes": {"n1": "x"}}
+    with pytest.raises(ValueError):
+        wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}', kept)
+    monkeypatch.setattr(wire, "MAX_KEPT_ANSWER_BYTES", 10)
+    small = wire._Kept()
+    assert wire._decode(b"[1,2,3]", small) is wire._decode(b"[1,2,3]", small)          # 7 bytes: kept
+    large = b"[1,2,3,4,5,6]"
+    assert wire._decode(large, small) is not wire._decode(large, small) and small.room == 3
+
+
 # --- the profile's extenders: mistakes, bounds, hostile input -------------------------------------
 
 @pytest.mark.parametrize("entry,message", [
