@@ -18,6 +18,7 @@ MAX_RESPONSE_BYTES, and an extender spends at most MAX_PLAN_SECONDS in one plan;
 makes at most one call per service and verb per plan. So one plan waits at most
 MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services. The calls of one round share
 keep-alive connections (call_round): at most MAX_CONCURRENT in flight, MAX_OPENING of them on new connections.
+Answers met again in a round are decoded once, at most MAX_KEPT_ANSWER_BYTES of them kept (_decode).
 
 The bearer token never appears in a message, a result or a repr: errors quote at most a scrubbed
 snippet of an answer.
