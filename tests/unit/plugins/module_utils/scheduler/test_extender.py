@@ -1011,7 +1011,6 @@ def test_kube_shaped_priorities_are_read():
             wire.read_priorities(config, "p", bad, {"n0", "n1"}, [])
 
 
-
 def test_an_answer_met_again_in_a_round_is_decoded_once_within_its_bound(monkeypatch):
     """Answers byte for byte alike share one decoded value; one of the same length that differs is decoded on its
     own (test_services_of_one_shape_are_asked_apart checks the same through a plan); past MAX_KEPT_ANSWER_BYTES an
