@@ -4,16 +4,17 @@
 """What an HTTP scheduler extender costs per plan (docs/extenders.md).
 
     .venv/bin/python benchmarks/extender_benchmark.py [--sizes 50x1000,1000x10000] [--runs N] [--delay-ms 1]
-                                                      [--seed N] [--json] [--server python|node]
+                                                      [--seed N] [--json] [--server python|http.server|node]
 
-A loopback extender (this script with --serve, in its own process, so it does not share the planner's
-interpreter; or, with --server node, the same extender in Node.js, extender_benchmark.js, which costs far
-less CPU per call) answers every call after ``--delay-ms`` (1 ms): the filter passes every node but one in ten,
-whose reason is "node(s) were in maintenance", and prioritize scores each node 0..10 from its name. For each
-generated problem (benchmarks/generate.py) plan() runs without an extender, with one in nodeCacheCapable
-mode (NodeNames) and with one that gets the full NodeList, interleaved (A, B, C, A, B, C, ...), and the
-table shows the medians, the ratio to the plan without an extender, the calls per service and verb and the
-seconds spent in the extender. Goals: at most one call per service and verb, and at most 1.5x at 50x1000.
+A loopback extender in its own process, so it does not share the planner's interpreter (this script with
+--serve: on asyncio by default, or with --server http.server on Python's http.server, a thread per connection;
+or, with --server node, the same extender in Node.js, extender_benchmark.js), answers every call after
+``--delay-ms`` (1 ms): the filter passes every node but one in ten, whose reason is "node(s) were in
+maintenance", and prioritize scores each node 0..10 from its name. For each generated problem
+(benchmarks/generate.py) plan() runs without an extender, with one in nodeCacheCapable mode (NodeNames) and
+with one that gets the full NodeList, interleaved (A, B, C, A, B, C, ...), and the table shows the medians,
+the ratio to the plan without an extender, the calls per service and verb and the seconds spent in the
+extender. Goals: at most one call per service and verb, and at most 1.5x at 50x1000.
 A benchmark, not a test: it always exits 0 (2 on bad arguments) and prints MISS where a goal is missed.
 """
 
@@ -42,12 +43,33 @@ DEFAULT_SEED = 20240611
 RATIO_GOAL = {(50, 1000): 1.5}
 
 
-def _serve(delay, protocol):
-    """The loopback extender: prints its port, then answers until killed. HTTP/1.1 keeps connections open between
-    calls, as extenders written with Go's net/http or Node.js do; HTTP/1.0 closes each one."""
+def _digest(name):
+    return zlib.crc32(name.encode())
 
-    def digest(name):
-        return zlib.crc32(name.encode())
+
+def _answer(path, args):
+    """The loopback extender's answer to ``args`` (ExtenderArgs) on ``path``: the filter refuses a node when the
+    CRC-32 of its name is 0 modulo 10 (in maintenance), prioritize scores it CRC-32 modulo 11."""
+    if args.get("NodeNames") is not None:
+        names, items = args["NodeNames"], None
+    else:
+        items = args["Nodes"]["items"]
+        names = [item["metadata"]["name"] for item in items]
+    if not path.endswith("/filter"):
+        return [{"Host": name, "Score": _digest(name) % 11} for name in names]
+    refused = {name for name in names if _digest(name) % 10 == 0}
+    answer = {"FailedNodes": {name: "node(s) were in maintenance" for name in refused}, "Error": ""}
+    if items is None:
+        answer["NodeNames"] = [name for name in names if name not in refused]
+    else:
+        answer["Nodes"] = {"items": [item for item in items if item["metadata"]["name"] not in refused]}
+    return answer
+
+
+def _serve_http_server(delay, protocol):
+    """The loopback extender on Python's http.server (--server http.server): prints its port, then answers until
+    killed; a thread per connection, each answer after time.sleep. HTTP/1.1 keeps connections open between calls,
+    as extenders written with Go's net/http or Node.js do; HTTP/1.0 closes each one."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = protocol
@@ -55,21 +77,7 @@ def _serve(delay, protocol):
         def do_POST(self):  # noqa: N802
             args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             time.sleep(delay)
-            if args.get("NodeNames") is not None:
-                names, items = args["NodeNames"], None
-            else:
-                items = args["Nodes"]["items"]
-                names = [item["metadata"]["name"] for item in items]
-            if self.path.endswith("/filter"):
-                refused = {name for name in names if digest(name) % 10 == 0}
-                answer = {"FailedNodes": {name: "node(s) were in maintenance" for name in refused}, "Error": ""}
-                if items is None:
-                    answer["NodeNames"] = [name for name in names if name not in refused]
-                else:
-                    answer["Nodes"] = {"items": [item for item in items if item["metadata"]["name"] not in refused]}
-            else:
-                answer = [{"Host": name, "Score": digest(name) % 11} for name in names]
-            body = json.dumps(answer).encode()
+            body = json.dumps(_answer(self.path, args)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -86,6 +94,57 @@ def _serve(delay, protocol):
     server = Server(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()
+
+
+def _serve(delay, protocol):
+    """The loopback extender on asyncio (--server python, the default): prints its port, then answers until killed.
+    One event loop, no thread per connection, the request head split by hand; the JSON work per call is the
+    http.server one's (json.loads of the request, json.dumps of the answer), the answer goes out ``delay`` after the
+    request was read (a timer, not a sleeping thread). A lean Python service, as one on asyncio is written."""
+    import asyncio                     # pylint: disable=import-outside-toplevel
+    close = protocol == "HTTP/1.0"
+
+    class Extender(asyncio.Protocol):
+        def __init__(self):
+            self.transport = None
+            self.buffer = bytearray()
+
+        def connection_made(self, transport):
+            self.transport = transport
+
+        def data_received(self, data):
+            self.buffer += data
+            while True:
+                end = self.buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    return
+                lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+                length = 0
+                for line in lines[1:]:
+                    name, _colon, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                if len(self.buffer) < end + 4 + length:
+                    return
+                args = json.loads(bytes(self.buffer[end + 4:end + 4 + length]))
+                del self.buffer[:end + 4 + length]
+                asyncio.get_running_loop().call_later(delay, self.reply, lines[0].split()[1], args)
+
+        def reply(self, path, args):
+            if self.transport.is_closing():
+                return
+            body = json.dumps(_answer(path, args)).encode()
+            self.transport.write(b"%s 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" % (
+                protocol.encode(), len(body), b"Connection: close\r\n" if close else b"", body))
+            if close:
+                self.transport.close()
+
+    async def main():
+        server = await asyncio.get_running_loop().create_server(Extender, "127.0.0.1", 0, backlog=128)
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await server.serve_forever()
+
+    asyncio.run(main())
 
 
 def _sizes(text):
@@ -160,13 +219,14 @@ def main(argv):
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--protocol", choices=("HTTP/1.1", "HTTP/1.0"), default="HTTP/1.1",
                         help="what the loopback extender speaks (HTTP/1.0: a new connection per call)")
-    parser.add_argument("--server", choices=("python", "node"), default="python",
-                        help="the loopback extender: this script's Python http.server (the default), or the same "
-                             "extender in Node.js (extender_benchmark.js), whose own cost per call is a fraction")
+    parser.add_argument("--server", choices=("python", "http.server", "node"), default="python",
+                        help="the loopback extender: this script's on asyncio (python, the default), on Python's "
+                             "http.server (a thread per connection), or the same extender in Node.js "
+                             "(extender_benchmark.js)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.serve:
-        _serve(options.delay_ms / 1000.0, options.protocol)
+        (_serve_http_server if options.server == "http.server" else _serve)(options.delay_ms / 1000.0, options.protocol)
         return 0
     if options.server == "node":
         node = shutil.which("node")
@@ -175,8 +235,8 @@ def main(argv):
         command = [node, os.path.join(os.path.dirname(os.path.abspath(__file__)), "extender_benchmark.js"),
                    str(options.delay_ms), options.protocol]
     else:
-        command = [sys.executable, os.path.abspath(__file__), "--serve", "--delay-ms", str(options.delay_ms),
-                   "--protocol", options.protocol]
+        command = [sys.executable, os.path.abspath(__file__), "--serve", "--server", options.server,
+                   "--delay-ms", str(options.delay_ms), "--protocol", options.protocol]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())
@@ -192,7 +252,8 @@ def main(argv):
         return 0
     print("extender (%s, %s) answering after %g ms on loopback; one bare call measured %.1f ms before the runs, %.1f ms "
           "after; %d interleaved runs per variant; medians" % (
-              "Python http.server" if options.server == "python" else "Node.js", options.protocol, options.delay_ms,
+              {"python": "Python asyncio", "http.server": "Python http.server", "node": "Node.js"}[options.server],
+              options.protocol, options.delay_ms,
               before * 1000.0, after * 1000.0, options.runs))
     header = ("size", "services", "none ms", "mode", "with ms", "ratio", "filter", "prio", "ext s (med)", "result")
     print("%-12s %8s %10s  %-6s %10s %6s %8s %8s %11s  %s" % header)

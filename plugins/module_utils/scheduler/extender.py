@@ -18,6 +18,7 @@ MAX_RESPONSE_BYTES, and an extender spends at most MAX_PLAN_SECONDS in one plan;
 makes at most one call per service and verb per plan. So one plan waits at most
 MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services. The calls of one round share
 keep-alive connections (call_round): at most MAX_CONCURRENT in flight, MAX_OPENING of them on new connections.
+Answers met again in a round are decoded once, at most MAX_KEPT_ANSWER_BYTES of them kept (_decode).
 
 The bearer token never appears in a message, a result or a repr: errors quote at most a scrubbed
 snippet of an answer.
@@ -27,15 +28,17 @@ from __future__ import annotations
 
 import binascii
 import collections
+import errno
 import http.client
+import io
 import json
 import os
 import re
+import selectors
 import shutil
 import socket
 import ssl
 import tempfile
-import threading
 import time
 import urllib.parse
 
@@ -53,6 +56,7 @@ MAX_TOKEN = 16384                   # characters of a bearer token
 MAX_TLS_DATA = 1024 * 1024          # characters of base64 in certData, keyData or caData (a CA bundle is ~200 KiB)
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
+MAX_KEPT_ANSWER_BYTES = 4 * 1024 * 1024  # answers of one round kept decoded, to read one met again without decoding it
 MAX_CONCURRENT = 8                  # calls of one extender in flight at once, on keep-alive connections
 MAX_OPENING = 4                     # of them on connections not answered yet (a Python http.server listens with a backlog of 5)
 NAMESPACE = "gangplank"
@@ -115,7 +119,7 @@ class ExtenderConfig:
     def post(self, verb, body):
         """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError. One call
         on a connection of its own (a round of calls shares keep-alive connections: call_round)."""
-        answer = call_round(self, [(verb, body)], lambda job, post: post(*job), 1)[0]
+        answer, = call_round(self, [(verb, body)], lambda job: job, lambda job, answer: answer, 1)
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -135,20 +139,10 @@ class ExtenderConfig:
             head = self._heads[verb] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("ascii")
         return head + b"%d\r\n\r\n" % length
 
-    def open(self):
-        """A connected socket to the extender (TLS when https://): ``httpTimeout`` bounds each socket operation."""
+    def address(self):
+        """(host, port) of the extender."""
         parts = urllib.parse.urlsplit(self.url_prefix)
-        port = parts.port or (443 if self.context is not None else 80)
-        sock = socket.create_connection((parts.hostname, port), self.timeout)
-        try:
-            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.context is not None:
-                sock = self.context.wrap_socket(sock, server_hostname=self.server_name or parts.hostname)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+        return parts.hostname, parts.port or (443 if self.context is not None else 80)
 
     def snippet(self, data):
         """At most 80 characters of an answer, printable, token scrubbed."""
@@ -160,175 +154,422 @@ class _TooLarge(Exception):
     pass
 
 
-def call_round(config, jobs, handle, workers):
-    """``handle(job, post)`` for every job, at most ``workers`` at once, in worker threads that each hold one keep-alive
-    connection to the extender; the results in the order of ``jobs`` (an exception a handler raised stands in its
-    place). ``post(verb, body)`` is the decoded JSON answer, or raises ExtenderError.
+def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None):
+    """The calls of ``jobs``, made in the calling thread over at most ``workers`` keep-alive connections to the
+    extender; the results in the order of ``jobs``.
 
-    At most MAX_OPENING calls go out on connections that have not answered yet: a server that listens with a small
-    backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to try
-    again. A connection that has answered and stays open takes the next job at once, so against a keep-alive server
-    the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
-    MAX_OPENING.
+    ``prepare(job)`` runs right before a job's call goes out: it returns (verb, body bytes), or None for no call, or
+    an exception, which stands as the job's result and stops the round. ``finish(job, answer)`` gets the decoded JSON
+    answer or an ExtenderError and returns the job's result; an exception returned stops the round too: no further
+    call starts and the calls still in flight are dropped (their results stay None). ``ahead()``, when given, does a
+    small part of the work ``prepare`` would do later (building a request body) while no answer is ready, and
+    returns whether any is left.
 
-    The calling thread is the watchdog: each call has a deadline (``httpTimeout`` after the call began, connecting,
-    a retry and reading the whole answer included), and it cuts the socket of a call that passes it, so a server that
-    answers one byte at a time is cut as surely as one that says nothing (the socket timeout only bounds each read)."""
-    watch = threading.Condition()
-    queue = collections.deque(enumerate(jobs))
-    results = {}                    # index of a job -> its result
-    state = {"left": len(jobs), "opening": 0}
-    connections = [_Connection(config, watch, state) for _unused in range(max(1, min(workers, len(jobs))))]
+    No worker threads and no watchdog: the calls in flight wait together on one selector (connecting, the TLS
+    handshake, the first bytes of an answer); an answer that has begun to arrive is read by http.client, each read
+    bounded by what is left of the call's deadline (``httpTimeout`` after the call began, connecting, a retry and
+    reading the whole answer included; _Timed), so a server that answers one byte at a time is cut as surely as one
+    that says nothing. Once a deadline has passed, what had arrived by then is still read; only a wait is cut.
 
-    def work(connection):
-        try:
-            while True:
-                with watch:
-                    while queue and connection.sock is None and state["opening"] >= MAX_OPENING:
-                        watch.wait()
-                    if not queue:
-                        return
-                    index, job = queue.popleft()
-                    opening = connection.sock is None
-                    state["opening"] += opening
-                try:
-                    results[index] = handle(job, connection.post)
-                except Exception as error:  # noqa: BLE001 (handed to the caller, which raises it)
-                    results[index] = error
-                finally:
-                    with watch:
-                        state["opening"] -= opening
-                        state["left"] -= 1
-                        watch.notify_all()
-        finally:
-            connection.close()
+    At most MAX_OPENING calls are in flight on connections that have not answered yet: a server that listens with a
+    small backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to
+    try again. A connection that has answered and stays open takes the next job at once, so against a keep-alive
+    server the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
+    MAX_OPENING."""
+    results = {}                        # index of a job -> its result (pylint takes a list of None for the type)
+    queue = collections.deque(range(len(jobs)))
+    retries = collections.deque()       # calls whose kept-alive connection was closed unanswered: on a new one
+    idle = []                           # connections that have answered and stay open
+    kept = _Kept()                      # the answers decoded so far, to decode an answer met again once (_decode)
+    flight = {}                         # socket -> its _Call (connecting, in the handshake, or waiting for the answer)
+    counts = {"open": 0, "opening": 0}  # connections open; calls in flight on connections not answered yet
+    selector = selectors.DefaultSelector()
+    addresses = []                      # getaddrinfo's, once per round
 
-    threads = [threading.Thread(target=work, args=(connection,), daemon=True) for connection in connections]
-    for thread in threads:
-        thread.start()
-    with watch:
-        while state["left"]:
-            now = time.monotonic()
-            # A call that begins after now ends after now + timeout: waking then at the latest sees it in time.
-            wake = now + config.timeout
-            for connection in connections:
-                if connection.deadline is not None:
-                    if connection.deadline <= now:
-                        connection.cut()
-                        watch.notify_all()      # a retry waiting for a new connection gives up
-                    else:
-                        wake = min(wake, connection.deadline)
-            watch.wait(max(wake - now, 0.001))
-    for thread in threads:
-        thread.join()
-    return [results[index] for index in range(len(jobs))]
+    def fail(call, error):
+        """``call`` ends with ``error`` (an exception met on its way): its connection is closed. A call that failed
+        before its request was prepared (connecting) is prepared first, so it counts as made and the error names its
+        verb (a job that is not sent passes the failure to the next). True when the round stops."""
+        _close(selector, flight, call, counts)
+        while call.request is None:
+            request = prepare(jobs[call.index])
+            if isinstance(request, Exception):
+                return _failed(results, call, request)
+            if request is not None:
+                call.verb, call.request = request[0], b""
+            elif not queue:
+                return False
+            else:
+                call.index = queue.popleft()
+        return _failed(results, call, finish(jobs[call.index], _error(config, call, error)))
 
-
-class _Connection:
-    """One worker's keep-alive connection to an extender. ``deadline``, ``sock`` and ``expired`` are read and written
-    under the round's lock (``watch``): the watchdog cuts ``sock`` once ``deadline`` has passed."""
-
-    def __init__(self, config, watch, state):
-        self.config = config
-        self.watch = watch
-        self.state = state          # the round's: "opening" counts calls on connections not answered yet
-        self.sock = None            # None while no connection is open
-        self.deadline = None        # of the call in progress
-        self.expired = False
-
-    def cut(self):
-        self.expired = True
-        self.deadline = None
-        if self.sock is not None:
-            try:
-                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self):
-        with self.watch:
-            sock, self.sock = self.sock, None
-        if sock is not None:
-            sock.close()
-
-    def post(self, verb, body):
-        config = self.config
-        with self.watch:
-            self.deadline = time.monotonic() + config.timeout
-            self.expired = False
-        opening = False
-        try:
-            # A kept-alive connection the server closed while idle fails before any answer: the request goes once
-            # more on a new connection, within the same deadline (a server that dropped it never read it). That
-            # connection counts against MAX_OPENING like any new one.
-            for retry in (False, True):
-                reused = self.sock is not None
-                try:
-                    status, data = self._exchange(verb, body)
-                    break
-                except _Unanswered as unanswered:
-                    self.close()
-                    if retry or not reused or self.expired:
-                        raise unanswered.error from None
-                    opening = self._take_opening()
-        except _TooLarge:
-            self.close()
-            raise ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, verb, MAX_RESPONSE_BYTES))
-        except (OSError, http.client.HTTPException, ValueError) as error:
-            self.close()
-            if self.expired or isinstance(error, socket.timeout):
-                raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
-            raise ExtenderError("%s: %s failed: %s" % (config.name, verb, config.scrub(_describe(error))))
-        finally:
-            with self.watch:
-                self.deadline = None
-                expired = self.expired
-                if opening:
-                    self.state["opening"] -= 1
-                    self.watch.notify_all()
-        if expired:
-            self.close()
-            raise ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, verb, config.timeout))
-        if not 200 <= status < 300:
-            raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, verb, status, config.snippet(data)))
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError):
-            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, verb, config.snippet(data)))
-
-    def _take_opening(self):
-        """Wait for a call on a new connection to be allowed (MAX_OPENING); True once counted. The watchdog wakes
-        the wait when the deadline passes: then it raises a timeout."""
-        with self.watch:
-            while self.state["opening"] >= MAX_OPENING and not self.expired:
-                self.watch.wait()
-            if self.expired:
-                raise socket.timeout()
-            self.state["opening"] += 1
+    def opened(call):
+        """A new connection for ``call``, or False when it must wait for MAX_OPENING."""
+        if counts["opening"] >= MAX_OPENING:
+            return False
+        if not addresses:
+            addresses.extend(socket.getaddrinfo(*config.address(), 0, socket.SOCK_STREAM))
+        counts["open"] += 1
+        counts["opening"] += 1
+        call.owns = call.fresh = True
+        call.addresses = list(addresses)
+        _connect(selector, flight, call)
         return True
 
-    def _exchange(self, verb, body):
-        """(status, body bytes) of one request on this connection, opened first when it is not."""
-        if self.sock is None:
-            sock = self.config.open()
-            with self.watch:
-                self.sock = sock
-                if self.expired:
-                    raise socket.timeout()
-        sock = self.sock
+    def begin(call):
+        """``call``'s new connection is ready: its request goes out, prepared now when the call has none yet (a job
+        that is not sent gives the connection to the next one). True when the round stops."""
+        while call.request is None:
+            request = prepare(jobs[call.index])
+            if isinstance(request, Exception):
+                _close(selector, flight, call, counts)
+                return _failed(results, call, request)
+            if request is not None:
+                call.verb, call.request = request[0], config.request_head(request[0], len(request[1])) + request[1]
+                break
+            if not queue:
+                _close(selector, flight, call, counts)
+                return False
+            call.index = queue.popleft()
+        _send(selector, flight, call)
+        return False
+
+    def again(call):
+        """``call``'s kept-alive connection was closed before any answer (the server's idle timeout): the server never
+        read the request, so it goes once more on a new connection, within the same deadline."""
+        _close(selector, flight, call, counts)
+        call.retried, call.reused, call.sent = True, False, 0
+        retries.append(call)
+
+    try:
+        stopped = False
+        while not stopped:
+            # Start what may start: retries first (their deadline runs), then new jobs on an idle connection or a new one.
+            while retries and not stopped:
+                call = retries[0]
+                try:
+                    if not opened(call):
+                        break
+                except (OSError, ValueError) as error:
+                    stopped = fail(call, error)
+                retries.popleft()
+            while queue and not stopped and (idle or (counts["open"] < workers and counts["opening"] < MAX_OPENING)):
+                index = queue.popleft()
+                call = _Call(index, None, None, time.monotonic() + config.timeout)
+                try:
+                    if idle:
+                        request = prepare(jobs[index])
+                        if request is None:
+                            continue
+                        if isinstance(request, Exception):
+                            results[index], stopped = request, True
+                            break
+                        call.verb = request[0]
+                        call.request = config.request_head(request[0], len(request[1])) + request[1]
+                        call.sock, call.reused, call.owns = idle.pop(), True, True
+                        _send(selector, flight, call)
+                    else:
+                        # Connecting first: the request is prepared while the connection is being made (begin).
+                        opened(call)
+                except _Unanswered:
+                    again(call)
+                except (OSError, ValueError) as error:
+                    stopped = fail(call, error)
+            if stopped or not (flight or retries):
+                break
+            ready = selector.select(0) if ahead is not None else None
+            if not ready:
+                if ahead is not None and ahead():
+                    continue        # then look again: an answer may have come meanwhile
+                ahead = None
+                now = time.monotonic()
+                wake = min([call.deadline for call in flight.values()] + [call.deadline for call in retries])
+                ready = selector.select(max(wake - now, 0.0))
+            for key, _events in ready:
+                call = key.data
+                if stopped or flight.get(key.fileobj) is not call:
+                    continue
+                try:
+                    answer = _advance(config, selector, flight, call, counts, idle, kept)
+                    if answer is _CONNECTED:
+                        stopped, answer = begin(call), _PENDING
+                except _Unanswered as unanswered:
+                    if call.reused and not call.retried:
+                        again(call)
+                    else:
+                        stopped = fail(call, unanswered.error)
+                    continue
+                except (OSError, http.client.HTTPException, ValueError, _TooLarge, ExtenderError) as error:
+                    stopped = fail(call, error)
+                    continue
+                if answer is not _PENDING:
+                    stopped = _failed(results, call, finish(jobs[call.index], answer))
+            # Calls whose deadline passed with nothing ready: timed out.
+            now = time.monotonic()
+            for call in [call for call in flight.values() if call.deadline <= now] + \
+                    [call for call in retries if call.deadline <= now]:
+                if stopped:
+                    break
+                if call in retries:
+                    retries.remove(call)
+                stopped = fail(call, socket.timeout())
+    finally:
+        for call in list(flight.values()):
+            _close(selector, flight, call, counts)
+        for sock in idle:
+            sock.close()
+        selector.close()
+    return [results.get(index) for index in range(len(jobs))]
+
+
+_PENDING = object()     # an answer not complete yet
+_CONNECTED = object()   # a new connection ready for its request
+
+
+class _Call:
+    """One call of a round: its request (head and body), its deadline, its connection and where it stands."""
+
+    __slots__ = ("index", "verb", "request", "deadline", "sock", "step", "sent", "reused", "fresh", "owns", "retried",
+                 "addresses")
+
+    def __init__(self, index, verb, request, deadline):
+        self.index = index
+        self.verb = verb
+        self.request = request
+        self.deadline = deadline
+        self.sock = None
+        self.step = None            # "connect", "handshake", "send" or "answer"
+        self.sent = 0               # bytes of the request sent
+        self.reused = False         # on a connection that answered an earlier call
+        self.fresh = False          # counted in "opening": on a connection that has not answered yet
+        self.owns = False           # holds one of the round's connections (counted in "open")
+        self.retried = False
+        self.addresses = ()         # getaddrinfo's entries not tried yet
+
+
+def _failed(results, call, result):
+    """Store ``call``'s result; True when it is an exception (the round stops)."""
+    results[call.index] = result
+    return isinstance(result, Exception)
+
+
+def _error(config, call, error):
+    """The ExtenderError for ``error`` (an exception met by ``call``)."""
+    if isinstance(error, ExtenderError):
+        return error
+    if isinstance(error, _TooLarge):
+        return ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, call.verb, MAX_RESPONSE_BYTES))
+    if isinstance(error, socket.timeout):
+        return ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, call.verb, config.timeout))
+    return ExtenderError("%s: %s failed: %s" % (config.name, call.verb, config.scrub(_describe(error))))
+
+
+def _watch(selector, flight, call, events, step):
+    """Wait for ``events`` on ``call``'s socket, then take ``step``."""
+    call.step = step
+    if flight.get(call.sock) is call:
+        selector.modify(call.sock, events, call)
+    else:
+        selector.register(call.sock, events, call)
+        flight[call.sock] = call
+
+
+def _unwatch(selector, flight, call):
+    if call.sock is not None and flight.get(call.sock) is call:
+        selector.unregister(call.sock)
+        del flight[call.sock]
+
+
+def _close(selector, flight, call, counts):
+    """Close ``call``'s connection, if it holds one, and give back its place in the round's counts."""
+    _unwatch(selector, flight, call)
+    if call.fresh:
+        counts["opening"] -= 1
+        call.fresh = False
+    if call.owns:
+        counts["open"] -= 1
+        call.owns = False
+    if call.sock is not None:
+        call.sock.close()
+        call.sock = None
+
+
+def _connect(selector, flight, call):
+    """Begin connecting ``call`` to the next address of the name that does not fail at once (the socket does not
+    block: _advance goes on when it is writable). Raises the last error when none is left."""
+    while True:
+        family, kind, proto, _name, address = call.addresses.pop(0)
+        sock = socket.socket(family, kind, proto)
         try:
-            # One write: headers and body apart would wait on the server's delayed acknowledgement.
-            sock.sendall(self.config.request_head(verb, len(body)) + body)
-            _quick_ack(sock)
-            response = http.client.HTTPResponse(sock, method="POST")
-            response.begin()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
-            raise _Unanswered(error)
-        data = _read(response)
-        if response.will_close:
-            # HTTP/1.0 or Connection: close: the next call opens a new connection.
-            self.close()
-        return response.status, data
+            sock.setblocking(False)
+            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            status = sock.connect_ex(address)
+            if status not in (0, errno.EINPROGRESS, errno.EAGAIN):
+                raise OSError(status, os.strerror(status))
+        except OSError:
+            sock.close()
+            if call.addresses:
+                continue
+            raise
+        except BaseException:
+            sock.close()
+            raise
+        call.sock = sock
+        _watch(selector, flight, call, selectors.EVENT_WRITE, "connect")
+        return
+
+
+def _advance(config, selector, flight, call, counts, idle, kept):
+    """The next step of ``call`` once its socket is ready: the decoded answer (_decode, with ``kept``), or _PENDING
+    while it is not complete. Raises what the step met (_Unanswered: closed before any byte of an answer)."""
+    sock = call.sock
+    if call.step == "connect":
+        status = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if status:
+            error = OSError(status, os.strerror(status))
+            if not call.addresses:
+                raise error
+            # The next address of the name: the refused socket goes first (its successor may take the same descriptor).
+            _unwatch(selector, flight, call)
+            sock.close()
+            call.sock = None
+            _connect(selector, flight, call)
+            return _PENDING
+        if config.context is None:
+            return _CONNECTED
+        _unwatch(selector, flight, call)
+        call.sock = config.context.wrap_socket(sock, server_hostname=config.server_name or config.address()[0],
+                                               do_handshake_on_connect=False)
+        call.step = "handshake"
+    if call.step == "send":
+        _send(selector, flight, call)
+        return _PENDING
+    if call.step == "handshake":
+        try:
+            call.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            _watch(selector, flight, call, selectors.EVENT_READ, "handshake")
+            return _PENDING
+        except ssl.SSLWantWriteError:
+            _watch(selector, flight, call, selectors.EVENT_WRITE, "handshake")
+            return _PENDING
+        return _CONNECTED
+    # The answer has begun to arrive (or the connection was closed): what is there is read without waiting; TLS may
+    # have brought a record without data (a session ticket), then the call waits on.
+    first = bytearray(65536)
+    try:
+        sock.settimeout(0.0)
+        size = sock.recv_into(first)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return _PENDING
+    except (BrokenPipeError, ConnectionResetError) as error:
+        raise _Unanswered(error)
+    if not size:
+        raise _Unanswered(http.client.RemoteDisconnected("Remote end closed connection without response"))
+    _unwatch(selector, flight, call)
+    response = http.client.HTTPResponse(_Timed(sock, call.deadline, first[:size]), method="POST")
+    response.begin()
+    data = _read(response)
+    if call.fresh:
+        counts["opening"] -= 1
+        call.fresh = False
+    if response.will_close:
+        # HTTP/1.0 or Connection: close: the next call opens a new connection.
+        sock.close()
+        counts["open"] -= 1
+    else:
+        idle.append(sock)           # with its place in "open"
+    call.sock, call.owns = None, False
+    if not 200 <= response.status < 300:
+        raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, call.verb, response.status,
+                                                             config.snippet(data)))
+    try:
+        return _decode(data, kept)
+    except (ValueError, RecursionError):
+        raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, call.verb, config.snippet(data)))
+
+
+def _decode(data, kept):
+    """The JSON of the answer ``data``. An answer byte for byte the same as one already decoded in this round is that
+    one's value, not decoded again: an extender whose verdict does not depend on the Pod (a maintenance list) answers
+    the services of one candidate list alike, and in the nodes mode each filter answer is a NodeList of up to every
+    node. The readers (read_filter_result, read_priorities) never change what they read, so a value can be shared.
+    ``kept`` (_Kept) finds an answer by its length first (no hash of a large body), and holds at most
+    MAX_KEPT_ANSWER_BYTES of answers per round (so an answer is compared with at most that many bytes)."""
+    same = kept.by_length.get(len(data))
+    if same is not None:
+        for earlier, value in same:
+            if earlier == data:
+                return value
+    value = json.loads(data.decode("utf-8"))
+    if len(data) <= kept.room:
+        kept.room -= len(data)
+        kept.by_length.setdefault(len(data), []).append((data, value))
+    return value
+
+
+class _Kept:
+    """The answers of a round already decoded (_decode)."""
+
+    __slots__ = ("by_length", "room")
+
+    def __init__(self):
+        self.by_length = {}             # length in bytes -> [(answer bytes, its decoded JSON)]
+        self.room = MAX_KEPT_ANSWER_BYTES
+
+
+def _send(selector, flight, call):
+    """Send what is left of ``call``'s request without waiting, then wait for the answer. The request is one buffer
+    (headers and body apart would wait on the server's delayed acknowledgement); what the socket does not take now
+    goes when it is writable again, so a large body that the server reads slowly holds up no other call."""
+    sock = call.sock
+    sock.settimeout(0.0)
+    view = memoryview(call.request)
+    try:
+        while call.sent < len(view):
+            call.sent += sock.send(view[call.sent:])
+    except (BlockingIOError, ssl.SSLWantWriteError):
+        _watch(selector, flight, call, selectors.EVENT_WRITE, "send")
+        return
+    except ssl.SSLWantReadError:
+        _watch(selector, flight, call, selectors.EVENT_READ, "send")
+        return
+    except (BrokenPipeError, ConnectionResetError) as error:
+        raise _Unanswered(error)
+    _quick_ack(sock)
+    _watch(selector, flight, call, selectors.EVENT_READ, "answer")
+
+
+class _Timed(io.RawIOBase):
+    """What http.client reads an answer from: the bytes already received, then the socket, each read waiting at most
+    what is left of the call's deadline; once that has passed, only what has arrived is read (socket.timeout when
+    nothing has)."""
+
+    def __init__(self, sock, deadline, first):
+        super().__init__()
+        self.sock = sock
+        self.deadline = deadline
+        self.first = first
+
+    def makefile(self, _mode):
+        # http.client.HTTPResponse reads sock.makefile("rb").
+        return io.BufferedReader(self)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.first:
+            size = min(len(buffer), len(self.first))
+            buffer[:size] = self.first[:size]
+            del self.first[:size]
+            return size
+        self.sock.settimeout(max(self.deadline - time.monotonic(), 0.0))
+        try:
+            return self.sock.recv_into(buffer)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise socket.timeout("timed out")
 
 
 def _quick_ack(sock):
@@ -746,12 +987,11 @@ def node_object(node):
         resources[NVME_RESOURCE] = str(sum(device.size for device in node.nvme))
     annotations = {}
     if node.gpus:
-        annotations[ANNOTATION + "gpus"] = json.dumps(
-            [{"index": d.index, "uuid": d.uuid, "model": d.model, "memory": d.memory} for d in node.gpus],
-            separators=(",", ":"))
+        annotations[ANNOTATION + "gpus"] = _annotation_json(
+            [{"index": d.index, "uuid": d.uuid, "model": d.model, "memory": d.memory} for d in node.gpus])
     if node.nvme:
-        annotations[ANNOTATION + "nvme"] = json.dumps(
-            [{"name": d.name, "size": d.size, "labels": list(d.labels)} for d in node.nvme], separators=(",", ":"))
+        annotations[ANNOTATION + "nvme"] = _annotation_json(
+            [{"name": d.name, "size": d.size, "labels": list(d.labels)} for d in node.nvme])
     spec = {}
     if node.unschedulable:
         spec["unschedulable"] = True
@@ -774,8 +1014,10 @@ def resource_names(pod):
     return names
 
 
-def encode(value):
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+# One encoder each, made once (the same output as json.dumps with these options, which makes a new JSONEncoder per
+# call): a Node's JSON is built per node and plan, with up to two annotations each.
+_annotation_json = json.JSONEncoder(separators=(",", ":")).encode
+encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
 
 
 def args_body(pod_json, names, node_items, node_cache_capable):
@@ -797,6 +1039,25 @@ def _fields(config, verb, value, what):
     if not isinstance(value, dict):
         raise ExtenderError("%s: the answer to %s is not %s: %s" % (config.name, verb, what, _shown(config, value)))
     return {key.lower(): item for key, item in value.items()}
+
+
+# The keys of a Node and of its metadata as kube writes them: no two fold to the same lower case, so in an object
+# whose keys are all among them, ``key`` is the only spelling of itself (_field).
+_NODE_KEYS = frozenset(("apiVersion", "kind", "metadata", "spec", "status"))
+_METADATA_KEYS = frozenset(("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+                            "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                            "annotations", "ownerReferences", "finalizers", "managedFields", "selfLink"))
+
+
+_PRIORITY_KEYS = frozenset(("Host", "Score"))
+
+
+def _field(config, verb, value, key, usual, what):
+    """``_fields(...).get(key)`` (``key`` lower case), without folding every key when they are all ``usual`` ones
+    (the Node objects of a NodeList answer: a thousand of them per answer on a large cluster)."""
+    if isinstance(value, dict) and value.keys() <= usual:
+        return value.get(key)
+    return _fields(config, verb, value, what).get(key)
 
 
 def _shown(config, value):
@@ -829,8 +1090,9 @@ def read_filter_result(config, verb, answer, sent):
         if not isinstance(items, list):
             raise ExtenderError("%s: Nodes.items in the answer to %s is not a list" % (config.name, verb))
         for item in items:
-            metadata = _fields(config, verb, item, "a Node in Nodes.items").get("metadata")
-            name = _fields(config, verb, metadata, "a Node's metadata").get("name") if metadata is not None else None
+            metadata = _field(config, verb, item, "metadata", _NODE_KEYS, "a Node in Nodes.items")
+            name = None if metadata is None else _field(config, verb, metadata, "name", _METADATA_KEYS,
+                                                        "a Node's metadata")
             if not isinstance(name, str):
                 raise ExtenderError("%s: a Node in the answer to %s has no metadata.name: %s"
                                     % (config.name, verb, _shown(config, item)))
@@ -879,8 +1141,12 @@ def read_priorities(config, verb, answer, sent, warnings):
                             % (config.name, verb, _shown(config, answer)))
     scores = {}
     for item in answer:
-        fields = _fields(config, verb, item, "a HostPriority object")
-        host, score = fields.get("host"), fields.get("score")
+        # kube's own spellings (Host, Score) read as they are: folding every key costs more than the rest of the read.
+        if isinstance(item, dict) and item.keys() <= _PRIORITY_KEYS:
+            host, score = item.get("Host"), item.get("Score")
+        else:
+            fields = _fields(config, verb, item, "a HostPriority object")
+            host, score = fields.get("host"), fields.get("score")
         if not isinstance(host, str) or isinstance(score, bool) or not isinstance(score, (int, float)) or \
                 (isinstance(score, float) and not score.is_integer()):
             raise ExtenderError("%s: the answer to %s has an entry that is not {Host: name, Score: integer}: %s"

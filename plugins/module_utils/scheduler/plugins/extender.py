@@ -27,7 +27,7 @@ docs/scheduler-design.md).
 
 from __future__ import annotations
 
-import threading
+import collections
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
@@ -67,12 +67,16 @@ class Extender(FilterPlugin, ScorePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self.built_in = ()
+        self._static = ()
         self._verdicts = None       # service name -> {node name: Status} of the nodes it filtered out
         self._scores = None         # service name -> {node name: 0..10}
+        self._scaled = None         # service name -> {node name: its score on 0..MAX_NODE_SCORE} (runs per node scored)
         self._pods = {}             # service name -> (Pod JSON text, resource names)
+        self._bodies = {}           # service name -> its ExtenderArgs (bytes), or None when it is not sent
         self._node_json = {}        # node name -> Node JSON, UTF-8 bytes (built once per plan)
         self._node_lists = {}       # id of a candidate list -> (the list, its NodeList items as JSON bytes)
         self._candidates_of = {}    # what the built-in static filters read of a service -> the nodes they accept
+        self._sent = {}             # service name -> (its candidates, the same as a frozenset)
         self._passing = {}          # (a built-in filter, what it reads of a service) -> the nodes it accepts
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
@@ -83,6 +87,9 @@ class Extender(FilterPlugin, ScorePlugin):
         # The built-in filters only: a user plugin's PreFilter may skip its own filter, which filter_static
         # alone cannot know, and a node left out of the call is one the extender never judged.
         self.built_in = [plugin for plugin in framework.filters if type(plugin) in PLUGINS]
+        # Those with a static half: FilterPlugin's own filter_static passes every node, so its pass is left out.
+        self._static = [plugin for plugin in self.built_in
+                        if type(plugin).filter_static is not FilterPlugin.filter_static]
 
     # --- Filter, Score, class key: all read the answers of one round of calls ----------------------
 
@@ -97,7 +104,7 @@ class Extender(FilterPlugin, ScorePlugin):
     def score(self, cycle, cluster, instance, node_state):
         if self._scores is None:
             self._ask()
-        return self._scores[instance.service.name].get(node_state.name, 0) * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+        return self._scaled[instance.service.name].get(node_state.name, 0.0)
 
     def class_key(self, service):
         """What the extender answered for the service: services of one shape share a class heap when the extender
@@ -110,10 +117,22 @@ class Extender(FilterPlugin, ScorePlugin):
 
     def _candidates(self, service):
         """The nodes the built-in static filters accept for ``service`` (as if every instance stayed: the widest
-        set), in the problem's node order. Each filter's pass over the nodes is kept per what it reads of a service
-        (_READS), so services that differ in one respect cost one more pass of that filter only."""
+        set), in the problem's node order; kept per service with the same as a set (a round reads them 4 times)."""
+        return self._sent_to(service)[0]
+
+    def _sent_to(self, service):
+        """(the candidates of ``service``, the same as a frozenset)."""
+        found = self._sent.get(service.name)
+        if found is None:
+            names = self._accepted(service)
+            found = self._sent[service.name] = (names, frozenset(names))
+        return found
+
+    def _accepted(self, service):
+        """The candidates of ``service`` (_candidates). Each filter's pass over the nodes is kept per what it reads of
+        a service (_READS), so services that differ in one respect cost one more pass of that filter only."""
         requests = self.problem.requests()[service.name]
-        reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self.built_in]
+        reads = [(plugin, _READS.get(plugin.name, _whole_shape)(service, requests)) for plugin in self._static]
         shape = tuple(read for _plugin, read in reads)
         names = self._candidates_of.get(shape)
         if names is None:
@@ -147,15 +166,11 @@ class Extender(FilterPlugin, ScorePlugin):
         config = self.config
         self._verdicts = {service.name: {} for service in self.problem.services.values()}
         self._scores = {service.name: {} for service in self.problem.services.values()}
-        jobs = []
-        for service in self.problem.services.values():
-            if service.sidecar or not self._interested(service):
-                continue
-            names = self._candidates(service)
-            if names:
-                jobs.extend((kind, verb, service, names) for kind, verb in
-                            ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb)) if verb)
-        jobs.sort(key=lambda job: job[0] != FILTER)
+        self._scaled = {service.name: {} for service in self.problem.services.values()}
+        services = [service for service in self.problem.services.values() if not service.sidecar]
+        # Filter calls first, each verb in the problem's service order; a service that is not sent (_body) gets none.
+        jobs = [(kind, verb, service) for kind, verb in ((FILTER, config.filter_verb), (PRIORITIZE, config.prioritize_verb))
+                if verb for service in services]
         try:
             answers = self._round(jobs)
         except wire.ExtenderError as error:
@@ -165,64 +180,91 @@ class Extender(FilterPlugin, ScorePlugin):
             self.warnings.append("%s; ignorable, so it is left out of this plan" % error)
             return
         fallback = "node(s) didn't pass %s" % config.name
-        for (kind, _verb, service, names), answer in zip(jobs, answers):
+        for (kind, _verb, service), answer in zip(jobs, answers):
+            if answer is None:
+                continue            # not sent
             if kind == FILTER:
                 passed, failed = answer
+                names = self._candidates(service)
                 self._verdicts[service.name] = {name: Status.unschedulable(failed.get(name, fallback), self.name)
                                                 for name in names if name not in passed}
             else:
                 scores, found = answer
                 self._scores[service.name] = scores
+                # kube: score x weight x MaxNodeScore / MaxExtenderPriority (the weight is the framework's).
+                self._scaled[service.name] = {name: score * (MAX_NODE_SCORE / wire.MAX_EXTENDER_PRIORITY)
+                                              for name, score in scores.items()}
                 for warning in found:
                     if len(self.warnings) < wire.MAX_WARNINGS:
                         self.warnings.append("%s (service %s)" % (warning, service.name))
 
     def _round(self, jobs):
-        """The answers read for ``jobs`` [(kind, verb, service, names)], in order (prioritize: (scores, warnings));
-        raises the ExtenderError of the first job that failed. Once one failed or the plan's time bound is spent,
-        no further call starts."""
+        """The answers read for ``jobs`` [(kind, verb, service)], in order (filter: (passed, failed); prioritize:
+        (scores, warnings); None for a service that is not sent); raises the ExtenderError of the first job that
+        failed. Once one failed or the plan's time bound is spent, no further call starts.
+
+        A service's body is built once for both verbs, when its first call goes out or, sooner, while the round waits
+        for answers (extender.call_round's ``ahead``): the calls of the first services do not wait for the bodies of
+        the last (their candidates, and in the nodes mode their Node objects)."""
         config = self.config
         started = time.monotonic()
-        stop = threading.Event()
-        lock = threading.Lock()
         spent = self.seconds
-        # A service's body is built once for both verbs, before the calls (the workers would build the same text at
-        # once); in the nodes mode the NodeList of one candidate list is joined once and shared by its services.
-        bodies = {}
-        for _kind, _verb, service, names in jobs:
-            if service.name not in bodies:
-                bodies[service.name] = wire.args_body(self._pod(service)[0], names, self._node_list(names),
-                                                      config.node_cache_capable)
+        waiting = collections.deque(job[2] for job in jobs)
 
-        def call(job, post):
-            kind, verb, service, names = job
-            if stop.is_set():
+        def ahead():
+            while waiting:
+                service = waiting.popleft()
+                if service.name not in self._bodies:
+                    self._body(service)
+                    break
+            return bool(waiting)
+
+        def prepare(job):
+            kind, verb, service = job
+            body = self._body(service)
+            if body is None:
                 return None
             if spent + time.monotonic() - started >= wire.MAX_PLAN_SECONDS:
-                stop.set()
                 return wire.ExtenderError("%s: reached its bound of %g s in this plan; not called again (service %s)"
                                           % (config.name, wire.MAX_PLAN_SECONDS, service.name))
-            with lock:
-                self.calls[kind] += 1
+            self.calls[kind] += 1
+            return verb, body
+
+        def finish(job, answer):
+            kind, verb, service = job
             try:
-                answer = post(verb, bodies[service.name])
-                sent = set(names)
+                if isinstance(answer, Exception):
+                    raise answer
+                sent = self._sent_to(service)[1]
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
                 found = []
                 return wire.read_priorities(config, verb, answer, sent, found), found
             except wire.ExtenderError as error:
-                stop.set()
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
         try:
-            answers = wire.call_round(config, jobs, call, wire.MAX_CONCURRENT)
+            answers = wire.call_round(config, jobs, prepare, finish, wire.MAX_CONCURRENT, ahead)
         finally:
             self.seconds += time.monotonic() - started
         for answer in answers:
             if isinstance(answer, Exception):
                 raise answer
         return answers
+
+    def _body(self, service):
+        """The ExtenderArgs sent for ``service`` (bytes), built once for both verbs; None when it is not sent: the
+        extender does not manage it (managedResources), or the built-in filters accept no node for it."""
+        if service.name not in self._bodies:
+            body = None
+            if self._interested(service):
+                names = self._candidates(service)
+                if names:
+                    # In the nodes mode the NodeList of one candidate list is joined once and shared by its services.
+                    body = wire.args_body(self._pod(service)[0], names, self._node_list(names),
+                                          self.config.node_cache_capable)
+            self._bodies[service.name] = body
+        return self._bodies[service.name]
 
     def _node_list(self, names):
         """The encoded items of the NodeList sent with ``names`` (None in the names mode): one per candidate list

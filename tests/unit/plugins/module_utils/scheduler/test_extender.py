@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -56,7 +57,7 @@ class PythonExtender:
     ``handler.drip``; every request is recorded as (verb, headers, args), with the client's port in ``ports`` and the
     most requests it held at once in ``most_at_once``. ``protocol`` HTTP/1.1 keeps connections open between calls."""
 
-    def __init__(self, behave, context=None, protocol="HTTP/1.0"):
+    def __init__(self, behave, context=None, protocol="HTTP/1.0", before_read=None):
         self.requests = []
         self.ports = []
         self.at_once = 0
@@ -85,6 +86,8 @@ class PythonExtender:
                         outer.at_once -= 1
 
             def _answer(self):
+                if before_read is not None:
+                    before_read(self)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 verb = self.path.rstrip("/").rsplit("/", 1)[-1]
                 args = json.loads(body)
@@ -129,8 +132,8 @@ class PythonExtender:
 def servers():
     started = []
 
-    def start(behave, context=None, protocol="HTTP/1.0"):
-        server = PythonExtender(behave, context, protocol)
+    def start(behave, context=None, protocol="HTTP/1.0", before_read=None):
+        server = PythonExtender(behave, context, protocol, before_read)
         started.append(server)
         return server
     yield start
@@ -403,6 +406,107 @@ def test_a_kept_connection_the_server_drops_is_opened_again(servers):
                                             for index in range(12))
     assert [(entry["filter_calls"], entry["prioritize_calls"]) for entry in result["extenders"]] == [(12, 12)]
     assert server.most_at_once <= wire.MAX_OPENING, server.most_at_once
+
+
+def test_a_slow_answer_does_not_hold_up_the_other_calls(servers):
+    """The calls of a round wait together (one selector, no thread per call): one service's filter is answered only
+    once every other call of the round has been made and answered (or after 5 s: then the test fails)."""
+    slow = threading.Event()
+    answered = []
+
+    def behave(verb, args, headers, handler):
+        name = args["Pod"]["metadata"]["name"]
+        if (verb, name) == ("filter", "s00"):
+            slow.wait(5)
+            answered.append((verb, name, slow.is_set()))
+        else:
+            answered.append((verb, name, slow.is_set()))
+            if len(answered) == 23:
+                slow.set()      # every other call is in: the slow one may answer now
+        return maintenance({"n0"})(verb, args, headers, handler)
+    server = servers(behave, protocol="HTTP/1.1")
+    problem = _many_services(12)
+    started = time.monotonic()
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, {"s%02d" % index: {"n0"} for index in range(12)})
+    assert answered[-1] == ("filter", "s00", True), answered[-3:]
+    assert all(not released for _verb, _name, released in answered[:-1])
+    assert time.monotonic() - started < 4.5     # released by the other calls, not by its own 5 s
+
+
+def test_a_large_body_the_server_reads_late_does_not_hold_up_the_other_calls(servers):
+    """Nodes mode with 300 large Node objects (a body of 6 MB, more than loopback sockets take unread: about 3 MB):
+    the server leaves the first filter request unread until every other call of the round has been read; the client
+    sends what the socket takes and goes on with the other calls."""
+    others = threading.Event()
+    read = []
+    held = []
+
+    def before_read(handler):
+        if handler.path.endswith("/filter") and not held:
+            held.append(None)
+            held[0] = others.wait(5)
+
+    def behave(verb, args, headers, handler):
+        read.append(verb)
+        if len(read) == 7:
+            others.set()
+        return maintenance(set())(verb, args, headers, handler)
+    server = servers(behave, protocol="HTTP/1.1", before_read=before_read)
+    nodes = {"n%03d" % index: {"cpu": 4, "memory": "16Gi", "labels": {"label-%02d" % key: "v" * 1000 for key in range(20)}}
+             for index in range(300)}
+    problem = problem_with(nodes, **{"s%d" % index: {"replicas": 1, "resources": {"cpu": 1}} for index in range(4)})
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize"}))
+    checked(problem, result, {})
+    assert held == [True], "the held request was released by its timeout, not by the other calls"
+    assert len(server.requests[0][2]["Nodes"]["items"]) == 300 and len(server.requests) == 8
+
+
+def test_https_keep_alive_connections_are_reused(servers, pki):
+    """HTTPS against a keep-alive server: 24 calls over at most MAX_CONCURRENT TLS connections (each handshake made
+    without blocking the others; a TLS 1.3 session ticket that arrives before an answer is not taken for one)."""
+    refused = {"s%02d" % index: {"n%d" % (index % 6)} for index in range(12)}
+
+    def behave(verb, args, headers, handler):
+        time.sleep(0.01)
+        return maintenance(refused[args["Pod"]["metadata"]["name"]])(verb, args, headers, handler)
+    server = servers(behave, _server_context(pki), protocol="HTTP/1.1")
+    problem = _many_services(12)
+    tls = {"caFile": str(pki / "ca.pem"), "certFile": str(pki / "client.pem"), "keyFile": str(pki / "client.key")}
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": server.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "tlsConfig": tls}))
+    checked(problem, result, refused)
+    assert sorted(server.verbs()) == sorted((verb, name) for verb in ("filter", "prioritize") for name in refused)
+    assert len(set(server.ports)) <= wire.MAX_CONCURRENT < 24
+
+
+def test_an_address_that_refuses_is_followed_by_the_next_of_the_name(servers, monkeypatch):
+    """A name with several addresses (localhost: ::1 and 127.0.0.1): one that refuses the connection is left for the
+    next, as socket.create_connection does, within the call's deadline."""
+    server = servers(maintenance({"n0"}))
+    closed = PythonExtender(maintenance(set()))
+    refusing = closed.server.server_address
+    closed.close()
+    port = server.server.server_address[1]
+    real = socket.getaddrinfo
+
+    def addresses(host, *args, **kwargs):
+        if host == "extender.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", refusing)] + real("127.0.0.1", port, *args[1:], **kwargs)
+        return real(host, *args, **kwargs)
+    monkeypatch.setattr(socket, "getaddrinfo", addresses)
+    problem = problem_with(cluster(2), web={"replicas": 2, "resources": {"cpu": 1}})
+    result = plan(copy.deepcopy(problem), profile=profile(
+        {"urlPrefix": "http://extender.test:%d/ext" % port, "filterVerb": "filter"}))
+    checked(problem, result, {"web": {"n0"}})
+    assert server.verbs() == [("filter", "web")]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: [
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", refusing)])
+    with pytest.raises(ExtenderError, match="filter failed: connection refused"):
+        plan(copy.deepcopy(problem), profile=profile({"urlPrefix": "http://extender.test:%d/ext" % port,
+                                                      "filterVerb": "filter"}))
 
 
 # --- failures: slow, failing, garbage, unknown nodes; ignorable ---------------------------------
@@ -907,6 +1011,24 @@ def test_kube_shaped_priorities_are_read():
             wire.read_priorities(config, "p", bad, {"n0", "n1"}, [])
 
 
+def test_an_answer_met_again_in_a_round_is_decoded_once_within_its_bound(monkeypatch):
+    """Answers byte for byte alike share one decoded value; one of the same length that differs is decoded on its
+    own (test_services_of_one_shape_are_asked_apart checks the same through a plan); past MAX_KEPT_ANSWER_BYTES an
+    answer is decoded but not kept; what is not JSON still raises."""
+    kept = wire._Kept()
+    first = wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}}', kept)
+    again = wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}}', kept)
+    other = wire._decode(b'{"NodeNames":["n0"],"FailedNodes":{"n1":"x"}}', kept)
+    assert again is first and other == {"NodeNames": ["n0"], "FailedNodes": {"n1": "x"}}
+    with pytest.raises(ValueError):
+        wire._decode(b'{"NodeNames":["n1"],"FailedNodes":{"n0":"x"}', kept)
+    monkeypatch.setattr(wire, "MAX_KEPT_ANSWER_BYTES", 10)
+    small = wire._Kept()
+    assert wire._decode(b"[1,2,3]", small) is wire._decode(b"[1,2,3]", small)          # 7 bytes: kept
+    large = b"[1,2,3,4,5,6]"
+    assert wire._decode(large, small) is not wire._decode(large, small) and small.room == 3
+
+
 # --- the profile's extenders: mistakes, bounds, hostile input -------------------------------------
 
 @pytest.mark.parametrize("entry,message", [
@@ -990,6 +1112,67 @@ def test_hostile_answers_are_read_or_refused(answer):
             read()
         except ExtenderError as error:
             assert str(error).startswith("extender http://127.0.0.1:1: ")
+
+
+_SPELLINGS = st.sampled_from(["metadata", "Metadata", "METADATA", "kind", "apiVersion", "status", "spec", "name",
+                              "Name", "labels", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_SPELLINGS, st.one_of(st.none(), st.text(max_size=3), st.dictionaries(_SPELLINGS, st.text(max_size=3)))))
+def test_a_nodes_name_is_read_as_go_reads_it_whatever_the_spelling(item):
+    """A Node of a NodeList answer: its metadata.name is found whatever the case of the keys (the last spelling of a
+    key wins, as with Go's encoding/json), the same by the shortcut for kube's own spellings as by folding every key."""
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f"}).plugins[-4].config
+
+    def folded(value, key):
+        if not isinstance(value, dict):
+            raise ExtenderError("not an object")
+        return {name.lower(): field for name, field in value.items()}.get(key)
+
+    def read(how):
+        try:
+            metadata = how(item, "metadata", wire._NODE_KEYS)
+            return ("name", None if metadata is None else how(metadata, "name", wire._METADATA_KEYS))
+        except ExtenderError:
+            return ("error",)
+    assert read(lambda value, key, usual: wire._field(config, "f", value, key, usual, "x")) == \
+        read(lambda value, key, usual: folded(value, key))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Host", "Host", "host", "HOST"]), st.sampled_from(["n0", "n1", "ghost", 5]),
+                          st.sampled_from(["Score", "Score", "score"]), st.integers(-2, 12) | st.none(),
+                          st.dictionaries(st.sampled_from(["host", "Score", "x"]), st.sampled_from(["n1", 3]),
+                                          max_size=1)).map(lambda parts: dict({parts[0]: parts[1], parts[2]: parts[3]},
+                                                                              **parts[4])),
+                max_size=3))
+def test_a_priority_list_is_read_as_go_reads_it_whatever_the_spelling(answer):
+    """A HostPriorityList: the same scores, warnings and errors whether its entries use kube's own spellings (read
+    as they are) or any other case (every key folded, the last spelling winning, as with Go's encoding/json)."""
+    config = profile({"urlPrefix": "http://127.0.0.1:1", "filterVerb": "f"}).plugins[-4].config
+
+    def folded(value):
+        if not isinstance(value, list):
+            return ("error",)
+        scores, warnings = {}, []
+        for item in value:
+            fields = {key.lower(): field for key, field in item.items()}
+            host, score = fields.get("host"), fields.get("score")
+            if not isinstance(host, str) or not isinstance(score, int) or host == "ghost" or host in scores:
+                return ("error",)
+            if not 0 <= score <= 10:
+                warnings.append(score)
+            scores[host] = min(max(score, 0), 10)
+        return scores, len(warnings)
+
+    def read():
+        warnings = []
+        try:
+            return wire.read_priorities(config, "p", answer, {"n0", "n1"}, warnings), len(warnings)
+        except ExtenderError:
+            return ("error",)
+    assert read() == folded(answer)
 
 
 # --- generated problems through a real extender ----------------------------------------------------
