@@ -12,7 +12,6 @@ so a demo deployment on the same machine is left alone.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -292,6 +291,7 @@ def leave_a_monitor_holding_the_port(name, address):
                            text=True, check=True).stdout.strip()
     assert state != "running" and listening(address) and alive(monitor), (state, stop.stderr)
     return monitor
+
 
 def test_a_name_held_in_storage_by_a_killed_create_is_freed(bed):
     record = json.loads((bed.state() / "placement.json").read_text())
