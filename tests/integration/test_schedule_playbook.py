@@ -155,6 +155,30 @@ def test_infeasible_changes_nothing(cluster):
     assert cluster.snapshot() == before and not cluster.lock_path().exists()
 
 
+@pytest.mark.parametrize("playbook, extra, option", [
+    # site.yml checks the four roles' inputs in one task per host (roles/cluster/tasks/check.yml) instead of Ansible's
+    # one per role: a bad value of any of them still stops the run there, naming the option, before anything changes.
+    ("site.yml", "site_reuse_facts=maybe", "facts_reuse"),
+    ("site.yml", "deploy_log_lines=many", "deploy_log_lines"),
+    ("site.yml", "schedule_history=ten", "schedule_history"),
+    ("site.yml", "gangplank_container_engine=lxc", "cluster_engine"),
+    # An inventory variable that a role's default reads: the check sees the roles' defaults.
+    ("site.yml", "gangplank_image_bundles=5", "runtime_image_bundles"),
+    ("scale.yml", "schedule_exact_timeout=soon", "schedule_exact_timeout"),
+])
+def test_a_bad_role_input_stops_the_run_before_anything_changes(cluster, playbook, extra, option):
+    before = cluster.snapshot()
+    returncode, tasks, stats = cluster.run("-e", extra, "-e", "service=web", "-e", "replicas=1",
+                                           playbook=os.path.join(ROOT, "playbooks", playbook))
+    assert returncode == 2
+    failed = [(name, result) for name, results in tasks.items() for result in results.values() if result.get("failed")]
+    assert failed and all(name.startswith(("Check the inputs of the", "Validating arguments against arg spec"))
+                          for name, _result in failed), [name for name, _result in failed]
+    assert all(option in " ".join(result["argument_errors"]) for _name, result in failed), failed[0][1]["msg"]
+    assert all(stats[host]["changed"] == 0 for host in HOSTS), stats
+    assert cluster.snapshot() == before and not cluster.lock_path().exists()
+
+
 LOCK_TASK = "Take the cluster lock and read the placement record, waiting while another run holds it (cluster_lock_wait)"
 
 

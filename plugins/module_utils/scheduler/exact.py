@@ -32,10 +32,12 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
-try:
-    from ortools.sat.python import cp_model
-except ImportError:     # the controller may lack it; plan() then says so instead of failing
-    cp_model = None
+# OR-Tools' CP-SAT, imported on first use (available()), not with this module: Ansible's controller loads the
+# gang_schedule action plugin in its main process, which forks a worker for every task and host; with OR-Tools (and the
+# numpy and pandas it imports) each fork costs more (day 2 at 30 hosts, benchmarks/README.md). None where it is missing:
+# plan() then says so instead of failing.
+_NOT_LOADED = object()
+cp_model = _NOT_LOADED
 
 OPTIMAL = "optimal"             # a plan, and no better one exists
 FEASIBLE = "feasible"           # a plan, the best found within the time budget
@@ -60,6 +62,13 @@ class ExactResult:
 
 
 def available():
+    global cp_model  # pylint: disable=global-statement
+    if cp_model is _NOT_LOADED:
+        try:
+            from ortools.sat.python import cp_model as loaded  # pylint: disable=import-outside-toplevel
+        except ImportError:
+            loaded = None
+        cp_model = loaded
     return cp_model is not None
 
 
@@ -70,7 +79,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     greedy attempt) lets a problem too large to model whole be solved around its unplaced instances.
     """
     started = time.monotonic()
-    if cp_model is None:
+    if not available():
         return ExactResult(UNAVAILABLE, 0.0, reason="the exact solver needs OR-Tools (pip install ortools)")
     candidates = len(problem.nodes) * sum(service.replicas for service in problem.services.values() if not service.sidecar)
     if candidates > MAX_CANDIDATES:

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
@@ -71,6 +74,7 @@ def test_a_part_without_a_plan_proves_nothing(monkeypatch):
 
 def test_a_model_whose_sums_pass_int64_is_skipped_not_timed_out():
     # Each coefficient is within the documented bounds (1 PiB); their sum over 10,000 terms is not.
+    assert exact.available()
     model = exact.cp_model.CpModel()
     takes = [model.NewBoolVar("t%d" % index) for index in range(10000)]
     model.Add(sum(2 ** 50 * take for take in takes) <= 2 ** 50)
@@ -79,3 +83,13 @@ def test_a_model_whose_sums_pass_int64_is_skipped_not_timed_out():
     small = exact.cp_model.CpModel()
     small.Add(sum(small.NewBoolVar("s%d" % index) for index in range(3)) <= 2)
     assert exact._unrepresentable(type("Builder", (), {"model": small})()) == ""
+
+
+def test_loading_the_schedulers_plugins_does_not_load_ortools():
+    # Ansible's controller loads the action plugin in its main process, which forks a worker per task and host:
+    # OR-Tools (numpy, pandas) would make each fork dearer. It is loaded when the exact solver is first asked for.
+    code = ("import sys; import ansible_collections.gangplank.platform.plugins.action.gang_schedule; "
+            "import ansible_collections.gangplank.platform.plugins.action.gang_plan; "
+            "print(sorted(name for name in ('ortools', 'numpy', 'pandas') if name in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
+    assert loaded.stdout.strip() == "[]"
