@@ -165,6 +165,8 @@ def test_infeasible_changes_nothing(cluster):
     # An inventory variable that a role's default reads: the check sees the roles' defaults.
     ("site.yml", "gangplank_image_bundles=5", "runtime_image_bundles"),
     ("scale.yml", "schedule_exact_timeout=soon", "schedule_exact_timeout"),
+    # The check's own option: a name that is none of the collection's roles reads no file and is refused.
+    ("site.yml", '{"cluster_check_roles": ["../../../etc", "deploy"]}', "cluster_check_roles"),
 ])
 def test_a_bad_role_input_stops_the_run_before_anything_changes(cluster, playbook, extra, option):
     before = cluster.snapshot()
