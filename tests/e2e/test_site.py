@@ -95,7 +95,7 @@ def test_second_run_changes_nothing(bed):
     ran = {}
     for play in report["plays"]:
         for task in play["tasks"]:
-            role, _, name = task["task"]["name"].rpartition(" : ")
+            role, _separator, name = task["task"]["name"].rpartition(" : ")
             if any(not result.get("skipped") for result in task["hosts"].values()):
                 ran.setdefault(role, set()).add(name)
     assert ran["gangplank.platform.runtime"] == {"Read what this role's work depends on, and the fingerprint of its last full run"}
