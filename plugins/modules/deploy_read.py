@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: deploy_read
+short_description: Read what a host's deploy starts from, in one shell on the host
+version_added: 0.1.0
+description:
+  - Runs one shell command on the host, as M(ansible.builtin.raw) does (no module, no Python on the host), and reads its
+    output on the controller. It finds the container engine, lists the containers whose names start with
+    O(name_prefix) and projects their inspect data (name, running, labels, published ports; never the env), and, with
+    Podman, what a run killed inside the engine left of them (a container in the image store only, one whose storage
+    is gone, a monitor process of a container the engine does not run).
+  - With O(limit_probe), also whether the engine can enforce CPU and memory limits, from the answer the runtime role
+    stored in O(state_file), else by asking the engine now.
+  - With O(fact_file), also the node's bindings that the schedule role wrote there.
+  - With O(settings), also what the deploy decides from for this host (RV(settings), RV(ranks), RV(missing),
+    RV(note)), so that the decision over every host (the gangplank.platform.deploy role) reads one result per host.
+  - This is an action plugin. The gangplank.platform.deploy role runs it once per host and run; each task on each host
+    costs a worker of the controller (docs/deploy.md, day 2 at 30 hosts).
+options:
+  engine:
+    description: The container engine (C(cluster_engine)).
+    type: str
+    required: true
+    choices: [podman, docker]
+  name_prefix:
+    description:
+      - The start of every name of this host's containers, C(<host>-). Only monitors of containers named so count as
+        left over. The engine is asked for names that contain it (a superset, narrowed by the deploy's comparison).
+    type: str
+    required: true
+  state_file:
+    description: The runtime role's state file, whose line C(limits <engine> <answer>) holds the engine's stored answer.
+    type: path
+    required: true
+  limit_probe:
+    description:
+      - The command that asks the engine which limits it can enforce (C(cluster_limit_probe[engine])), run only when
+        O(state_file) holds no answer. Empty, limits are not asked about and RV(enforce_limits) is false.
+    type: list
+    elements: str
+    default: []
+  fact_file:
+    description: The node's fact file (C(cluster_fact_file)); given, its bindings are read into RV(bindings).
+    type: path
+  settings:
+    description:
+      - This host's settings as the P(gangplank.platform.deploy_hosts_containers#filter) filter takes them (data_dir,
+        publish_address, probe_address, gpu_mode, engine, secret_dir). Given, the result adds RV(settings), RV(ranks),
+        RV(missing) and RV(note).
+    type: dict
+  instances:
+    description: This run's instances of the host (the schedule role's); with O(fact_file), the file's win.
+    type: dict
+    default: {}
+  ranks:
+    description: This run's ranks (the schedule role's); with O(fact_file), the file's win.
+    type: list
+    elements: list
+    default: []
+attributes:
+  action:
+    support: full
+    description: The shell runs on the host, its output is read on the controller.
+  check_mode:
+    support: full
+    description: Reads only; check mode reads too, so that the deploy shows what would change.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+  platform:
+    platforms: posix
+notes:
+  - Over SSH the command runs on a terminal, which joins stderr to stdout; the engine's warnings are kept out of the
+    output, and untagged lines are ignored.
+  - Fails when the engine answers but cannot list or inspect the containers, with its error line.
+author:
+  - Gangplank maintainers
+"""
+
+EXAMPLES = r"""
+- name: Read the containers that exist
+  gangplank.platform.deploy_read:
+    engine: podman
+    name_prefix: "{{ inventory_hostname }}-"
+    state_file: /var/lib/gangplank/runtime-state
+  register: read
+
+- name: Read what this host's deploy starts from, with its bindings from the fact file
+  gangplank.platform.deploy_read:
+    engine: "{{ cluster_engine }}"
+    name_prefix: "{{ inventory_hostname }}-"
+    state_file: "{{ cluster_runtime_state_file }}"
+    limit_probe: "{{ cluster_limit_probe[cluster_engine] }}"
+    fact_file: "{{ cluster_fact_file }}"
+    settings:
+      data_dir: /var/lib/gangplank/instances
+      publish_address: 10.0.0.5
+      probe_address: 10.0.0.5
+      gpu_mode: cdi
+      engine: "{{ cluster_engine }}"
+      secret_dir: /var/lib/gangplank/secrets
+  register: read
+"""
+
+RETURN = r"""
+engine_found:
+  description: Whether the host has the engine. Without it, nothing else of the engine is read.
+  returned: always
+  type: bool
+containers:
+  description: One object per container whose name contains O(name_prefix), in the engine's inspect shape, projected.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"Name": "node1-db-0", "State": {"Running": true}, "Config": {"Labels": {"gangplank.io/service": "db"}},
+            "HostConfig": {"PortBindings": {"5432/tcp": [{"HostIp": "10.0.0.5", "HostPort": "5432"}]}}}]
+leftovers:
+  description:
+    - What a run killed inside the engine left (Podman), each as C(<name>) (in the image store only),
+      C(broken:<name>) (its storage is gone) or C(<pid>:<container id>:<name>) (a monitor of one of this host's
+      containers that the engine does not run).
+  returned: always
+  type: list
+  elements: str
+limits:
+  description: The engine's answer to O(limit_probe); empty when not asked.
+  returned: always
+  type: str
+  sample: "cgroup controllers: [cpuset cpu io memory pids]"
+enforce_limits:
+  description: Whether limits were asked about and the engine can enforce CPU and memory limits.
+  returned: always
+  type: bool
+bindings:
+  description: The node's bindings from O(fact_file) (revision, labels, instances, ranks); empty when it cannot be read.
+  returned: when O(fact_file) is given
+  type: dict
+bindings_error:
+  description: Why O(fact_file) could not be read; empty when it was.
+  returned: when O(fact_file) is given
+  type: str
+settings:
+  description: O(settings) with the host's C(instances) and C(limits) (RV(enforce_limits)).
+  returned: when O(settings) is given
+  type: dict
+ranks:
+  description: The deployment ranks, from O(fact_file) when given, else O(ranks).
+  returned: when O(settings) is given
+  type: list
+  elements: list
+missing:
+  description: Why this host cannot be deployed (no bindings; no engine, outside check mode); empty when it can.
+  returned: when O(settings) is given
+  type: str
+note:
+  description: What the host's line adds when limits were asked for and the engine cannot enforce them; else empty.
+  returned: when O(settings) is given
+  type: str
+"""
