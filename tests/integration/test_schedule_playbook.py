@@ -160,7 +160,10 @@ def test_infeasible_changes_nothing(cluster):
     # one per role: a bad value of any of them still stops the run there, naming the option, before anything changes.
     ("site.yml", "site_reuse_facts=maybe", "facts_reuse"),
     ("site.yml", "deploy_log_lines=many", "deploy_log_lines"),
+    # The options read once for every host (every schedule option, the deploy role's catalog) are checked once, on the
+    # play's first host, and stop every host too.
     ("site.yml", "schedule_history=ten", "schedule_history"),
+    ("site.yml", '{"deploy_services": "a catalog"}', "deploy_services"),
     ("site.yml", "gangplank_container_engine=lxc", "cluster_engine"),
     # An inventory variable that a role's default reads: the check sees the roles' defaults.
     ("site.yml", "gangplank_image_bundles=5", "runtime_image_bundles"),
@@ -174,7 +177,7 @@ def test_a_bad_role_input_stops_the_run_before_anything_changes(cluster, playboo
                                            playbook=os.path.join(ROOT, "playbooks", playbook))
     assert returncode == 2
     failed = [(name, result) for name, results in tasks.items() for result in results.values() if result.get("failed")]
-    assert failed and all(name.startswith(("Check against their argument specs the inputs of the roles", "Validating arguments against arg spec"))
+    assert failed and all(name.startswith(("Check against their argument specs the inputs", "Validating arguments against arg spec"))
                           for name, _result in failed), [name for name, _result in failed]
     assert all(option in " ".join(result["argument_errors"]) for _name, result in failed), failed[0][1]["msg"]
     assert all(stats[host]["changed"] == 0 for host in HOSTS), stats
