@@ -1,8 +1,15 @@
 # -*- coding: utf-8 -*-
-"""Write each role's README.md from its meta/argument_specs.yml (one source: the README cannot drift).
+"""Write each role's README.md from its meta/argument_specs.yml (one source: the README cannot drift), and copy the
+shared settings of the base role into the argument spec of each role that depends on it.
 
-    python scripts/role_readme.py           rewrite roles/*/README.md
-    python scripts/role_readme.py --check   exit 1 naming each README that differs from what it would write
+    python scripts/role_readme.py           rewrite roles/*/README.md and the copies
+    python scripts/role_readme.py --check   exit 1 naming each README or copy that differs from what it would write
+
+The base role gangplank.platform.cluster has no entry point main: its settings (entry point "settings") are copied
+into the main entry point of every role that depends on it, between two marker comments, so that Ansible's own check
+of that role covers them, and no check of the base role itself runs once per host (Ansible adds one to a dependency
+with a main spec, and a play cannot turn it off: day 2 at 30 hosts, docs/deploy.md). The source is the base role's
+file; the copies are written here.
 
 The README holds the main entry point's description (its paragraphs; one starting "1. " is a numbered step),
 a table of its options (type, default, meaning) and the same for every other entry point. Ansible's
@@ -23,6 +30,45 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = "<!-- Written by scripts/role_readme.py from meta/argument_specs.yml: edit that file, then run the script. -->"
 CODE_MARKUP = re.compile(r"\b(?:C|V|O|RV|E|M)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 PLUGIN_MARKUP = re.compile(r"\bP\(([^()#]*)#[a-z_]+\)")
+
+
+BASE_ROLE = "cluster"
+SHARED_ENTRY = "settings"
+SHARED_BEGIN = ("      # Begin of the shared settings of the gangplank.platform.cluster role, which this role depends on: copied\n"
+                "      # from its argument spec (entry point settings) by scripts/role_readme.py. Edit them there.\n")
+SHARED_END = "      # End of the shared settings of the gangplank.platform.cluster role.\n"
+
+
+def shared_options_text(base_text):
+    """The option lines of the base role's entry point "settings", as they stand in its file (6-space indented)."""
+    lines = base_text.splitlines(keepends=True)
+    start = lines.index("  %s:\n" % SHARED_ENTRY)
+    begin = next(i for i in range(start + 1, len(lines)) if lines[i] == "    options:\n") + 1
+    end = next((i for i in range(begin, len(lines)) if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= 4),
+               len(lines))
+    return "".join(lines[begin:end])
+
+
+def with_shared_options(text, shared):
+    """A dependent role's argument spec text with the base role's settings copied at the end of its main options."""
+    if SHARED_BEGIN in text:
+        head, rest = text.split(SHARED_BEGIN, 1)
+        return head + SHARED_BEGIN + shared + SHARED_END + rest.split(SHARED_END, 1)[1]
+    lines = text.splitlines(keepends=True)
+    main = lines.index("  main:\n")
+    end = next((i for i in range(main + 1, len(lines)) if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= 2),
+               len(lines))
+    return "".join(lines[:end]) + SHARED_BEGIN + shared + SHARED_END + "".join(lines[end:])
+
+
+def depends_on_base(root, role):
+    try:
+        with open(os.path.join(root, "roles", role, "meta", "main.yml"), encoding="utf-8") as handle:
+            meta = yaml.safe_load(handle) or {}
+    except FileNotFoundError:
+        return False
+    names = [entry.get("role") if isinstance(entry, dict) else entry for entry in meta.get("dependencies") or []]
+    return "gangplank.platform.%s" % BASE_ROLE in names
 
 
 def markdown(text):
@@ -94,23 +140,28 @@ def options_table(options, prefix=""):
     return rows
 
 
-def render(role, specs):
-    """The README of role `role` (its folder name) from the parsed argument_specs.yml."""
+def render(role, specs, shared=()):
+    """The README of role `role` (its folder name) from the parsed argument_specs.yml; `shared` names the base role's
+    settings its spec copies, which the README points to instead of listing."""
     entry_points = (specs or {}).get("argument_specs") or {}
-    main = entry_points.get("main") or {}
+    main = entry_points.get("main") or entry_points.get(SHARED_ENTRY) or {}
     out = [HEADER, "", "# gangplank.platform.%s" % role, ""]
     if main.get("short_description"):
         out += [markdown(main["short_description"]) + ".", ""]
     if main.get("description"):
         out += [paragraphs(main["description"]), ""]
     out += ["## Variables", ""]
-    rows = options_table(main.get("options"))
+    rows = options_table({name: spec for name, spec in (main.get("options") or {}).items() if name not in shared})
     if rows:
         out += ["| variable | type | default | meaning |", "| --- | --- | --- | --- |"] + rows + [""]
     else:
         out += ["None.", ""]
+    if shared:
+        out += ["And the shared settings of the base role gangplank.platform.%s, which this role depends on "
+                "([roles/%s/README.md](../%s/README.md)): its argument spec holds a copy of them, so that Ansible's "
+                "check of this role covers them." % (BASE_ROLE, BASE_ROLE, BASE_ROLE), ""]
     for name, entry in entry_points.items():
-        if name == "main":
+        if name in ("main", SHARED_ENTRY):
             continue
         entry = entry or {}
         out += ["## Entry point `%s` (`tasks_from: %s.yml`)" % (name, name), ""]
@@ -140,11 +191,29 @@ def main(argv=None):
     parser.add_argument("--root", default=ROOT, help="the collection's folder (default: this script's)")
     args = parser.parse_args(argv)
     stale = []
+    base_file = os.path.join(args.root, "roles", BASE_ROLE, "meta", "argument_specs.yml")
+    try:
+        with open(base_file, encoding="utf-8") as handle:
+            shared_text = shared_options_text(handle.read())
+        shared = list(yaml.safe_load("options:\n" + shared_text)["options"])
+    except (OSError, ValueError, StopIteration, yaml.YAMLError, KeyError, TypeError) as error:
+        print("role_readme: %s: no entry point %s with options (%s)" % (base_file, SHARED_ENTRY, error), file=sys.stderr)
+        return 2
     for role, spec_file, readme in roles(args.root):
+        copies = role != BASE_ROLE and depends_on_base(args.root, role)
         try:
             with open(spec_file, encoding="utf-8") as handle:
-                text = render(role, yaml.safe_load(handle))
-        except (OSError, yaml.YAMLError) as error:
+                spec_text = handle.read()
+            if copies:
+                wanted = with_shared_options(spec_text, shared_text)
+                if wanted != spec_text:
+                    stale.append(os.path.relpath(spec_file, args.root))
+                    if not args.check:
+                        with open(spec_file, "w", encoding="utf-8") as handle:
+                            handle.write(wanted)
+                spec_text = wanted
+            text = render(role, yaml.safe_load(spec_text), shared if copies else ())
+        except (OSError, ValueError, yaml.YAMLError) as error:
             print("role_readme: %s: %s" % (spec_file, error), file=sys.stderr)
             return 2
         try:
@@ -159,7 +228,7 @@ def main(argv=None):
             with open(readme, "w", encoding="utf-8") as handle:
                 handle.write(text)
     if stale:
-        verb = "differ from their argument_specs.yml (run scripts/role_readme.py)" if args.check else "written"
+        verb = "differ from what scripts/role_readme.py writes (run it)" if args.check else "written"
         print("role_readme: %s %s" % (", ".join(stale), verb), file=sys.stderr if args.check else sys.stdout)
     return 1 if args.check and stale else 0
 

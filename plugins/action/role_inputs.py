@@ -17,7 +17,7 @@ from ansible.plugins.action.validate_argument_spec import ActionModule as Valida
 # This collection's roles, beside plugins/ (also in an installed collection).
 ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
 
-# A role's short name; any other name reads no file (the caller's own spec names the roles it takes).
+# A role's short name; any other name reads no file.
 ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 ARGUMENT_SPEC = {
@@ -50,7 +50,8 @@ class ActionModule(ValidateArgumentSpec):
             except re.error as error:
                 return {"failed": True, "changed": False, "msg": "%s is not a regular expression (%s): %r" % (key, error, args[key])}
         spec = {}
-        for role in dict.fromkeys(name for name in args["roles"] if ROLE_NAME.match(name)):
+        not_names = [role for role in args["roles"] if not ROLE_NAME.match(role)]
+        for role in dict.fromkeys(role for role in args["roles"] if ROLE_NAME.match(role)):
             try:
                 spec.update(role_options(role))
             except (OSError, ValueError, yaml.YAMLError) as error:
@@ -60,4 +61,9 @@ class ActionModule(ValidateArgumentSpec):
                 and (patterns["reject"] is None or not patterns["reject"].match(name))}
         self._task.args = {"argument_spec": spec, "validate_args_context": {"type": "role", "name": ", ".join(args["roles"]),
                                                                            "argument_spec_name": "main", "path": ROLES_DIR}}
-        return super().run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
+        # After the check, which names the option that gave such a name (cluster_check_roles' choices) where it can.
+        if not_names and not result.get("failed"):
+            result.update(failed=True, msg="%s: not a role of this collection, which names a role by its short name (%s)"
+                          % (", ".join(repr(role) for role in not_names), ROLE_NAME.pattern))
+        return result

@@ -20,7 +20,8 @@ options:
   roles:
     description:
       - The roles whose options are checked, by short name (C(deploy)). A name that is not a plain role name
-        (C(^[a-z][a-z0-9_]*$)) reads no file and is left out; a plain name without an argument spec fails.
+        (C(^[a-z][a-z0-9_]*$)) reads no file and fails the task (after the check of the others, which may name the
+        option that gave it), as does a role without an entry point C(main).
     type: list
     elements: str
     required: true
@@ -47,11 +48,11 @@ author:
 EXAMPLES = r"""
 - name: Check the inputs of the roles this play imports
   gangplank.platform.role_inputs:
-    roles: [cluster, runtime, facts, schedule, deploy]
+    roles: [runtime, facts, schedule, deploy]
 
 - name: Check the options that are read once for every host, on the play's first host
   gangplank.platform.role_inputs:
-    roles: [cluster, schedule, deploy]
+    roles: [schedule, deploy]
     select: "^(schedule_.*|deploy_services)$"
   run_once: true
 """

@@ -28,18 +28,28 @@ def run(args, task_vars):
     return action.run(task_vars=task_vars)
 
 
-def test_every_role_has_options_named_after_it():
+def test_every_role_has_options_named_after_it_and_the_shared_settings():
     # The cluster role's check.yml tells the options read once by their names (cluster__check_once).
-    assert {"cluster", "runtime", "facts", "schedule", "deploy"} <= set(ROLES)
-    for role in ROLES:
+    assert {"runtime", "facts", "schedule", "deploy"} <= set(ROLES)
+    with open(os.path.join(ROLES_DIR, "cluster", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
+        shared = yaml.safe_load(handle)["argument_specs"]["settings"]["options"]
+    for role in set(ROLES) - {"cluster"}:
         options = role_options(role)
-        assert options and all(name.startswith(role + "_") for name in options), role
+        own = {name: spec for name, spec in options.items() if not name.startswith("cluster_")}
+        assert own and all(name.startswith(role + "_") for name in own), role
+        # scripts/role_readme.py copies them; the base role has no main spec, so no check of its own per host.
+        assert {name: spec for name, spec in options.items() if name.startswith("cluster_")} == shared, role
+    with pytest.raises(ValueError):
+        role_options("cluster")
 
 
 def test_good_inputs_pass_and_a_bad_one_is_named():
-    assert not run({"roles": ["cluster", "deploy"]}, {"deploy_log_lines": 20}).get("failed")
-    result = run({"roles": ["cluster", "deploy"]}, {"deploy_log_lines": "many"})
+    assert not run({"roles": ["deploy"]}, {"deploy_log_lines": 20}).get("failed")
+    result = run({"roles": ["deploy"]}, {"deploy_log_lines": "many"})
     assert result["failed"] and any("deploy_log_lines" in error for error in result["argument_errors"])
+    # The shared settings are checked with the role that depends on them.
+    result = run({"roles": ["facts"]}, {"cluster_engine": "lxc"})
+    assert result["failed"] and any("cluster_engine" in error for error in result["argument_errors"])
 
 
 def test_select_and_reject_choose_the_options_checked():
@@ -60,14 +70,16 @@ def test_a_role_without_a_spec_fails_naming_it(roles, message):
     assert result["failed"] and result["msg"].startswith(message)
 
 
-def test_a_name_that_is_not_a_role_name_reads_no_file():
-    # The caller's own option (the cluster role's cluster_check_roles, with its choices) refuses it.
-    result = run({"roles": ["cluster", "../../../etc"]}, {"cluster_check_roles": ["../../../etc"]})
+def test_a_name_that_is_not_a_role_name_reads_no_file_and_fails():
+    # The caller's own option (the shared cluster_check_roles, with its choices) names it where it is checked.
+    result = run({"roles": ["deploy", "../../../etc"]}, {"cluster_check_roles": ["../../../etc", "deploy"]})
     assert result["failed"] and any("cluster_check_roles" in error for error in result["argument_errors"])
+    result = run({"roles": ["../../../etc"]}, {})
+    assert result["failed"] and result["msg"].startswith("'../../../etc': not a role of this collection")
 
 
 def test_a_bad_pattern_is_refused():
-    result = run({"roles": ["cluster"], "select": "("}, {})
+    result = run({"roles": ["deploy"], "select": "("}, {})
     assert result["failed"] and "select is not a regular expression" in result["msg"]
 
 
