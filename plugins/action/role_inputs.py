@@ -59,8 +59,8 @@ class ActionModule(ValidateArgumentSpec):
         spec = {name: option for name, option in spec.items()
                 if (patterns["select"] is None or patterns["select"].match(name))
                 and (patterns["reject"] is None or not patterns["reject"].match(name))}
-        self._task.args = {"argument_spec": spec, "validate_args_context": {"type": "role", "name": ", ".join(args["roles"]),
-                                                                           "argument_spec_name": "main", "path": ROLES_DIR}}
+        context = {"type": "role", "name": ", ".join(args["roles"]), "argument_spec_name": "main", "path": ROLES_DIR}
+        self._task.args = {"argument_spec": spec, "validate_args_context": context}
         result = super().run(tmp, task_vars)
         # After the check, which names the option that gave such a name (cluster_check_roles' choices) where it can.
         if not_names and not result.get("failed"):

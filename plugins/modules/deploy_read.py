@@ -73,13 +73,15 @@ attributes:
     support: none
     description: Nothing changes, so there is no diff.
   platform:
+    support: full
     platforms: posix
+    description: The shell needs C(sh), C(base64), C(awk), C(sed) and C(grep) on the host.
 notes:
   - Over SSH the command runs on a terminal, which joins stderr to stdout; the engine's warnings are kept out of the
     output, and untagged lines are ignored.
   - Fails when the engine answers but cannot list or inspect the containers, with its error line.
 author:
-  - Gangplank maintainers
+  - Gangplank maintainers (@gangplank)
 """
 
 EXAMPLES = r"""

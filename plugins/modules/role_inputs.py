@@ -13,7 +13,7 @@ description:
     the role's entry point C(main) from its C(meta/argument_specs.yml)) for several roles of this collection at once,
     on the values the task sees (the play's variables, the roles' defaults where the play imports them).
   - For a play that imports the roles with C(rolespec_validate=false), as playbooks/site.yml and scale.yml do through
-    the gangplank.platform.cluster role's C(check.yml): one task per host instead of one per role and host.
+    the gangplank.platform.cluster role's C(check.yml), one task per host instead of one per role and host.
   - A bad value fails the task with Ansible's messages, in RV(argument_errors), naming the option.
   - This is an action plugin. It runs on the controller; the specs are read from the collection's C(roles) directory.
 options:
@@ -42,7 +42,7 @@ attributes:
     support: none
     description: Nothing changes, so there is no diff.
 author:
-  - Gangplank maintainers
+  - Gangplank maintainers (@gangplank)
 """
 
 EXAMPLES = r"""
