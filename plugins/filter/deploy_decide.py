@@ -75,8 +75,10 @@ RETURN = r"""
 _value:
   description: >-
     C(rollouts) (host to its P(gangplank.platform.deploy_rollout#filter) result), C(waves) (the
-    P(gangplank.platform.deploy_waves#filter) result over all of them) and C(lines) (host to its line:
-    C(start N [...], restart N [...], stop N [...], keep N), with C(would) before it in check mode).
+    P(gangplank.platform.deploy_waves#filter) result over all of them), C(lines) (host to its line:
+    C(start N [...], restart N [...], stop N [...], keep N), with C(would) before it in check mode), C(idle) (the
+    hosts with no container in a rank that changes and nothing to remove) and C(kept_probes) (host to the probes of
+    its containers in the ranks that do not change, for the hosts that have some).
   type: dict
 """
 

@@ -460,7 +460,9 @@ def decide(hosts, containers, rendered, existing, services, secret_hashes=None, 
     ``containers``, ``rendered``, ``existing`` and ``notes`` are lists in the order of ``hosts``: each host's
     desired containers, rendered config files, existing containers (as for ``rollout()``) and the note its line
     ends with (the engine that cannot enforce limits). Returns ``rollouts`` (host -> ``rollout()``), ``waves``
-    (``waves()`` over all of them) and ``lines`` (host -> its summary line).
+    (``waves()`` over all of them), ``lines`` (host -> its summary line), ``idle`` (the hosts with no container in a
+    rank that changes and nothing to remove) and ``kept_probes`` (host -> the probes of its containers in the ranks
+    that do not change, for the hosts that have some), so that the tasks per host decide on one lookup.
     """
     columns = [containers, rendered, existing] + ([notes] if notes is not None else [])
     if any(len(column) != len(hosts) for column in columns):
@@ -474,7 +476,14 @@ def decide(hosts, containers, rendered, existing, services, secret_hashes=None, 
             raise DeployError("%s: %s" % (host, error)) from None
         rollouts[host] = plan
         lines[host] = summary_line(plan["summary"], check_mode, notes[index] if notes is not None else "")
-    return {"rollouts": rollouts, "waves": waves(list(rollouts.values()), services), "lines": lines}
+    order = waves(list(rollouts.values()), services)
+    active = set(order["active_ranks"])
+    idle = [host for host in hosts
+            if not rollouts[host]["stale"] and not any(c["rank"] in active for c in rollouts[host]["containers"])]
+    kept_probes = {host: probes for host in hosts
+                   for probes in [[c["probe"] for c in rollouts[host]["containers"] if c["rank"] not in active and c["probe"]]]
+                   if probes}
+    return {"rollouts": rollouts, "waves": order, "lines": lines, "idle": idle, "kept_probes": kept_probes}
 
 
 def status_rows(host, containers, existing, probes):
