@@ -50,8 +50,9 @@ class ActionModule(ValidateArgumentSpec):
             except re.error as error:
                 return {"failed": True, "changed": False, "msg": "%s is not a regular expression (%s): %r" % (key, error, args[key])}
         spec = {}
-        not_names = [role for role in args["roles"] if not ROLE_NAME.match(role)]
-        for role in dict.fromkeys(role for role in args["roles"] if ROLE_NAME.match(role)):
+        names = [role for role in dict.fromkeys(args["roles"]) if ROLE_NAME.match(role)]
+        not_names = [role for role in args["roles"] if role not in names]
+        for role in names:
             try:
                 spec.update(role_options(role))
             except (OSError, ValueError, yaml.YAMLError) as error:

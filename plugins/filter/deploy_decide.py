@@ -77,8 +77,8 @@ _value:
     C(rollouts) (host to its P(gangplank.platform.deploy_rollout#filter) result), C(waves) (the
     P(gangplank.platform.deploy_waves#filter) result over all of them), C(lines) (host to its line:
     C(start N [...], restart N [...], stop N [...], keep N), with C(would) before it in check mode), C(idle) (the
-    hosts with no container in a rank that changes and nothing to remove) and C(kept_probes) (host to the probes of
-    its containers in the ranks that do not change, for the hosts that have some).
+    hosts with no container in a rank that changes and nothing to remove) and C(kept) (host to its containers with a
+    probe in the ranks that do not change, for the hosts that have some).
   type: dict
 """
 

@@ -461,8 +461,9 @@ def decide(hosts, containers, rendered, existing, services, secret_hashes=None, 
     desired containers, rendered config files, existing containers (as for ``rollout()``) and the note its line
     ends with (the engine that cannot enforce limits). Returns ``rollouts`` (host -> ``rollout()``), ``waves``
     (``waves()`` over all of them), ``lines`` (host -> its summary line), ``idle`` (the hosts with no container in a
-    rank that changes and nothing to remove) and ``kept_probes`` (host -> the probes of its containers in the ranks
-    that do not change, for the hosts that have some), so that the tasks per host decide on one lookup.
+    rank that changes and nothing to remove) and ``kept`` (host -> its containers with a probe in the ranks that do
+    not change, for the hosts that have some: what the kept containers' probe checks), so that the tasks per host
+    decide on one lookup.
     """
     columns = [containers, rendered, existing] + ([notes] if notes is not None else [])
     if any(len(column) != len(hosts) for column in columns):
@@ -478,12 +479,15 @@ def decide(hosts, containers, rendered, existing, services, secret_hashes=None, 
         lines[host] = summary_line(plan["summary"], check_mode, notes[index] if notes is not None else "")
     order = waves(list(rollouts.values()), services)
     active = set(order["active_ranks"])
-    idle = [host for host in hosts
-            if not rollouts[host]["stale"] and not any(c["rank"] in active for c in rollouts[host]["containers"])]
-    kept_probes = {host: probes for host in hosts
-                   for probes in [[c["probe"] for c in rollouts[host]["containers"] if c["rank"] not in active and c["probe"]]]
-                   if probes}
-    return {"rollouts": rollouts, "waves": order, "lines": lines, "idle": idle, "kept_probes": kept_probes}
+    idle, kept = [], {}
+    for host in hosts:
+        containers_here = rollouts[host]["containers"]
+        if not rollouts[host]["stale"] and not any(c["rank"] in active for c in containers_here):
+            idle.append(host)
+        probed = [c for c in containers_here if c["rank"] not in active and c["probe"]]
+        if probed:
+            kept[host] = probed
+    return {"rollouts": rollouts, "waves": order, "lines": lines, "idle": idle, "kept": kept}
 
 
 def status_rows(host, containers, existing, probes):

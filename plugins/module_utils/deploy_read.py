@@ -165,7 +165,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
                 containers.append(entry)
         elif tag == "limits":
             limits.append(rest)
-        elif tag in ("storage-only", "broken"):
+        elif tag in ("storage-only", "broken") and rest.startswith(name_prefix):
             (storage if tag == "storage-only" else broken).append(rest)
         elif tag == "conmon":
             match = _CONMON.match(line)

@@ -10,7 +10,7 @@ short_description: Read what a host's deploy starts from, in one shell on the ho
 version_added: 0.1.0
 description:
   - Runs one shell command on the host, as M(ansible.builtin.raw) does (no module, no Python on the host), and reads its
-    output on the controller. It finds the container engine, lists the containers whose names start with
+    output on the controller. It finds the container engine, lists the containers whose names contain
     O(name_prefix) and projects their inspect data (name, running, labels, published ports; never the env), and, with
     Podman, what a run killed inside the engine left of them (a container in the image store only, one whose storage
     is gone, a monitor process of a container the engine does not run).
@@ -29,8 +29,9 @@ options:
     choices: [podman, docker]
   name_prefix:
     description:
-      - The start of every name of this host's containers, C(<host>-). Only monitors of containers named so count as
-        left over. The engine is asked for names that contain it (a superset, narrowed by the deploy's comparison).
+      - The start of every name of this host's containers, C(<host>-). Only what was left of containers named so
+        counts as left over. The engine is asked for names that contain it (a superset, narrowed by the deploy's
+        comparison).
     type: str
     required: true
   state_file:
@@ -123,7 +124,8 @@ containers:
             "HostConfig": {"PortBindings": {"5432/tcp": [{"HostIp": "10.0.0.5", "HostPort": "5432"}]}}}]
 leftovers:
   description:
-    - What a run killed inside the engine left (Podman), each as C(<name>) (in the image store only),
+    - What a run killed inside the engine left of the containers named C(<name_prefix>...) (Podman), each as
+      C(<name>) (in the image store only),
       C(broken:<name>) (its storage is gone) or C(<pid>:<container id>:<name>) (a monitor of one of this host's
       containers that the engine does not run).
   returned: always

@@ -641,12 +641,12 @@ def test_decide_is_each_hosts_rollout_and_the_waves_over_all_of_them():
     # h1 restarts in the api's rank, so it is not idle; its db (rank 0) is kept, and probed.
     assert decision["idle"] == ["idle"]
     active = set(decision["waves"]["active_ranks"])
-    assert decision["kept_probes"] == {"h1": [c["probe"] for c in decision["rollouts"]["h1"]["containers"]
-                                              if c["rank"] not in active and c["probe"]]}
-    assert decision["kept_probes"]["h1"]
+    assert decision["kept"] == {"h1": [c for c in decision["rollouts"]["h1"]["containers"]
+                                       if c["rank"] not in active and c["probe"]]}
+    assert decision["kept"]["h1"]
     # Nothing changes: every host is idle, and each probes what it keeps.
     calm = decide(["h1", "idle"], [specs, []], [rendered_for(specs), {}], [as_deployed(first), []], SERVICES)
-    assert calm["idle"] == ["h1", "idle"] and list(calm["kept_probes"]) == ["h1"]
+    assert calm["idle"] == ["h1", "idle"] and list(calm["kept"]) == ["h1"]
 
 
 def test_decide_lines_in_check_mode_and_without_notes():
@@ -664,7 +664,7 @@ def test_decide_names_the_host_whose_rollout_fails_and_lists_that_do_not_match()
     with pytest.raises(DeployError, match="2 hosts, but 2/1/2 entries"):
         decide(["h1", "h2"], [[], []], [{}], [[], []], SERVICES)
     assert decide([], [], [], [], SERVICES) == {"rollouts": {}, "waves": {"active_ranks": [], "waves": {}, "wave_of": {}},
-                                                "lines": {}, "idle": [], "kept_probes": {}}
+                                                "lines": {}, "idle": [], "kept": {}}
 
 
 def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_own():

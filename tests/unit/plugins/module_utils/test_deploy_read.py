@@ -37,6 +37,9 @@ def test_a_podman_read_gives_containers_limits_and_what_killed_runs_left():
         json.dumps(DB), json.dumps(API),
         "storage-only n1-queue-0",
         "broken n1-worker-1",
+        # Another host's (the engine's name filter is unanchored): not this host's leftovers.
+        "storage-only xn1-queue-0",
+        "broken n2-worker-1",
         # A monitor of a container the engine runs is no leftover; one of a container it lost is; another host's is
         # not this host's.
         "conmon 101 aaa111 n1-db-0",
