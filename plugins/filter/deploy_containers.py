@@ -21,7 +21,7 @@ description:
   - Fails, naming the path, when the catalog's deploy keys are not valid or a placed service has no image.
 options:
   _input:
-    description: The host's instances, as the gangplank.platform.schedule role publishes them in C(schedule_instances).
+    description: The host's instances, as the gangplank.platform.schedule role publishes them in C(schedule_node_instances) (node -> its instances).
     type: dict
     required: true
   host:
@@ -73,7 +73,7 @@ author:
 EXAMPLES = r"""
 - name: Work out this host's containers
   ansible.builtin.set_fact:
-    containers: "{{ schedule_instances | gangplank.platform.deploy_containers(host=inventory_hostname,
+    containers: "{{ schedule_node_instances[inventory_hostname] | gangplank.platform.deploy_containers(host=inventory_hostname,
       services=gangplank_services, data_dir='/var/lib/gangplank/instances') }}"
 """
 

@@ -34,6 +34,9 @@ ARGUMENT_SPEC = {
     "inputs": {"type": "raw", "default": {}},
     "facts": {"type": "dict", "default": {}},
     "bindings_path": {"type": "path"},
+    # Checked by the action plugin on the controller, before it reads the host; the module takes and ignores them.
+    "check_roles": {"type": "list", "elements": "str", "default": []},
+    "check_reject": {"type": "str"},
 }
 
 

@@ -49,6 +49,20 @@ options:
         (P(gangplank.platform.bindings_to_write#filter)) without a second task per host.
       - The file is returned as it is; null when it is missing, larger than 4 MiB, not a regular file or not a JSON object.
     type: path
+  check_roles:
+    description:
+      - Before it reads the host, check the inputs of these roles of this collection against their argument specs, as
+        M(gangplank.platform.role_inputs) does (on the controller, on the values this task sees). A bad input fails the
+        task with C(argument_errors), and the host is not read.
+      - The facts role passes C(cluster_check_roles) here, so that site.yml and scale.yml check the options their roles
+        read on every host in the task that is anyway their first on each host.
+      - Action plugin only; the module ignores it.
+    type: list
+    elements: str
+    default: []
+  check_reject:
+    description: A regular expression; the options of O(check_roles) whose names it matches are not checked here.
+    type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -124,10 +124,18 @@ class HostScriptAction(ActionBase):
         """Whether a JSON object the script printed is the function's result."""
         raise NotImplementedError
 
+    def before_host(self, args, task_vars):
+        """A failed result that ends the task before it looks at the host, or None."""
+        del args, task_vars
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        refused = self.before_host(args, task_vars or {})
+        if refused is not None:
+            result.update(refused)
+            return result
         arguments = self.script_arguments(args)
         answer = None if arguments is None else run(self, task_vars or {}, self.MODULE_UTILS, self.FUNCTION, arguments)
         if answer is None or not self.is_answer(answer):

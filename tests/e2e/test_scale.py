@@ -14,6 +14,9 @@ from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers
 
 HOSTS = {"node1": ("scale-n1", "127.0.0.51"), "node2": ("scale-n2", "127.0.0.52"), "node3": ("scale-n3", "127.0.0.53")}
 NAMES = tuple(name for name, _address in HOSTS.values())
+# The facts role's first task on every host (it also checks the roles' inputs there).
+FACTS_READ = ("Check the roles' inputs on this host, and reuse the hardware facts of the last full gathering"
+              " while the hardware is unchanged")
 
 
 def containers():
@@ -57,7 +60,7 @@ def test_scale_up_starts_only_the_new_instances(bed):
     new_node = next(labels["gangplank.io/node"] for _state, _at, labels in after.values()
                     if labels["gangplank.io/instance"] == "worker-4")
     assert set(summaries(report)) == {new_node}, summaries(report)
-    reused = next(task_results(report, "Reuse the hardware facts of the last full gathering while the hardware is unchanged"))
+    reused = next(task_results(report, FACTS_READ))
     assert {host: result["valid"] for host, result in reused.items()} == {host: True for host in NAMES}
     # A host whose facts were reused ends the facts role on the controller: no host reaches the gathering.
     assert all(result.get("skipped") for results in task_results(report, "Read the GPUs") for result in results.values())
@@ -130,7 +133,7 @@ def test_a_host_whose_facts_inputs_changed_is_read_again(bed):
     finally:
         (extra / ("%s.yml" % host)).unlink()
     assert returncode == 0, failures(report)
-    reused = next(task_results(report, "Reuse the hardware facts of the last full gathering while the hardware is unchanged"))
+    reused = next(task_results(report, FACTS_READ))
     assert {name: result["valid"] for name, result in reused.items()} == {name: name != host for name in NAMES}
     gathered = next(task_results(report, "Read the GPUs"))
     assert [name for name, result in gathered.items() if not result.get("skipped")] == [host]

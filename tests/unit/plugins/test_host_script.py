@@ -15,12 +15,15 @@ from unittest.mock import MagicMock
 
 import pytest
 
+from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.task import Task
+from ansible.template import Templar
 
 # Imported with the module, not in a test: once a test has set up ansible-core's plugin loader, its collection finder
 # would load the action plugins and ask for collection metadata that a unit run does not have.
 from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
 from ansible_collections.gangplank.platform.plugins.action.health_wait import ActionModule as HealthWait
+from ansible_collections.gangplank.platform.plugins.action.role_inputs import ActionModule as RoleInputs
 from ansible_collections.gangplank.platform.plugins.module_utils import facts_cache, health
 from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
 
@@ -170,3 +173,40 @@ def test_a_python_set_in_the_configuration_is_used(monkeypatch):
     action = FakeAction(stdout=ANSWER)
     assert host_script.run(action, {}, [UTILS + "messages"], "show", {"value": 1}) == {"valid": True}
     assert action.commands[0][0] == "/opt/python/bin/python3 -"
+
+
+def test_the_facts_read_checks_the_roles_inputs_first_and_reads_no_host_when_one_is_bad():
+    """check_roles: the role_inputs action, as the plugin loader gives it, on this task's variables; a bad input fails
+    the read before the host is looked at (no script, no module)."""
+    def with_check(task_vars):
+        action = action_plugin(FactsCache, {"path": "/var/lib/gangplank/hardware-facts.json", "check_roles": ["deploy"],
+                                            "check_reject": "^deploy_services$"},
+                               host_script.MARKER + '{"valid": true, "changed": false}\n')
+        looked = []
+        reads = action._low_level_execute_command
+        action._low_level_execute_command = lambda command, in_data=None: looked.append(command) or reads(command, in_data)
+
+        def get(name, task, **_kwargs):
+            assert name == "gangplank.platform.role_inputs"
+            return RoleInputs(task, MagicMock(), MagicMock(check_mode=False), loader=DataLoader(),
+                              templar=Templar(loader=DataLoader(), variables=task_vars), shared_loader_obj=None)
+        action._shared_loader_obj = SimpleNamespace(action_loader=SimpleNamespace(get=get))
+        return action.run(task_vars=task_vars), looked, action
+
+    variables = {"ansible_python_interpreter": "/usr/bin/python3"}
+    result, looked, action = with_check(dict(variables, deploy_log_lines=20, deploy_services="not a catalog"))
+    # deploy_services is rejected here (check.yml checks it once): the read goes on.
+    assert not result.get("failed") and result["valid"] is True and len(looked) == 1
+    assert action._task.args["check_roles"] == ["deploy"]
+    result, looked, action = with_check(dict(variables, deploy_log_lines="many"))
+    assert result["failed"] and any("deploy_log_lines" in error for error in result["argument_errors"])
+    assert looked == [] and action.module_calls == [] and "valid" not in result
+    # Hostile check arguments: refused by name, nothing read.
+    for args, message in (({"check_roles": ["../../../etc"]}, "'../../../etc': not a role of this collection"),
+                          ({"check_reject": "("}, "check_reject is not a regular expression"),
+                          ({"check_roles": ["nosuchrole"]}, "the argument spec of the role nosuchrole cannot be read")):
+        action._task.args.update(args)
+        looked.clear()
+        result = action.run(task_vars=variables)
+        assert result["failed"] and result["msg"].startswith(message) and looked == [], result
+        action._task.args.update({"check_roles": ["deploy"], "check_reject": "^deploy_services$"})
