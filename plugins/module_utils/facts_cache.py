@@ -15,12 +15,15 @@ Standard library and state_files.py only: this runs on the managed host.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
 import platform
+import shlex
 
-from ansible_collections.gangplank.platform.plugins.module_utils.state_files import read_json
+from ansible_collections.gangplank.platform.plugins.module_utils.state_files import json_object, read_json
 
 CACHE_VERSION = 1
 # Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
@@ -136,12 +139,128 @@ def read_cache(path):
 
 def read_state(path, inputs, bindings_path):
     """What facts_cache returns with state=read: the stored facts when the fingerprint still holds, and the node's fact
-    file when ``bindings_path`` is given. Also run as a plain script on the host (plugins/action/facts_cache.py)."""
-    print_ = fingerprint(inputs)
-    facts, reason = cached_facts(read_cache(path), print_)
+    file when ``bindings_path`` is given. The module's read; the action plugin reads the same with SHELL_READ."""
+    return state_of(hardware_view(), read_cache(path), read_cache(bindings_path) if bindings_path else None, inputs,
+                    bool(bindings_path))
+
+
+def state_of(view, content, bindings, inputs, with_bindings):
+    """read_state's result from what was read: the hardware view, the cache file's and the fact file's content."""
+    print_ = fingerprint(inputs, view)
+    facts, reason = cached_facts(content, print_)
     result = {"changed": False, "valid": facts is not None, "reason": reason, "fingerprint": print_}
     if facts is not None:
         result["ansible_facts"] = facts
-    if bindings_path:
-        result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = read_cache(bindings_path)
+    if with_bindings:
+        result.setdefault("ansible_facts", {})["gangplank_node_bindings"] = bindings
     return result
+
+
+# The same read as one shell on the host (no Python there: a Python process costs ~20 ms of a CPU per host and run,
+# on every day-2 run), printing tagged lines that parse_read turns into hardware_view's data and the two files' content.
+# Files are sent as base64 of the bytes hardware_view would read (the same limits); lists of names are sorted here.
+# $1 the cache file, $2 the fact file ('' for none). The last line, "end", tells a complete read.
+SHELL_READ = r"""cache=$1 fact=$2
+put() { # tag, key, file, byte limit: the file's first bytes, or that it cannot be read
+  if [ -f "$3" ] && [ -r "$3" ] && data=$(head -c "$4" "$3" | base64 | tr -d '\n'); then printf '%s %s =%s\n' "$1" "$2" "$data"
+  else printf '%s %s\n' "$1" "$2"; fi
+}
+json_file() { # tag, file: a regular file within the limit (its size read only then: a FIFO would block), else why not
+  if [ ! -e "$2" ]; then printf '%s missing\n' "$1"; return; fi
+  size=; [ ! -f "$2" ] || size=$(wc -c < "$2" | tr -dc 0-9)
+  if [ -n "$size" ] && [ "$size" -le {limit} ]; then put "$1" file "$2" $(({limit} + 1))
+  else printf '%s refused\n' "$1"; fi
+}
+printf 'cpus %s\n' "$(getconf _NPROCESSORS_ONLN 2>/dev/null)"
+printf 'uname %s %s\n' "$(uname -m)" "$(uname -s)"
+grep -m 1 '^MemTotal:' /proc/meminfo 2>/dev/null | sed 's/^/meminfo /'
+put driver - /proc/driver/nvidia/version 65536 2>/dev/null
+for bus in $(ls -A /proc/driver/nvidia/gpus 2>/dev/null); do
+  put gpu "$bus" "/proc/driver/nvidia/gpus/$bus/information" 65536 2>/dev/null
+done
+if [ -d /proc/driver/nvidia/capabilities ]; then
+  (cd /proc/driver/nvidia/capabilities && find . -mindepth 1 ! -xtype d 2>/dev/null | head -n 65536 | sed 's/^/capability /')
+fi
+ls -A /sys/class/nvme 2>/dev/null | sed 's/^/nvme /'
+for name in $(ls -A /sys/block 2>/dev/null); do case $name in nvme*) put block "$name" "/sys/block/$name/size" 65536 2>/dev/null;; esac; done
+head -c 1048576 /proc/mounts 2>/dev/null | grep '^/dev/nvme' | sed 's/^/mount /'
+json_file cache "$cache" 2>/dev/null
+[ -z "$fact" ] || json_file fact "$fact" 2>/dev/null
+echo end
+""".replace("{limit}", str(MAX_CACHE_BYTES))
+
+
+def read_command(path, bindings_path):
+    """The shell command line of the read."""
+    return " ".join(shlex.quote(arg) for arg in ["sh", "-c", SHELL_READ, "sh", path or "", bindings_path or ""])
+
+
+def _decoded(value):
+    """A `put` line's value: the file's text as _read gives it, or None."""
+    if not value.startswith("="):
+        return None
+    try:
+        return base64.b64decode(value[1:], validate=True).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _walk_order(name):
+    """os.walk's order (top-down, sorted, a directory's files before its subdirectories) as a sort key."""
+    parts = name.split("/")
+    return [(1, part) for part in parts[:-1]] + [(0, parts[-1])]
+
+
+def _json_content(value, path):
+    """A `json_file` line's value as read_cache gives it: the JSON object, or None."""
+    text = value[len("file "):] if value.startswith("file ") else ""
+    if not text.startswith("="):
+        return None
+    try:
+        return json_object(base64.b64decode(text[1:], validate=True), path)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def parse_read(stdout, path, bindings_path):
+    """(view, cache content, fact file content) from SHELL_READ's output; None when the read did not end (run the
+    module instead). Lines may end in a carriage return (a terminal over SSH); untagged lines are ignored."""
+    lines = [line.rstrip("\r") for line in stdout.splitlines()]
+    if "end" not in lines:
+        return None
+    view = {"cpus": None, "memtotal": None, "machine": "", "system": "", "nvidia_driver": None, "gpus": {},
+            "nvidia_capabilities": [], "nvme_controllers": [], "nvme_namespaces": {}, "nvme_mounts": []}
+    files = {}
+    blocks = {}
+    for line in lines:
+        tag, _, rest = line.partition(" ")
+        if tag == "cpus":
+            view["cpus"] = int(rest) if rest.isdigit() else None
+        elif tag == "uname":
+            view["machine"], _, view["system"] = rest.partition(" ")
+        elif tag == "meminfo" and view["memtotal"] is None:
+            view["memtotal"] = " ".join(rest.split()[1:])
+        elif tag in ("driver", "gpu", "block"):
+            key, _, value = rest.partition(" ")
+            text = _decoded(value)
+            if tag == "driver":
+                view["nvidia_driver"] = text
+            elif tag == "gpu":
+                view["gpus"][key] = text
+            else:
+                blocks[key] = text
+        elif tag == "capability" and rest.startswith("./"):
+            view["nvidia_capabilities"].append(rest[2:])
+        elif tag == "nvme" and rest:
+            view["nvme_controllers"].append(rest)
+        elif tag == "mount":
+            view["nvme_mounts"].append(rest)
+        elif tag in ("cache", "fact"):
+            files[tag] = rest
+    view["gpus"] = {bus: view["gpus"][bus] for bus in sorted(view["gpus"])[:_MAX_ENTRIES]}
+    view["nvidia_capabilities"] = sorted(view["nvidia_capabilities"], key=_walk_order)[:_MAX_ENTRIES]
+    view["nvme_controllers"] = sorted(view["nvme_controllers"])[:_MAX_ENTRIES]
+    # hardware_view keeps the NVMe names among /sys/block's first _MAX_ENTRIES: the same unless a host has more.
+    view["nvme_namespaces"] = {name: blocks[name] for name in sorted(blocks)[:_MAX_ENTRIES]}
+    view["nvme_mounts"] = sorted(view["nvme_mounts"])
+    return view, _json_content(files.get("cache", ""), path), _json_content(files.get("fact", ""), bindings_path)

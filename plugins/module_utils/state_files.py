@@ -226,6 +226,11 @@ def read_json(path, limit=None):
         raw = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(raw) > limit:
         raise ValueError("%s holds more than %d bytes" % (path, limit))
+    return json_object(raw, path)
+
+
+def json_object(raw, path):
+    """The JSON object in ``raw`` (bytes read from the file at ``path``, which errors name), as read_json reads it."""
     try:
         content = json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:

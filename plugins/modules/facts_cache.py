@@ -19,9 +19,9 @@ description:
   - 'The fingerprint is cheap to compute: the CPU count, MemTotal, the machine and system, the NVIDIA driver version, each
     GPU''s C(/proc/driver/nvidia/gpus/*/information) and the entries MIG instances add under
     C(/proc/driver/nvidia/capabilities), the NVMe controllers and namespaces with their sizes and mounts, and O(inputs).'
-  - 'With O(state=read), the action plugin runs the read as a plain Python script on the host, sent on the standard
-    input of the host''s Python (no module payload: every run reads every host); where that cannot work, the module
-    runs, with the same result.'
+  - 'With O(state=read), the action plugin reads the host with one shell, as M(ansible.builtin.raw) runs a command (no
+    Python on the host: every run reads every host), and computes the same fingerprint on the controller from what the
+    shell printed; where the shell does not finish, the module runs, with the same result.'
   - It does not see state that only NVML reports (a GPU's Xid error, a MIG mode change before the GPU is reset); a full
     gathering (site.yml) reads those.
 options:

@@ -3,12 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run a function of the collection's standard-library module_utils on a managed host, as a plain Python script.
 
-Every run reads every host (facts_cache) and probes its kept containers (health_wait), so those two are on the path
-of every day-2 run. As modules they cost what every module costs: the AnsiballZ payload, an interpreter that unpacks
-it and imports ansible.module_utils.basic, about 0.15 s of a 2-core controller per host (most of a no-change run at 30
-hosts, benchmarks/README.md). The work itself needs none of that. Their action plugins send the module_utils files it
-needs, as source, with the function's arguments, on the standard input of the host's Python (through the connection,
-as pipelining sends a module), and read back the result the function returns.
+Every site.yml probes every host's kept containers (health_wait), so that is on the path of every day-2 run. As a
+module it costs what every module costs: the AnsiballZ payload, an interpreter that unpacks it and imports
+ansible.module_utils.basic, about 0.15 s of a 2-core controller per host (most of a no-change run at 30 hosts,
+benchmarks/README.md). The work itself needs none of that. Its action plugin sends the module_utils files it needs, as
+source, with the function's arguments, on the standard input of the host's Python (through the connection, as
+pipelining sends a module), and reads back the result the function returns. (The facts read, which needs no Python on
+the host at all, is one shell now: plugins/action/facts_cache.py.)
 
 ``run`` returns None when that path does not work (no Python where the inventory says, a connection that cannot
 take input, an answer that is not ours); the action plugin then runs the module, which gives the same result more
@@ -124,18 +125,10 @@ class HostScriptAction(ActionBase):
         """Whether a JSON object the script printed is the function's result."""
         raise NotImplementedError
 
-    def before_host(self, args, task_vars):
-        """A failed result that ends the task before it looks at the host, or None."""
-        del args, task_vars
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
-        refused = self.before_host(args, task_vars or {})
-        if refused is not None:
-            result.update(refused)
-            return result
         arguments = self.script_arguments(args)
         answer = None if arguments is None else run(self, task_vars or {}, self.MODULE_UTILS, self.FUNCTION, arguments)
         if answer is None or not self.is_answer(answer):

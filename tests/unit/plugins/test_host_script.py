@@ -5,7 +5,6 @@ runs instead)."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -15,20 +14,15 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.task import Task
-from ansible.template import Templar
 
 # Imported with the module, not in a test: once a test has set up ansible-core's plugin loader, its collection finder
 # would load the action plugins and ask for collection metadata that a unit run does not have.
-from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
 from ansible_collections.gangplank.platform.plugins.action.health_wait import ActionModule as HealthWait
-from ansible_collections.gangplank.platform.plugins.action.role_inputs import ActionModule as RoleInputs
-from ansible_collections.gangplank.platform.plugins.module_utils import facts_cache, health
+from ansible_collections.gangplank.platform.plugins.module_utils import health
 from ansible_collections.gangplank.platform.plugins.plugin_utils import host_script
 
 UTILS = host_script.MODULE_UTILS
-FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux"}
 
 
 def run_script(program):
@@ -38,23 +32,6 @@ def run_script(program):
                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=False)
     assert done.returncode == 0, done.stderr.decode()
     return host_script.parse_answer(done.stdout.decode())
-
-
-def test_the_facts_cache_read_as_a_script_equals_the_function(tmp_path):
-    inputs = {"hostname": "h1", "simulated_gpus": [], "simulated_nvme": [], "nvme_labels": {}}
-    cache = tmp_path / "facts.json"
-    cache.write_text(json.dumps(facts_cache.cache_content(FACTS, facts_cache.fingerprint(inputs))))
-    bindings = tmp_path / "node.fact"
-    bindings.write_text(json.dumps({"instances": {"api-0": {"service": "api"}}}))
-    arguments = {"path": str(cache), "inputs": inputs, "bindings_path": str(bindings)}
-    answer = run_script(host_script.script([UTILS + "state_files", UTILS + "facts_cache"], "read_state", arguments))
-    assert answer == json.loads(json.dumps(facts_cache.read_state(**arguments)))
-    assert answer["valid"] is True and answer["ansible_facts"]["processor_vcpus"] == 16
-    assert answer["ansible_facts"]["gangplank_node_bindings"] == {"instances": {"api-0": {"service": "api"}}}
-    # Another hardware view (other inputs): not valid, and the reason says why.
-    other = dict(arguments, inputs=dict(inputs, hostname="h2"))
-    answer = run_script(host_script.script([UTILS + "state_files", UTILS + "facts_cache"], "read_state", other))
-    assert answer["valid"] is False and "changed" in answer["reason"]
 
 
 def test_health_probes_as_a_script_pass_and_fail_like_the_module():
@@ -151,21 +128,15 @@ def action_plugin(plugin, args, stdout, rc=0, check_mode=False):
     return action
 
 
-def test_the_plugins_use_the_script_answer_and_fall_back_to_the_module():
+def test_the_plugin_uses_the_script_answer_and_falls_back_to_the_module():
     variables = {"ansible_python_interpreter": "/usr/bin/python3"}
-    read = {"path": "/var/lib/gangplank/hardware-facts.json"}
-    action = action_plugin(FactsCache, read, host_script.MARKER + '{"valid": false, "changed": false}\n')
-    assert action.run(task_vars=variables)["valid"] is False and action.module_calls == []
-    # The write is the module's; a script that printed no result of ours gives way to the module.
-    action = action_plugin(FactsCache, dict(read, state="write", facts={}), host_script.MARKER + '{"valid": true}\n')
-    assert action.run(task_vars=variables)["from"] == "module" and action.module_calls[0][0].endswith("facts_cache")
-    action = action_plugin(FactsCache, read, "python3: not found\n", rc=127)
-    assert action.run(task_vars=variables)["from"] == "module"
-    action = action_plugin(FactsCache, read, host_script.MARKER + '{"something": "else"}\n')
-    assert action.run(task_vars=variables)["from"] == "module"
     probes = {"probes": [{"name": "db", "type": "tcp", "port": 5432}]}
     action = action_plugin(HealthWait, probes, host_script.MARKER + '{"changed": false, "healthy": true}\n')
     assert action.run(task_vars=variables)["healthy"] is True and action.module_calls == []
+    action = action_plugin(HealthWait, probes, "python3: not found\n", rc=127)
+    assert action.run(task_vars=variables)["from"] == "module" and action.module_calls[0][0].endswith("health_wait")
+    action = action_plugin(HealthWait, probes, host_script.MARKER + '{"something": "else"}\n')
+    assert action.run(task_vars=variables)["from"] == "module"
 
 
 def test_a_python_set_in_the_configuration_is_used(monkeypatch):
@@ -174,39 +145,3 @@ def test_a_python_set_in_the_configuration_is_used(monkeypatch):
     assert host_script.run(action, {}, [UTILS + "messages"], "show", {"value": 1}) == {"valid": True}
     assert action.commands[0][0] == "/opt/python/bin/python3 -"
 
-
-def test_the_facts_read_checks_the_roles_inputs_first_and_reads_no_host_when_one_is_bad():
-    """check_roles: the role_inputs action, as the plugin loader gives it, on this task's variables; a bad input fails
-    the read before the host is looked at (no script, no module)."""
-    def with_check(task_vars):
-        action = action_plugin(FactsCache, {"path": "/var/lib/gangplank/hardware-facts.json", "check_roles": ["deploy"],
-                                            "check_reject": "^deploy_services$"},
-                               host_script.MARKER + '{"valid": true, "changed": false}\n')
-        looked = []
-        reads = action._low_level_execute_command
-        action._low_level_execute_command = lambda command, in_data=None: looked.append(command) or reads(command, in_data)
-
-        def get(name, task, **_kwargs):
-            assert name == "gangplank.platform.role_inputs"
-            return RoleInputs(task, MagicMock(), MagicMock(check_mode=False), loader=DataLoader(),
-                              templar=Templar(loader=DataLoader(), variables=task_vars), shared_loader_obj=None)
-        action._shared_loader_obj = SimpleNamespace(action_loader=SimpleNamespace(get=get))
-        return action.run(task_vars=task_vars), looked, action
-
-    variables = {"ansible_python_interpreter": "/usr/bin/python3"}
-    result, looked, action = with_check(dict(variables, deploy_log_lines=20, deploy_services="not a catalog"))
-    # deploy_services is rejected here (check.yml checks it once): the read goes on.
-    assert not result.get("failed") and result["valid"] is True and len(looked) == 1
-    assert action._task.args["check_roles"] == ["deploy"]
-    result, looked, action = with_check(dict(variables, deploy_log_lines="many"))
-    assert result["failed"] and any("deploy_log_lines" in error for error in result["argument_errors"])
-    assert looked == [] and action.module_calls == [] and "valid" not in result
-    # Hostile check arguments: refused by name, nothing read.
-    for args, message in (({"check_roles": ["../../../etc"]}, "'../../../etc': not a role of this collection"),
-                          ({"check_reject": "("}, "check_reject is not a regular expression"),
-                          ({"check_roles": ["nosuchrole"]}, "the argument spec of the role nosuchrole cannot be read")):
-        action._task.args.update(args)
-        looked.clear()
-        result = action.run(task_vars=variables)
-        assert result["failed"] and result["msg"].startswith(message) and looked == [], result
-        action._task.args.update({"check_roles": ["deploy"], "check_reject": "^deploy_services$"})

@@ -3,8 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
-    CACHED_KEYS, cache_content, cached_facts, fingerprint, hardware_view,
+    CACHED_KEYS, MAX_CACHE_BYTES, _walk_names, _walk_order, cache_content, cached_facts, fingerprint, hardware_view,
+    parse_read, read_cache, read_command, read_state, state_of,
 )
 
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux",
@@ -56,3 +65,138 @@ def test_the_hardware_view_of_this_machine_is_plain_data_and_stable():
     view = hardware_view()
     assert view["cpus"] and view["memtotal"].endswith("kB")
     assert fingerprint(INPUTS) == fingerprint(INPUTS)
+
+
+# The read as the action plugin runs it: one shell on the host (SHELL_READ), read on the controller.
+
+def shell_read(path, bindings_path="", timeout=30):
+    done = subprocess.run(read_command(path, bindings_path), shell=True, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_shell_read_gives_the_modules_fingerprint_and_files_on_this_machine(tmp_path):
+    cache = tmp_path / "hardware-facts.json"
+    cache.write_text(json.dumps(cache_content(FACTS, fingerprint(INPUTS))))
+    bindings = tmp_path / "gangplank.fact"
+    bindings.write_text(json.dumps({"instances": {"db-0": {"service": "db"}}, "revision": 3}))
+    view, content, node = parse_read(shell_read(str(cache), str(bindings)), str(cache), str(bindings))
+    assert view == hardware_view()
+    assert content == read_cache(str(cache)) and node == read_cache(str(bindings))
+    assert state_of(view, content, node, INPUTS, True) == read_state(str(cache), INPUTS, str(bindings))
+    assert state_of(view, content, node, INPUTS, True)["valid"] is True
+    # Without a fact file to read, none is returned, as the module does.
+    view, content, node = parse_read(shell_read(str(cache)), str(cache), "")
+    assert node is None and "gangplank_node_bindings" not in state_of(view, content, node, INPUTS, False).get("ansible_facts", {})
+
+
+def test_a_terminal_s_line_ends_read_the_same(tmp_path):
+    cache = tmp_path / "hardware-facts.json"
+    cache.write_text(json.dumps(cache_content(FACTS, fingerprint(INPUTS))))
+    out = shell_read(str(cache))
+    assert parse_read(out.replace("\n", "\r\n"), str(cache), "") == parse_read(out, str(cache), "")
+
+
+@pytest.mark.parametrize("make", [
+    lambda path: None,                                             # missing
+    lambda path: path.write_bytes(b"\xff\xfe not text"),
+    lambda path: path.write_text("[1, 2]"),                        # JSON, not an object
+    lambda path: path.write_text(""),
+    lambda path: path.write_text('{"a": NaN}'),
+    lambda path: path.write_bytes(b" " * (MAX_CACHE_BYTES + 1)),  # over the bound
+    lambda path: path.mkdir(),
+    lambda path: os.mkfifo(path),                                  # would block a reader without O_NONBLOCK
+    lambda path: path.symlink_to("/dev/zero"),                     # no end
+])
+def test_hostile_cache_and_fact_files_read_as_the_module_reads_them(tmp_path, make):
+    path = tmp_path / "file"
+    make(path)
+    _view, content, node = parse_read(shell_read(str(path), str(path), timeout=20), str(path), str(path))
+    assert content is None and node is None and read_cache(str(path)) is None
+
+
+def test_the_capability_names_come_in_os_walk_order(tmp_path):
+    """find's names, sorted by _walk_order, are _walk_names' (top-down, sorted, files before subdirectories; a link to
+    a directory is not walked and not a file)."""
+    root = tmp_path / "capabilities"
+    for name in ["gpu1/mig/gi2/ci0/access", "gpu1/mig/gi10/access", "gpu0/mig/config", "gpu0/access", "mig/monitor",
+                 "a", "gpu1/mig/gi2/access", "z/b/c"]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    (root / "gpu0" / "empty").mkdir()
+    (root / "gpu0" / "to-dir").symlink_to(root / "gpu1")
+    (root / "gpu0" / "broken").symlink_to(root / "nothing")
+    found = subprocess.run("cd %s && find . -mindepth 1 ! -xtype d" % root, shell=True, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert sorted((name[2:] for name in found), key=_walk_order) == _walk_names(str(root))
+
+
+LINE = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda tag, rest: tag + " " + rest,
+              st.sampled_from(["cpus", "uname", "meminfo", "driver", "gpu", "block", "capability", "nvme", "mount",
+                               "cache", "fact", "end"]),
+              st.text(max_size=40)),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(st.lists(LINE, max_size=30), st.booleans())
+def test_any_output_parses_to_a_view_or_none_and_never_raises(lines, ended):
+    out = "\n".join(lines + (["end"] if ended else []))
+    read = parse_read(out, "/c", "/f")
+    if read is None:
+        assert "end" not in [line.rstrip("\r") for line in out.splitlines()]
+    else:
+        view, content, node = read
+        assert set(view) == set(VIEW) and (content is None or isinstance(content, dict))
+        fingerprint(INPUTS, view)
+
+
+# Made in a mount namespace of its own (unshare -m; root, as on the test machines): an NVIDIA driver with two GPUs and
+# MIG capability entries, two NVMe namespaces (one mounted) and a loop device, where the machine has none of them.
+FAKE_HARDWARE = r"""set -e
+mount -t tmpfs none /proc/driver
+mkdir -p /proc/driver/nvidia/gpus/0000:01:00.0 /proc/driver/nvidia/gpus/0000:41:00.0
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n' > /proc/driver/nvidia/version
+printf 'Model: \t NVIDIA A100-SXM4-80GB\nGPU UUID: GPU-1\n' > /proc/driver/nvidia/gpus/0000:01:00.0/information
+printf 'Model: \t NVIDIA L4\n\xff\n' > /proc/driver/nvidia/gpus/0000:41:00.0/information
+cd /proc/driver/nvidia && mkdir -p capabilities/gpu0/mig/gi1/ci0 capabilities/gpu0/mig/gi10 capabilities/mig
+touch capabilities/mig/config capabilities/gpu0/mig/gi1/access capabilities/gpu0/mig/gi1/ci0/access \
+  capabilities/gpu0/mig/gi10/access capabilities/gpu0/access
+ln -s gpu0 capabilities/gpu-link
+mount -t tmpfs none /sys/block
+mkdir /sys/block/nvme0n1 /sys/block/nvme1n1 /sys/block/loop0
+echo 7501476528 > /sys/block/nvme0n1/size; echo 3750738264 > /sys/block/nvme1n1/size; echo 0 > /sys/block/loop0/size
+mount -t tmpfs none /sys/class
+mkdir -p /sys/class/nvme/nvme0 /sys/class/nvme/nvme1
+mount -t tmpfs /dev/nvme0n1 "$FAKE_MOUNT"
+"""
+
+COMPARE = """
+import json, subprocess, sys
+from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import hardware_view, parse_read, read_command
+out = subprocess.run(read_command(sys.argv[1], ""), shell=True, capture_output=True, text=True, check=True).stdout
+print(json.dumps({"module": hardware_view(), "shell": parse_read(out, sys.argv[1], "")[0]}))
+"""
+
+
+def test_the_shell_read_sees_gpus_mig_and_nvme_as_the_module_does(tmp_path):
+    program = tmp_path / "compare.py"
+    program.write_text(COMPARE)
+    (tmp_path / "data").mkdir()
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                           FAKE_HARDWARE + '\nexec "$0" "$@"', sys.executable, str(program), str(tmp_path / "cache.json")],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), FAKE_MOUNT=str(tmp_path / "data")))
+    assert done.returncode == 0, done.stderr
+    views = json.loads(done.stdout)
+    assert views["shell"] == views["module"]
+    view = views["shell"]
+    assert sorted(view["gpus"]) == ["0000:01:00.0", "0000:41:00.0"] and "A100" in view["gpus"]["0000:01:00.0"]
+    assert view["nvidia_capabilities"] == ["gpu0/access", "gpu0/mig/gi1/access", "gpu0/mig/gi1/ci0/access",
+                                           "gpu0/mig/gi10/access", "mig/config"]
+    assert view["nvidia_driver"].startswith("NVRM version") and view["nvme_controllers"] == ["nvme0", "nvme1"]
+    assert view["nvme_namespaces"] == {"nvme0n1": "7501476528\n", "nvme1n1": "3750738264\n"}
+    assert [line.split()[:2] for line in view["nvme_mounts"]] == [["/dev/nvme0n1", str(tmp_path / "data")]]
