@@ -281,7 +281,9 @@ def test_maintenance_example_with_token(tmp_path):
         del entry["bearerTokenFile"]
         with pytest.raises(ExtenderError) as raised:
             plan(copy.deepcopy(problem), profile=profile(entry))
-        assert "http://127.0.0.1:%d: filter answered HTTP 401" % port in str(raised.value)
+        # A round's calls run at once and the first refusal stops it: filter's or prioritize's, whichever came first
+        # (on a loaded machine either; this failed CI runs now and then when it expected filter's).
+        assert re.search(r"http://127\.0\.0\.1:%d: (filter|prioritize) answered HTTP 401" % port, str(raised.value))
         assert TOKEN[:-1] not in str(raised.value)
     finally:
         stop(process)
