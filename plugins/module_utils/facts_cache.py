@@ -233,15 +233,15 @@ def parse_read(stdout, path, bindings_path):
     files = {}
     blocks = {}
     for line in lines:
-        tag, _, rest = line.partition(" ")
+        tag, _sep, rest = line.partition(" ")
         if tag == "cpus":
             view["cpus"] = int(rest) if rest.isdigit() else None
         elif tag == "uname":
-            view["machine"], _, view["system"] = rest.partition(" ")
+            view["machine"], _sep, view["system"] = rest.partition(" ")
         elif tag == "meminfo" and view["memtotal"] is None:
             view["memtotal"] = " ".join(rest.split()[1:])
         elif tag in ("driver", "gpu", "block"):
-            key, _, value = rest.partition(" ")
+            key, _sep, value = rest.partition(" ")
             text = _decoded(value)
             if tag == "driver":
                 view["nvidia_driver"] = text

@@ -177,9 +177,9 @@ def test_a_bad_role_input_stops_the_run_before_anything_changes(cluster, playboo
                                            playbook=os.path.join(ROOT, "playbooks", playbook))
     assert returncode == 2
     failed = [(name, result) for name, results in tasks.items() for result in results.values() if result.get("failed")]
-    assert failed and all(name.startswith(("Check against their argument specs the inputs", "Check the roles' inputs on this host",
-                                            "Validating arguments against arg spec"))
-                          for name, _result in failed), [name for name, _result in failed]
+    checks = ("Check against their argument specs the inputs", "Check the roles' inputs on this host",
+              "Validating arguments against arg spec")
+    assert failed and all(name.startswith(checks) for name, _result in failed), [name for name, _result in failed]
     assert all(option in " ".join(result["argument_errors"]) for _name, result in failed), failed[0][1]["msg"]
     # A host that ran no task (the once-check, the play's first task, stopped every host) is not in the stats.
     assert all(stats.get(host, {}).get("changed", 0) == 0 for host in HOSTS), stats

@@ -144,4 +144,3 @@ def test_a_python_set_in_the_configuration_is_used(monkeypatch):
     action = FakeAction(stdout=ANSWER)
     assert host_script.run(action, {}, [UTILS + "messages"], "show", {"value": 1}) == {"valid": True}
     assert action.commands[0][0] == "/opt/python/bin/python3 -"
-

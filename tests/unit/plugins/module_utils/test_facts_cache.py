@@ -106,7 +106,7 @@ def test_a_terminal_s_line_ends_read_the_same(tmp_path):
     lambda path: path.write_text('{"a": NaN}'),
     lambda path: path.write_bytes(b" " * (MAX_CACHE_BYTES + 1)),  # over the bound
     lambda path: path.mkdir(),
-    lambda path: os.mkfifo(path),                                  # would block a reader without O_NONBLOCK
+    os.mkfifo,                                                     # would block a reader without O_NONBLOCK
     lambda path: path.symlink_to("/dev/zero"),                     # no end
 ])
 def test_hostile_cache_and_fact_files_read_as_the_module_reads_them(tmp_path, make):
