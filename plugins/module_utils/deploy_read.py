@@ -60,8 +60,9 @@ FACT_FILE_LIMIT = 4 * 1024 * 1024
 # which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), then the limit probe.
 SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5; shift 5
 if [ -n "$fact" ]; then
-  size=$(wc -c < "$fact" 2>/dev/null | tr -dc 0-9)
-  if [ -f "$fact" ] && [ -n "$size" ] && [ "$size" -le {limit} ] && encoded=$(base64 < "$fact" 2>/dev/null); then
+  # Its size only for a regular file: opening a FIFO to count it would wait for a writer, for ever.
+  size=; [ ! -f "$fact" ] || size=$(wc -c < "$fact" 2>/dev/null | tr -dc 0-9)
+  if [ -n "$size" ] && [ "$size" -le {limit} ] && encoded=$(base64 < "$fact" 2>/dev/null); then
     printf '%s\n' "$encoded" | sed 's/^/fact-file /'
   elif [ -n "$size" ] && [ "$size" -gt {limit} ]; then printf 'fact-file-too-large %s\n' "$size"
   else printf 'fact-file-unreadable\n'; fi

@@ -206,6 +206,13 @@ def test_the_shell_uses_the_stored_answer_and_names_a_missing_or_huge_fact_file(
     found = parse(*run(str(huge), probe=()), "podman", PREFIX)
     assert found["bindings_error"] == "larger than %d bytes (%d)" % (FACT_FILE_LIMIT, FACT_FILE_LIMIT + 1)
     assert found["limits"] == "" and not found["enforce_limits"]
+    # A FIFO, a directory, /dev/zero: not a file the schedule role wrote, refused without reading (a FIFO blocked it).
+    os.mkfifo(tmp_path / "fifo.fact")
+    (tmp_path / "dir.fact").mkdir()
+    (tmp_path / "zero.fact").symlink_to("/dev/zero")
+    for name in ("fifo.fact", "dir.fact", "zero.fact"):
+        found = parse(*run(str(tmp_path / name), probe=()), "podman", PREFIX)
+        assert found["bindings_error"] == "the file is missing or cannot be read", name
 
 
 def test_the_shell_exits_127_without_the_engine(tmp_path):
