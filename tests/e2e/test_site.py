@@ -3,7 +3,7 @@
 all this machine, real Podman containers from the offline demo image, real probes over real
 sockets. The tests run in order on one deployment: deploy, re-run, check mode, a config change,
 a failing probe, a run killed mid-rank, a name held in storage, a container that will not start
-again, teardown.
+again, a create the engine refuses once, teardown.
 
 Needs what scripts/lib/testbed.sh sets up (podman, the demo image bundle); scripts/test.sh
 sources it before this step. The hosts are renamed (e2e-n1, ...) and publish on 127.0.0.21-23,
@@ -342,13 +342,62 @@ def test_a_stopped_container_that_will_not_start_is_made_anew(bed):
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, failures(report)
     remade = [result for play in report["plays"] for task in play["tasks"]
-              if "Recreate the stopped containers that could not be started with Podman" in task["task"]["name"]
+              if "Make anew the containers that could not be created or started with Podman" in task["task"]["name"]
               for result in task["hosts"].values() if result.get("changed")]
     assert len(remade) == 1, remade
     assert containers()[name][0] == "running"
     assert subprocess.run(["podman", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True,
                           check=True).stdout.strip() != before
     assert get("http://%s:8080/health" % bed.addresses[record["placement"][api]["node"]]) == (200, "%s ok\n" % api)
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
+
+
+HOOKS_DIR = "/usr/share/containers/oci/hooks.d"
+# An OCI prestart hook: the runtime gives it the container's state on stdin. It fails the create of the container
+# whose config holds the marker file's text, once.
+REFUSE_ONCE = r"""#!/bin/sh
+bundle=$(sed -n 's/.*"bundle":"\([^"]*\)".*/\1/p')
+marker=%s
+if [ -e "$marker" ] && grep -q -- "$(cat "$marker")" "$bundle/config.json"; then
+    rm -f "$marker"; echo "container creation timeout" >&2; exit 1
+fi
+"""
+
+
+def test_a_create_the_engine_refuses_once_is_tried_again(bed, tmp_path):
+    record = json.loads((bed.state() / "placement.json").read_text())
+    api = sorted(name for name in record["placement"] if name.startswith("api-"))[0]
+    node = record["placement"][api]["node"]
+    name = "%s-%s" % (node, api)
+    subprocess.run(["podman", "rm", "-f", "-t", "1", name], capture_output=True, check=True)
+    # The engine gives up one create of this container, as Podman did on a loaded CI machine ("container creation
+    # timeout", exit 126): an OCI prestart hook, which the real runtime runs, fails it while the marker is there.
+    marker = tmp_path / "refuse-once"
+    marker.write_text("GANGPLANK_INSTANCE=%s" % api)
+    hook = tmp_path / "refuse-once.sh"
+    hook.write_text(REFUSE_ONCE % marker)
+    hook.chmod(0o755)
+    made_dir = not os.path.isdir(HOOKS_DIR)
+    os.makedirs(HOOKS_DIR, exist_ok=True)
+    spec = os.path.join(HOOKS_DIR, "zz-gangplank-e2e-refuse-once.json")
+    with open(spec, "w", encoding="utf-8") as handle:
+        json.dump({"version": "1.0.0", "hook": {"path": str(hook)}, "when": {"always": True},
+                   "stages": ["prestart"]}, handle)
+    try:
+        returncode, report = bed.playbook("site.yml")
+    finally:
+        os.remove(spec)
+        if made_dir:
+            os.removedirs(HOOKS_DIR)
+    assert returncode == 0, failures(report)
+    assert not marker.exists(), "the hook never refused the create"
+    remade = [result for play in report["plays"] for task in play["tasks"]
+              if "Make anew the containers that could not be created or started with Podman" in task["task"]["name"]
+              for result in task["hosts"].values() if result.get("changed")]
+    assert len(remade) == 1, remade
+    assert containers()[name][0] == "running"
+    assert get("http://%s:8080/health" % bed.addresses[node]) == (200, "%s ok\n" % api)
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
 
