@@ -22,6 +22,10 @@ day 2 at 30 hosts, docs/deploy.md) prints, line by line, each line tagged:
   error): removed, and made anew if wanted;
 - Podman: ``conmon <pid> <container id> <name>`` for each monitor process on the host, from /proc (no engine call):
   one of this host's containers that the engine does not run is what a run killed inside ``podman start`` leaves.
+- Podman: ``forward <rule>`` for each port forwarding rule of Podman's network backend (netavark's iptables DNAT
+  rules in its ``NETAVARK-DN-*`` chains, ``iptables -S``). A run killed while Podman set up or tore down a container's
+  network can leave one behind, pointing at an address no container has: it comes before the rule of the next
+  container that publishes the same address and port, so connections to that container time out.
 
 rc 3: the engine answered but could not list or inspect the containers (``engine error: ...`` says why).
 Over SSH the shell runs on a terminal, which joins stderr to stdout: the engine's stderr (warnings) is kept out of the
@@ -43,7 +47,8 @@ ENGINES = ("podman", "docker")
 # the same Go template fields on Podman and Docker, and no env.
 INSPECT_PROJECTION = (
     '{"Name": {{json .Name}}, "State": {"Running": {{json .State.Running}}}, '
-    '"Config": {"Labels": {{json .Config.Labels}}}, "HostConfig": {"PortBindings": {{json .HostConfig.PortBindings}}}}'
+    '"Config": {"Labels": {{json .Config.Labels}}}, "HostConfig": {"PortBindings": {{json .HostConfig.PortBindings}}}, '
+    '"NetworkSettings": {"Networks": {{json .NetworkSettings.Networks}}}}'
 )
 
 # Per engine: the answer to the limit probe (the cluster role's cluster_limit_probe) that means the engine can enforce
@@ -97,10 +102,16 @@ if [ "$engine" = podman ]; then
     for (i = 1; i < ARGC; i++) { id = name = prev = ""; while ((getline arg < ARGV[i]) > 0) {
       if (prev == "-c") id = arg; if (prev == "-n") name = arg; prev = arg } close(ARGV[i]);
       pid = ARGV[i]; gsub(/[^0-9]/, "", pid); if (id != "" && name != "") print "conmon " pid " " id " " name } }' "$@"
+  ! command -v iptables >/dev/null 2>&1 ||
+    iptables -w -t nat -S 2>/dev/null | awk '$1 == "-A" && $2 ~ /^NETAVARK-DN-/ && / -j DNAT / {sub(/^-A /, "forward "); print}'
 fi
 """.replace("{limit}", str(FACT_FILE_LIMIT))
 
 _CONMON = re.compile(r"conmon ([0-9]+) ([0-9a-f]+) (\S+)$")
+# A forwarding rule as iptables -S prints it, without "-A": the chain, then options and values of plain characters only
+# (the rule is deleted with those words, split by the shell).
+_FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+$")
+_IPV4 = re.compile(r"([0-9]{1,3}\.){3}[0-9]{1,3}$")
 
 
 class ReadError(ValueError):
@@ -130,13 +141,60 @@ def _bindings(encoded):
     return bindings, ""
 
 
+def _forward(rule):
+    """(the published address and port it serves, as a container spec publishes them: "address:port" or "port"; the
+    address it forwards to) of a forwarding rule, or None for any rule not of the shape netavark writes."""
+    if not _FORWARD_RULE.match(rule):
+        return None
+    words = rule.split()[1:]
+    if len(words) % 2 or not all(word.startswith("-") for word in words[::2]):
+        return None
+    options = dict(zip(words[::2], words[1::2]))
+    to_address, _colon, to_port = options.get("--to-destination", "").rpartition(":")
+    address, _slash, mask = options.get("-d", "").partition("/")
+    if (options.get("-j") != "DNAT" or options.get("-p") != "tcp" or not options.get("--dport", "").isdigit()
+            or not _IPV4.match(to_address) or not to_port.isdigit() or ("-d" in options and not (_IPV4.match(address) and mask == "32"))
+            or set(options) - {"-d", "-p", "-m", "--dport", "-j", "--to-destination"}):
+        return None
+    return ("%s:%s" % (address, options["--dport"]) if address else options["--dport"]), to_address
+
+
+def _stale_forwards(rules, containers):
+    """The forwarding rules (as ``{"published": "address:port", "rule": text}``) that no running container of this host
+    owns: a rule is a running container's when that container publishes the address and port and has the address the
+    rule forwards to. The others are left by a killed run, or belong to another program's container; the wave deletes
+    one only just before it starts a container of this host that publishes the same address and port (which no
+    running container can then have)."""
+    owned = set()
+    for entry in containers:
+        if not (entry.get("State") or {}).get("Running"):
+            continue
+        networks = (entry.get("NetworkSettings") or {}).get("Networks") or {}
+        addresses = {network.get("IPAddress") for network in networks.values() if isinstance(network, dict)}
+        bindings = (entry.get("HostConfig") or {}).get("PortBindings") or {}
+        for port, entries in bindings.items():
+            if not str(port).endswith("/tcp"):
+                continue
+            for binding in entries or []:
+                published = "%s:%s" % (binding.get("HostIp"), binding.get("HostPort")) if binding.get("HostIp") \
+                    else str(binding.get("HostPort"))
+                owned.update((published, address) for address in addresses if address)
+    stale = []
+    for rule in rules:
+        forward = _forward(rule)
+        if forward is not None and forward not in owned:
+            stale.append({"published": forward[0], "rule": rule})
+    return stale
+
+
 def parse(rc, stdout, engine, name_prefix, limits_asked=False):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
     answer, '' when not asked), ``enforce_limits``, and with a fact file ``bindings`` and ``bindings_error``.
 
     ``leftovers`` names what a run killed inside the engine left of this host's containers: ``<name>`` (image store
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
-    (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``).
+    (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
+    rules no running container of this host owns (_stale_forwards).
     Raises ReadError for any exit status but 0 and 127 (no engine)."""
     lines = stdout.splitlines()
     if rc not in (0, 127):
@@ -144,7 +202,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
         raise ReadError(errors[-1] if errors else "the read of the %s engine failed (rc %s): %s"
                         % (engine, rc, " ".join(stdout.split())[-500:]))
     # The fact file: None when not read, its base64 lines, False when unreadable, or why it was not read.
-    fact, fact_lines, containers, limits, storage, broken, monitors = None, [], [], [], [], [], []
+    fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
     for line in lines:
         line = line.rstrip("\r")
         tag, _space, rest = line.partition(" ")
@@ -172,6 +230,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
             match = _CONMON.match(line)
             if match and match.group(3).startswith(name_prefix):
                 monitors.append(match.groups())
+        elif tag == "forward":
+            forwards.append(rest)
     running = {str(entry.get("Name", "")).lstrip("/") for entry in containers if (entry.get("State") or {}).get("Running")}
     answer = " ".join(limits).strip()
     found = {
@@ -179,6 +239,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
         "containers": containers,
         "leftovers": storage + ["broken:" + name for name in broken]
         + [":".join(monitor) for monitor in monitors if monitor[2] not in running],
+        "forwards": _stale_forwards(forwards, containers),
         "limits": answer,
         "enforce_limits": bool(limits_asked and rc == 0 and LIMIT_SUPPORT[engine].search(answer)),
     }

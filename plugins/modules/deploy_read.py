@@ -121,7 +121,29 @@ containers:
   type: list
   elements: dict
   sample: [{"Name": "node1-db-0", "State": {"Running": true}, "Config": {"Labels": {"gangplank.io/service": "db"}},
-            "HostConfig": {"PortBindings": {"5432/tcp": [{"HostIp": "10.0.0.5", "HostPort": "5432"}]}}}]
+            "HostConfig": {"PortBindings": {"5432/tcp": [{"HostIp": "10.0.0.5", "HostPort": "5432"}]}},
+            "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.7"}}}}]
+forwards:
+  description:
+    - Podman's port forwarding rules (netavark's iptables DNAT rules, C(iptables -t nat -S)) that no running container
+      of this host owns. A rule is a running container's when that container publishes its address and port and has
+      the address it forwards to. A run killed while Podman set up or tore down a container's network can leave one,
+      which then comes before the rule of the next container publishing the same address and port.
+    - The deploy role deletes one only just before it starts a container of this host publishing the same address and
+      port.
+    - Empty with Docker, or where the host has no C(iptables) command.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    published:
+      description: The address and port the rule serves, as a container spec publishes them (C(address:port) or C(port)).
+      type: str
+    rule:
+      description: The rule as C(iptables -S) prints it, without C(-A).
+      type: str
+  sample: [{"published": "10.0.0.5:8080",
+            "rule": "NETAVARK-DN-1D8721804F16F -d 10.0.0.5/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.129:8080"}]
 leftovers:
   description:
     - What a run killed inside the engine left of the containers named C(<name_prefix>...) (Podman), each as

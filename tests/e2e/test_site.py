@@ -3,7 +3,7 @@
 all this machine, real Podman containers from the offline demo image, real probes over real
 sockets. The tests run in order on one deployment: deploy, re-run, check mode, a config change,
 a failing probe, a run killed mid-rank, a name held in storage, a container that will not start
-again, a create the engine refuses once, teardown.
+again, a create the engine refuses once, a forwarding rule a killed run left, teardown.
 
 Needs what scripts/lib/testbed.sh sets up (podman, the demo image bundle); scripts/test.sh
 sources it before this step. The hosts are renamed (e2e-n1, ...) and publish on 127.0.0.21-23,
@@ -400,6 +400,36 @@ def test_a_create_the_engine_refuses_once_is_tried_again(bed, tmp_path):
     assert get("http://%s:8080/health" % bed.addresses[node]) == (200, "%s ok\n" % api)
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
+
+
+def forwarding_rules():
+    return subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_forwarding_rule_left_by_a_killed_run_is_removed_before_the_start(bed):
+    record = json.loads((bed.state() / "placement.json").read_text())
+    api = sorted(name for name in record["placement"] if name.startswith("api-"))[0]
+    node = record["placement"][api]["node"]
+    name, address = "%s-%s" % (node, api), bed.addresses[node]
+    subprocess.run(["podman", "rm", "-f", "-t", "1", name], capture_output=True, check=True)
+    # What CI's run of the kill test once left: netavark's DNAT rule for the api's address and port, to an address no
+    # container has (the run was killed while Podman tore the container's network down). It comes before the rule of
+    # the next container publishing that address and port, whose connections then time out.
+    chain = next(line.split()[1] for line in forwarding_rules().splitlines() if line.startswith("-N NETAVARK-DN-"))
+    stale = ["-d", "%s/32" % address, "-p", "tcp", "-m", "tcp", "--dport", "8080", "-j", "DNAT",
+             "--to-destination", "10.88.255.254:8080"]
+    subprocess.run(["iptables", "-w", "-t", "nat", "-I", chain, "1"] + stale, check=True)
+    try:
+        returncode, report = bed.playbook("site.yml")
+        assert returncode == 0, failures(report)
+        assert "10.88.255.254" not in forwarding_rules()
+        assert containers()[name][0] == "running"
+        assert get("http://%s:8080/health" % address) == (200, "%s ok\n" % api)
+        returncode, report = bed.playbook("site.yml")
+        assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
+    finally:
+        # Never left on the machine: it would send every later test's connections to that address nowhere.
+        subprocess.run(["iptables", "-w", "-t", "nat", "-D", chain] + stale, capture_output=True, check=False)
 
 
 def test_a_container_whose_storage_is_gone_is_made_anew(bed):

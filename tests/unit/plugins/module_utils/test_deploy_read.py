@@ -57,6 +57,43 @@ def test_a_podman_read_gives_containers_limits_and_what_killed_runs_left():
     assert "bindings" not in found
 
 
+CHAIN = "NETAVARK-DN-1D8721804F16F"
+
+
+def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_they_serve():
+    db = dict(DB, NetworkSettings={"Networks": {"podman": {"IPAddress": "10.88.0.7"}}})
+    stopped = {"Name": "n1-api-0", "State": {"Running": False},
+               "HostConfig": {"PortBindings": {"8080/tcp": [{"HostIp": "", "HostPort": "8080"}]}},
+               "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.9"}}}}
+    rules = {
+        # The db's own rule: its address and port, to its address.
+        "owned": CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.7:5432",
+        # The same address and port to an address no container has: left by a killed run.
+        "stale": CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.129:5432",
+        # Any address ("8080:8080"), for a container that does not run: nothing owns it.
+        "unowned": CHAIN + " -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.9:8080",
+    }
+    hostile = [
+        CHAIN + " -d 127.0.0.1/24 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",   # a network
+        CHAIN + " ! -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",  # negated
+        CHAIN + " -d 127.0.0.1/32 -p udp -m udp --dport 53 -j DNAT --to-destination 10.88.0.1:53",       # not TCP
+        CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination [fd00::1]:5432",   # not IPv4
+        CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp -j DNAT --to-destination 10.88.0.1:5432",                # no port
+        CHAIN + ' -p tcp -m comment --comment "a b" --dport 1 -j DNAT --to-destination 10.88.0.1:1',    # quoted words
+        CHAIN + " -p tcp --dport 1 -j DNAT --to-destination 10.88.0.1:1; rm -rf /",                     # not a rule
+        CHAIN + " -p tcp --dport 1 -j DNAT --to-destination 10.88.0.1:1 -j ACCEPT extra",               # odd words
+        CHAIN + " -p tcp --dport 1 -j MASQUERADE --to-destination 10.88.0.1:1",                         # not DNAT
+        "NETAVARK-HOSTPORT-DNAT -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.1:8080",     # other chain
+        CHAIN + " -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.1:8080 --random x",        # more options
+        CHAIN,
+    ]
+    stdout = "\n".join(["engine /usr/bin/podman", json.dumps(db), json.dumps(stopped)]
+                       + ["forward " + rule for rule in list(rules.values()) + hostile]) + "\r\n"
+    found = parse(0, stdout, "podman", PREFIX)
+    assert found["forwards"] == [{"published": "127.0.0.1:5432", "rule": rules["stale"]},
+                                 {"published": "8080", "rule": rules["unowned"]}]
+
+
 @pytest.mark.parametrize("engine, answer, asked, enforced", [
     ("podman", "cgroup controllers: [cpuset cpu memory]", True, True),
     ("podman", "cgroup controllers: [cpuset pids]", True, False),
@@ -127,7 +164,9 @@ def test_a_failed_read_is_an_error_with_its_line(rc, stdout, message):
        lines=st.lists(st.one_of(
            st.text(max_size=40),
            st.builds("{} {}".format, st.sampled_from(["engine", "limits", "storage-only", "broken", "conmon",
-                                                      "fact-file", "fact-file-too-large"]), st.text(max_size=40)),
+                                                      "fact-file", "fact-file-too-large", "forward"]), st.text(max_size=40)),
+           st.builds("forward NETAVARK-DN-1 -d {}/32 -p tcp --dport {} -j DNAT --to-destination {}".format,
+                     st.sampled_from(["1.2.3.4", "300.1.1.1", "x"]), st.text(max_size=6), st.text(max_size=12)),
            st.sampled_from(["fact-file-unreadable", json.dumps(DB), "[1]", "{}"])), max_size=12))
 def test_any_output_is_read_or_refused_with_a_read_error(rc, lines):
     try:
@@ -136,6 +175,9 @@ def test_any_output_is_read_or_refused_with_a_read_error(rc, lines):
         return
     assert isinstance(found["containers"], list) and all(isinstance(entry, dict) for entry in found["containers"])
     assert all(isinstance(leftover, str) for leftover in found["leftovers"])
+    # A rule is handed to iptables as words the shell splits: plain characters only.
+    assert all(set(forward) == {"published", "rule"} and deploy_read._FORWARD_RULE.match(forward["rule"])
+               for forward in found["forwards"])
     assert isinstance(found["enforce_limits"], bool) and isinstance(found["limits"], str)
     assert isinstance(found.get("bindings", {}), dict)
     entry = deploy_entry("n1", found, SETTINGS, {}, [], fact_file="/f", limits=True)
@@ -157,6 +199,19 @@ case "$1" in
 esac
 """
 
+# The nat table as iptables-nft prints it with netavark's chains: only the DNAT rules of NETAVARK-DN-* are forwards.
+FAKE_IPTABLES = r"""#!/bin/sh
+[ "$*" = "-w -t nat -S" ] || exit 2
+cat <<'RULES'
+-P PREROUTING ACCEPT
+-N NETAVARK-DN-1D8721804F16F
+-A PREROUTING -m addrtype --dst-type LOCAL -j NETAVARK-HOSTPORT-DNAT
+-A NETAVARK-DN-1D8721804F16F -s 10.88.0.0/16 -d 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j NETAVARK-HOSTPORT-SETMARK
+-A NETAVARK-DN-1D8721804F16F -d 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.129:8080
+-A NETAVARK-HOSTPORT-DNAT -p tcp -m tcp --dport 8080 -m comment --comment "dnat name: podman id: abc" -j NETAVARK-DN-1D8721804F16F
+RULES
+"""
+
 
 @pytest.fixture(name="bed")
 def _bed(tmp_path):
@@ -164,6 +219,8 @@ def _bed(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "podman").write_text(FAKE_PODMAN)
     os.chmod(bin_dir / "podman", 0o755)
+    (bin_dir / "iptables").write_text(FAKE_IPTABLES)
+    os.chmod(bin_dir / "iptables", 0o755)
     env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), FAKE_ENGINE_LOG=str(tmp_path / "log"))
 
     def run(fact_file="", state_text=None, probe=("podman", "info")):
@@ -188,6 +245,8 @@ def test_the_shell_reads_a_podman_host_as_parse_expects(bed):
     assert found["containers"] == [{"Name": "n1-db-0", "State": {"Running": True}}]
     # The lost storage of bbb makes it broken; the image-store-only container is left over.
     assert found["leftovers"] == ["n1-queue-0", "broken:n1-api-0"]
+    assert found["forwards"] == [{"published": "127.0.0.1:8080", "rule": "NETAVARK-DN-1D8721804F16F -d 127.0.0.1/32 -p tcp"
+                                  " -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.129:8080"}]
     assert found["bindings"] == bindings and found["bindings_error"] == ""
     # Asked now, since no answer was stored.
     assert found["enforce_limits"] and (tmp_path / "log").exists()
