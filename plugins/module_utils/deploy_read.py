@@ -176,8 +176,9 @@ def _stale_forwards(rules, containers):
             if not str(port).endswith("/tcp"):
                 continue
             for binding in entries or []:
-                published = "%s:%s" % (binding.get("HostIp"), binding.get("HostPort")) if binding.get("HostIp") \
-                    else str(binding.get("HostPort"))
+                # Any address ("8080:8080") is a rule without -d, whichever way the engine writes it.
+                host_ip = binding.get("HostIp") if binding.get("HostIp") not in ("0.0.0.0", "::") else ""
+                published = "%s:%s" % (host_ip, binding.get("HostPort")) if host_ip else str(binding.get("HostPort"))
                 owned.update((published, address) for address in addresses if address)
     stale = []
     for rule in rules:

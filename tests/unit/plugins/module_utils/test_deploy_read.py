@@ -87,7 +87,12 @@ def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_the
         CHAIN + " -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.1:8080 --random x",        # more options
         CHAIN,
     ]
-    stdout = "\n".join(["engine /usr/bin/podman", json.dumps(db), json.dumps(stopped)]
+    # Any address, written as 0.0.0.0 by the engine, owns the rule without -d.
+    anywhere = {"Name": "n1-queue-0", "State": {"Running": True},
+                "HostConfig": {"PortBindings": {"5672/tcp": [{"HostIp": "0.0.0.0", "HostPort": "5672"}]}},
+                "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.8"}}}}
+    rules["anywhere"] = CHAIN + " -p tcp -m tcp --dport 5672 -j DNAT --to-destination 10.88.0.8:5672"
+    stdout = "\n".join(["engine /usr/bin/podman", json.dumps(db), json.dumps(stopped), json.dumps(anywhere)]
                        + ["forward " + rule for rule in list(rules.values()) + hostile]) + "\r\n"
     found = parse(0, stdout, "podman", PREFIX)
     assert found["forwards"] == [{"published": "127.0.0.1:5432", "rule": rules["stale"]},
