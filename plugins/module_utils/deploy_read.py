@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import json
 import re
 import shlex
@@ -111,7 +112,6 @@ _CONMON = re.compile(r"conmon ([0-9]+) ([0-9a-f]+) (\S+)$")
 # A forwarding rule as iptables -S prints it, without "-A": the chain, then options and values of plain characters only
 # (the rule is deleted with those words, split by the shell).
 _FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+$")
-_IPV4 = re.compile(r"([0-9]{1,3}\.){3}[0-9]{1,3}$")
 
 
 class ReadError(ValueError):
@@ -141,6 +141,19 @@ def _bindings(encoded):
     return bindings, ""
 
 
+def _ipv4(text):
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _published(address, port):
+    """An address and port as a container spec publishes them ("address:port"), or the port alone for any address."""
+    return "%s:%s" % (address, port) if address else str(port)
+
+
 def _forward(rule):
     """(the published address and port it serves, as a container spec publishes them: "address:port" or "port"; the
     address it forwards to) of a forwarding rule, or None for any rule not of the shape netavark writes."""
@@ -153,10 +166,10 @@ def _forward(rule):
     to_address, _colon, to_port = options.get("--to-destination", "").rpartition(":")
     address, _slash, mask = options.get("-d", "").partition("/")
     if (options.get("-j") != "DNAT" or options.get("-p") != "tcp" or not options.get("--dport", "").isdigit()
-            or not _IPV4.match(to_address) or not to_port.isdigit() or ("-d" in options and not (_IPV4.match(address) and mask == "32"))
+            or not _ipv4(to_address) or not to_port.isdigit() or ("-d" in options and not (_ipv4(address) and mask == "32"))
             or set(options) - {"-d", "-p", "-m", "--dport", "-j", "--to-destination"}):
         return None
-    return ("%s:%s" % (address, options["--dport"]) if address else options["--dport"]), to_address
+    return _published(address, options["--dport"]), to_address
 
 
 def _stale_forwards(rules, containers):
@@ -178,7 +191,7 @@ def _stale_forwards(rules, containers):
             for binding in entries or []:
                 # Any address ("8080:8080") is a rule without -d, whichever way the engine writes it.
                 host_ip = binding.get("HostIp") if binding.get("HostIp") not in ("0.0.0.0", "::") else ""
-                published = "%s:%s" % (host_ip, binding.get("HostPort")) if host_ip else str(binding.get("HostPort"))
+                published = _published(host_ip, binding.get("HostPort"))
                 owned.update((published, address) for address in addresses if address)
     stale = []
     for rule in rules:

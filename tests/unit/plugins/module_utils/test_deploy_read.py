@@ -75,6 +75,7 @@ def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_the
     }
     hostile = [
         CHAIN + " -d 127.0.0.1/24 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",   # a network
+        CHAIN + " -d 300.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",  # no address
         CHAIN + " ! -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",  # negated
         CHAIN + " -d 127.0.0.1/32 -p udp -m udp --dport 53 -j DNAT --to-destination 10.88.0.1:53",       # not TCP
         CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination [fd00::1]:5432",   # not IPv4
