@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import post  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan  # noqa: E402
 from generate import generate  # noqa: E402
@@ -163,7 +164,7 @@ def round_trip(port):
     times = []
     for _unused in range(20):
         started = time.perf_counter()
-        config.post("filter", body)
+        post(config, "filter", body)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 

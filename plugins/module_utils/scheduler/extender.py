@@ -7,49 +7,45 @@ A profile lists ``extenders`` with the field names of KubeSchedulerConfiguration
 (k8s.io/kube-scheduler/config/v1 ``Extender``): ``urlPrefix``, ``filterVerb``, ``prioritizeVerb``,
 ``weight``, ``nodeCacheCapable``, ``httpTimeout``, ``ignorable``, ``managedResources``, ``enableHTTPS``,
 ``tlsConfig``; plus ``bearerToken`` / ``bearerTokenFile`` (gangplank's, for extenders that are not on the
-controller). This file reads that configuration, builds the Pod and Node objects a kube extender reads,
-posts kube's ``ExtenderArgs`` (k8s.io/kube-scheduler/extender/v1) with the standard library only, and
-reads ``ExtenderFilterResult`` and ``HostPriorityList`` answers strictly: anything else is an
-``ExtenderError`` naming the extender (plugins/extender.py decides what an error does).
+controller). This file reads that configuration, builds the Pod and Node objects a kube extender reads and
+kube's ``ExtenderArgs`` (k8s.io/kube-scheduler/extender/v1), and reads ``ExtenderFilterResult`` and
+``HostPriorityList`` answers strictly: anything else is an ``ExtenderError`` naming the extender
+(plugins/extender.py decides what an error does). It does no I/O: the calls go through a transport handed to
+the Extender plugin (module_utils/extender_transport.py by default), which brings back the bytes of each answer.
 
 Bounds: at most MAX_EXTENDERS extenders; each call has its own deadline (``httpTimeout``, at most
-MAX_HTTP_TIMEOUT, enforced on the whole exchange, not per socket read), answers of at most
-MAX_RESPONSE_BYTES, and an extender spends at most MAX_PLAN_SECONDS in one plan; plugins/extender.py
-makes at most one call per service and verb per plan. So one plan waits at most
-MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the number of services. The calls of one round share
-keep-alive connections (call_round): at most MAX_CONCURRENT in flight, MAX_OPENING of them on new connections.
-Answers met again in a round are decoded once, at most MAX_KEPT_ANSWER_BYTES of them kept (_decode).
+MAX_HTTP_TIMEOUT, enforced by the transport on the whole exchange, name resolution to last byte), and an
+extender spends at most MAX_PLAN_SECONDS in one plan; plugins/extender.py makes at most one call per service
+and verb per plan. So one plan waits at most MAX_EXTENDERS x MAX_PLAN_SECONDS for extenders, whatever the
+number of services. Answers met again in a round are decoded once, at most MAX_KEPT_ANSWER_BYTES of them kept
+(_decode).
 
-The bearer token never appears in a message, a result or a repr: errors quote at most a scrubbed
-snippet of an answer.
+The bearer token never appears in a message, a result or a repr: errors quote at most a snippet of an answer,
+the token blotted out of the whole answer before it is cut.
 """
 
 from __future__ import annotations
 
 import binascii
-import collections
-import errno
-import http.client
-import io
+import ipaddress
 import json
 import os
 import re
-import selectors
 import shutil
-import socket
 import ssl
+import stat
 import tempfile
-import time
 import urllib.parse
+import uuid
 
-from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import SHOW_LIMIT, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import join_path
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 MAX_EXTENDERS = 8
 DEFAULT_HTTP_TIMEOUT = 5.0          # seconds: kube's DefaultExtenderTimeout
 MAX_HTTP_TIMEOUT = 60.0
 MAX_PLAN_SECONDS = 120.0            # one extender's total time in one plan
-MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_WEIGHT = 1000
 MAX_EXTENDER_PRIORITY = 10          # kube's MaxExtenderPriority: answers' scores are 0..10
 MAX_TOKEN = 16384                   # characters of a bearer token
@@ -57,8 +53,6 @@ MAX_TLS_DATA = 1024 * 1024          # characters of base64 in certData, keyData 
 MAX_REASON = 200                    # characters of one failure reason kept for the "0/N nodes" line
 MAX_WARNINGS = 20                   # per extender
 MAX_KEPT_ANSWER_BYTES = 4 * 1024 * 1024  # answers of one round kept decoded, to read one met again without decoding it
-MAX_CONCURRENT = 8                  # calls of one extender in flight at once, on keep-alive connections
-MAX_OPENING = 4                     # of them on connections not answered yet (a Python http.server listens with a backlog of 5)
 NAMESPACE = "gangplank"
 
 # Extended resources and annotations of the Pod and Node objects (docs/problem-format.md, "Extenders").
@@ -70,15 +64,24 @@ ANNOTATION = "gangplank.io/"
 _KEYS = ("urlPrefix", "filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable", "httpTimeout", "ignorable",
          "managedResources", "enableHTTPS", "tlsConfig", "bearerToken", "bearerTokenFile", "bindVerb", "preemptVerb")
 _TLS_KEYS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData")
-_VERB = re.compile(r"^[A-Za-z0-9._~-][A-Za-z0-9._~/-]{0,199}$")
+# Whole-string patterns: each is used with validation.well_formed (fullmatch, no control character, bounded).
+_VERB = re.compile(r"[A-Za-z0-9._~-][A-Za-z0-9._~/-]{0,199}")
+MAX_VERB = 200
 # Go's time.ParseDuration: an optional sign, then numbers with a unit each (digits before or after the point, or
 # both), or "0" alone. µ is U+00B5 (micro sign) or U+03BC (Greek mu), as Go accepts both.
-_DURATION = re.compile(r"^[+-]?(?:0|(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$")
+_DURATION = re.compile(r"[+-]?(?:0|(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
+MAX_DURATION = 64
 _DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_TOKEN = re.compile(r"^[\x21-\x7e]+$")
+_TOKEN = re.compile(r"[\x21-\x7e]+")
 _VAULTED = ("EncryptedString", "AnsibleVaultEncryptedUnicode")
-_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
+_RESOURCE_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?")
+MAX_RESOURCE_NAME = 253
+# tlsConfig.serverName: a DNS name or an IP address (what TLS checks the certificate against).
+_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.:_-]{0,252})")
+MAX_SERVER_NAME = 253
+# The uid of the Pod and Node objects sent to extenders: uuid5 over this namespace (fixed for this collection).
+UID_NAMESPACE = uuid.UUID("6f0c2a4e-3b1d-5e8a-9c57-2d4b8e1f0a63")
 
 
 class ExtenderError(Exception):
@@ -111,18 +114,21 @@ class ExtenderConfig:
         return "ExtenderConfig(%r, filter=%r, prioritize=%r)" % (self.url_prefix, self.filter_verb, self.prioritize_verb)
 
     def scrub(self, text):
-        """``text`` with the bearer token blotted out (an answer may echo the request's headers)."""
-        if self._token and self._token in text:
-            text = text.replace(self._token, "********")
+        """``text`` (str or bytes) with the bearer token blotted out (an answer may echo the request's headers): as it
+        is, and as JSON writes it (Python's and Go's escapes). Scrub the whole text before cutting it to a length:
+        cut first, a part of the token could be left."""
+        if self._token:
+            for form in self._token_forms(isinstance(text, bytes)):
+                if form in text:
+                    text = text.replace(form, b"********" if isinstance(text, bytes) else "********")
         return text
 
-    def post(self, verb, body):
-        """POST ``body`` (bytes, JSON) to ``urlPrefix/verb``; the decoded JSON answer. Raises ExtenderError. One call
-        on a connection of its own (a round of calls shares keep-alive connections: call_round)."""
-        answer, = call_round(self, [(verb, body)], lambda job: job, lambda job, answer: answer, 1)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+    def _token_forms(self, as_bytes):
+        token = self._token
+        escaped = json.dumps(token)[1:-1]
+        go = escaped.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        forms = list(dict.fromkeys((token, escaped, go)))
+        return [form.encode("ascii") for form in forms] if as_bytes else forms
 
     def request_head(self, verb, length):
         """The request line and headers of a POST of ``length`` bytes to ``urlPrefix/verb`` (bytes)."""
@@ -139,355 +145,25 @@ class ExtenderConfig:
             head = self._heads[verb] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("ascii")
         return head + b"%d\r\n\r\n" % length
 
-    def address(self):
-        """(host, port) of the extender."""
-        parts = urllib.parse.urlsplit(self.url_prefix)
-        return parts.hostname, parts.port or (443 if self.context is not None else 80)
-
     def snippet(self, data):
-        """At most 80 characters of an answer, printable, token scrubbed."""
-        text = self.scrub(data[:400].decode("utf-8", "replace"))
+        """At most 80 characters of an answer, printable, token scrubbed (in the whole answer, before it is cut)."""
+        text = self.scrub(bytes(data))[:400].decode("utf-8", "replace")
         return show(re.sub(r"[^\x20-\x7e]", "?", text))
 
 
-class _TooLarge(Exception):
-    pass
+def answer_decoder(config):
+    """A function (verb, the body of a 2xx answer in bytes) -> its decoded JSON, for the answers of one round of calls
+    (the transport brings the bytes back; plugins/extender.py reads them). Raises ExtenderError when an answer is not
+    JSON, quoting it through ``snippet`` (the token blotted out first). An answer met again in the round is decoded
+    once (_decode)."""
+    kept = _Kept()
 
-
-def call_round(config, jobs, prepare, finish, workers=MAX_CONCURRENT, ahead=None):
-    """The calls of ``jobs``, made in the calling thread over at most ``workers`` keep-alive connections to the
-    extender; the results in the order of ``jobs``.
-
-    ``prepare(job)`` runs right before a job's call goes out: it returns (verb, body bytes), or None for no call, or
-    an exception, which stands as the job's result and stops the round. ``finish(job, answer)`` gets the decoded JSON
-    answer or an ExtenderError and returns the job's result; an exception returned stops the round too: no further
-    call starts and the calls still in flight are dropped (their results stay None). ``ahead()``, when given, does a
-    small part of the work ``prepare`` would do later (building a request body) while no answer is ready, and
-    returns whether any is left.
-
-    No worker threads and no watchdog: the calls in flight wait together on one selector (connecting, the TLS
-    handshake, the first bytes of an answer); an answer that has begun to arrive is read by http.client, each read
-    bounded by what is left of the call's deadline (``httpTimeout`` after the call began, connecting, a retry and
-    reading the whole answer included; _Timed), so a server that answers one byte at a time is cut as surely as one
-    that says nothing. Once a deadline has passed, what had arrived by then is still read; only a wait is cut.
-
-    At most MAX_OPENING calls are in flight on connections that have not answered yet: a server that listens with a
-    small backlog (Python's http.server: 5) drops the connections beyond it, and each then waits a second for TCP to
-    try again. A connection that has answered and stays open takes the next job at once, so against a keep-alive
-    server the calls in flight grow to ``workers``; against one that closes every connection (HTTP/1.0) they stay at
-    MAX_OPENING."""
-    results = {}                        # index of a job -> its result (pylint takes a list of None for the type)
-    queue = collections.deque(range(len(jobs)))
-    retries = collections.deque()       # calls whose kept-alive connection was closed unanswered: on a new one
-    idle = []                           # connections that have answered and stay open
-    kept = _Kept()                      # the answers decoded so far, to decode an answer met again once (_decode)
-    flight = {}                         # socket -> its _Call (connecting, in the handshake, or waiting for the answer)
-    counts = {"open": 0, "opening": 0}  # connections open; calls in flight on connections not answered yet
-    selector = selectors.DefaultSelector()
-    addresses = []                      # getaddrinfo's, once per round
-
-    def fail(call, error):
-        """``call`` ends with ``error`` (an exception met on its way): its connection is closed. A call that failed
-        before its request was prepared (connecting) is prepared first, so it counts as made and the error names its
-        verb (a job that is not sent passes the failure to the next). True when the round stops."""
-        _close(selector, flight, call, counts)
-        while call.request is None:
-            request = prepare(jobs[call.index])
-            if isinstance(request, Exception):
-                return _failed(results, call, request)
-            if request is not None:
-                call.verb, call.request = request[0], b""
-            elif not queue:
-                return False
-            else:
-                call.index = queue.popleft()
-        return _failed(results, call, finish(jobs[call.index], _error(config, call, error)))
-
-    def opened(call):
-        """A new connection for ``call``, or False when it must wait for MAX_OPENING."""
-        if counts["opening"] >= MAX_OPENING:
-            return False
-        if not addresses:
-            addresses.extend(socket.getaddrinfo(*config.address(), 0, socket.SOCK_STREAM))
-        counts["open"] += 1
-        counts["opening"] += 1
-        call.owns = call.fresh = True
-        call.addresses = list(addresses)
-        _connect(selector, flight, call)
-        return True
-
-    def begin(call):
-        """``call``'s new connection is ready: its request goes out, prepared now when the call has none yet (a job
-        that is not sent gives the connection to the next one). True when the round stops."""
-        while call.request is None:
-            request = prepare(jobs[call.index])
-            if isinstance(request, Exception):
-                _close(selector, flight, call, counts)
-                return _failed(results, call, request)
-            if request is not None:
-                call.verb, call.request = request[0], config.request_head(request[0], len(request[1])) + request[1]
-                break
-            if not queue:
-                _close(selector, flight, call, counts)
-                return False
-            call.index = queue.popleft()
-        _send(selector, flight, call)
-        return False
-
-    def again(call):
-        """``call``'s kept-alive connection was closed before any answer (the server's idle timeout): the server never
-        read the request, so it goes once more on a new connection, within the same deadline."""
-        _close(selector, flight, call, counts)
-        call.retried, call.reused, call.sent = True, False, 0
-        retries.append(call)
-
-    try:
-        stopped = False
-        while not stopped:
-            # Start what may start: retries first (their deadline runs), then new jobs on an idle connection or a new one.
-            while retries and not stopped:
-                call = retries[0]
-                try:
-                    if not opened(call):
-                        break
-                except (OSError, ValueError) as error:
-                    stopped = fail(call, error)
-                retries.popleft()
-            while queue and not stopped and (idle or (counts["open"] < workers and counts["opening"] < MAX_OPENING)):
-                index = queue.popleft()
-                call = _Call(index, None, None, time.monotonic() + config.timeout)
-                try:
-                    if idle:
-                        request = prepare(jobs[index])
-                        if request is None:
-                            continue
-                        if isinstance(request, Exception):
-                            results[index], stopped = request, True
-                            break
-                        call.verb = request[0]
-                        call.request = config.request_head(request[0], len(request[1])) + request[1]
-                        call.sock, call.reused, call.owns = idle.pop(), True, True
-                        _send(selector, flight, call)
-                    else:
-                        # Connecting first: the request is prepared while the connection is being made (begin).
-                        opened(call)
-                except _Unanswered:
-                    again(call)
-                except (OSError, ValueError) as error:
-                    stopped = fail(call, error)
-            if stopped or not (flight or retries):
-                break
-            ready = selector.select(0) if ahead is not None else None
-            if not ready:
-                if ahead is not None and ahead():
-                    continue        # then look again: an answer may have come meanwhile
-                ahead = None
-                now = time.monotonic()
-                wake = min([call.deadline for call in flight.values()] + [call.deadline for call in retries])
-                ready = selector.select(max(wake - now, 0.0))
-            for key, _events in ready:
-                call = key.data
-                if stopped or flight.get(key.fileobj) is not call:
-                    continue
-                try:
-                    answer = _advance(config, selector, flight, call, counts, idle, kept)
-                    if answer is _CONNECTED:
-                        stopped, answer = begin(call), _PENDING
-                except _Unanswered as unanswered:
-                    if call.reused and not call.retried:
-                        again(call)
-                    else:
-                        stopped = fail(call, unanswered.error)
-                    continue
-                except (OSError, http.client.HTTPException, ValueError, _TooLarge, ExtenderError) as error:
-                    stopped = fail(call, error)
-                    continue
-                if answer is not _PENDING:
-                    stopped = _failed(results, call, finish(jobs[call.index], answer))
-            # Calls whose deadline passed with nothing ready: timed out.
-            now = time.monotonic()
-            for call in [call for call in flight.values() if call.deadline <= now] + \
-                    [call for call in retries if call.deadline <= now]:
-                if stopped:
-                    break
-                if call in retries:
-                    retries.remove(call)
-                stopped = fail(call, socket.timeout())
-    finally:
-        for call in list(flight.values()):
-            _close(selector, flight, call, counts)
-        for sock in idle:
-            sock.close()
-        selector.close()
-    return [results.get(index) for index in range(len(jobs))]
-
-
-_PENDING = object()     # an answer not complete yet
-_CONNECTED = object()   # a new connection ready for its request
-
-
-class _Call:
-    """One call of a round: its request (head and body), its deadline, its connection and where it stands."""
-
-    __slots__ = ("index", "verb", "request", "deadline", "sock", "step", "sent", "reused", "fresh", "owns", "retried",
-                 "addresses")
-
-    def __init__(self, index, verb, request, deadline):
-        self.index = index
-        self.verb = verb
-        self.request = request
-        self.deadline = deadline
-        self.sock = None
-        self.step = None            # "connect", "handshake", "send" or "answer"
-        self.sent = 0               # bytes of the request sent
-        self.reused = False         # on a connection that answered an earlier call
-        self.fresh = False          # counted in "opening": on a connection that has not answered yet
-        self.owns = False           # holds one of the round's connections (counted in "open")
-        self.retried = False
-        self.addresses = ()         # getaddrinfo's entries not tried yet
-
-
-def _failed(results, call, result):
-    """Store ``call``'s result; True when it is an exception (the round stops)."""
-    results[call.index] = result
-    return isinstance(result, Exception)
-
-
-def _error(config, call, error):
-    """The ExtenderError for ``error`` (an exception met by ``call``)."""
-    if isinstance(error, ExtenderError):
-        return error
-    if isinstance(error, _TooLarge):
-        return ExtenderError("%s: the answer to %s is larger than %d bytes" % (config.name, call.verb, MAX_RESPONSE_BYTES))
-    if isinstance(error, socket.timeout):
-        return ExtenderError("%s: %s timed out after %g s (httpTimeout)" % (config.name, call.verb, config.timeout))
-    return ExtenderError("%s: %s failed: %s" % (config.name, call.verb, config.scrub(_describe(error))))
-
-
-def _watch(selector, flight, call, events, step):
-    """Wait for ``events`` on ``call``'s socket, then take ``step``."""
-    call.step = step
-    if flight.get(call.sock) is call:
-        selector.modify(call.sock, events, call)
-    else:
-        selector.register(call.sock, events, call)
-        flight[call.sock] = call
-
-
-def _unwatch(selector, flight, call):
-    if call.sock is not None and flight.get(call.sock) is call:
-        selector.unregister(call.sock)
-        del flight[call.sock]
-
-
-def _close(selector, flight, call, counts):
-    """Close ``call``'s connection, if it holds one, and give back its place in the round's counts."""
-    _unwatch(selector, flight, call)
-    if call.fresh:
-        counts["opening"] -= 1
-        call.fresh = False
-    if call.owns:
-        counts["open"] -= 1
-        call.owns = False
-    if call.sock is not None:
-        call.sock.close()
-        call.sock = None
-
-
-def _connect(selector, flight, call):
-    """Begin connecting ``call`` to the next address of the name that does not fail at once (the socket does not
-    block: _advance goes on when it is writable). Raises the last error when none is left."""
-    while True:
-        family, kind, proto, _name, address = call.addresses.pop(0)
-        sock = socket.socket(family, kind, proto)
+    def decode(verb, data):
         try:
-            sock.setblocking(False)
-            # The request goes out in one write; an answer is read at once (Go's and Node's servers do the same).
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            status = sock.connect_ex(address)
-            if status not in (0, errno.EINPROGRESS, errno.EAGAIN):
-                raise OSError(status, os.strerror(status))
-        except OSError:
-            sock.close()
-            if call.addresses:
-                continue
-            raise
-        except BaseException:
-            sock.close()
-            raise
-        call.sock = sock
-        _watch(selector, flight, call, selectors.EVENT_WRITE, "connect")
-        return
-
-
-def _advance(config, selector, flight, call, counts, idle, kept):
-    """The next step of ``call`` once its socket is ready: the decoded answer (_decode, with ``kept``), or _PENDING
-    while it is not complete. Raises what the step met (_Unanswered: closed before any byte of an answer)."""
-    sock = call.sock
-    if call.step == "connect":
-        status = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if status:
-            error = OSError(status, os.strerror(status))
-            if not call.addresses:
-                raise error
-            # The next address of the name: the refused socket goes first (its successor may take the same descriptor).
-            _unwatch(selector, flight, call)
-            sock.close()
-            call.sock = None
-            _connect(selector, flight, call)
-            return _PENDING
-        if config.context is None:
-            return _CONNECTED
-        _unwatch(selector, flight, call)
-        call.sock = config.context.wrap_socket(sock, server_hostname=config.server_name or config.address()[0],
-                                               do_handshake_on_connect=False)
-        call.step = "handshake"
-    if call.step == "send":
-        _send(selector, flight, call)
-        return _PENDING
-    if call.step == "handshake":
-        try:
-            call.sock.do_handshake()
-        except ssl.SSLWantReadError:
-            _watch(selector, flight, call, selectors.EVENT_READ, "handshake")
-            return _PENDING
-        except ssl.SSLWantWriteError:
-            _watch(selector, flight, call, selectors.EVENT_WRITE, "handshake")
-            return _PENDING
-        return _CONNECTED
-    # The answer has begun to arrive (or the connection was closed): what is there is read without waiting; TLS may
-    # have brought a record without data (a session ticket), then the call waits on.
-    first = bytearray(65536)
-    try:
-        sock.settimeout(0.0)
-        size = sock.recv_into(first)
-    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-        return _PENDING
-    except (BrokenPipeError, ConnectionResetError) as error:
-        raise _Unanswered(error)
-    if not size:
-        raise _Unanswered(http.client.RemoteDisconnected("Remote end closed connection without response"))
-    _unwatch(selector, flight, call)
-    response = http.client.HTTPResponse(_Timed(sock, call.deadline, first[:size]), method="POST")
-    response.begin()
-    data = _read(response)
-    if call.fresh:
-        counts["opening"] -= 1
-        call.fresh = False
-    if response.will_close:
-        # HTTP/1.0 or Connection: close: the next call opens a new connection.
-        sock.close()
-        counts["open"] -= 1
-    else:
-        idle.append(sock)           # with its place in "open"
-    call.sock, call.owns = None, False
-    if not 200 <= response.status < 300:
-        raise ExtenderError("%s: %s answered HTTP %d: %s" % (config.name, call.verb, response.status,
-                                                             config.snippet(data)))
-    try:
-        return _decode(data, kept)
-    except (ValueError, RecursionError):
-        raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, call.verb, config.snippet(data)))
+            return _decode(data, kept)
+        except (ValueError, RecursionError):
+            raise ExtenderError("%s: the answer to %s is not JSON: %s" % (config.name, verb, config.snippet(data)))
+    return decode
 
 
 def _decode(data, kept):
@@ -519,106 +195,10 @@ class _Kept:
         self.room = MAX_KEPT_ANSWER_BYTES
 
 
-def _send(selector, flight, call):
-    """Send what is left of ``call``'s request without waiting, then wait for the answer. The request is one buffer
-    (headers and body apart would wait on the server's delayed acknowledgement); what the socket does not take now
-    goes when it is writable again, so a large body that the server reads slowly holds up no other call."""
-    sock = call.sock
-    sock.settimeout(0.0)
-    view = memoryview(call.request)
-    try:
-        while call.sent < len(view):
-            call.sent += sock.send(view[call.sent:])
-    except (BlockingIOError, ssl.SSLWantWriteError):
-        _watch(selector, flight, call, selectors.EVENT_WRITE, "send")
-        return
-    except ssl.SSLWantReadError:
-        _watch(selector, flight, call, selectors.EVENT_READ, "send")
-        return
-    except (BrokenPipeError, ConnectionResetError) as error:
-        raise _Unanswered(error)
-    _quick_ack(sock)
-    _watch(selector, flight, call, selectors.EVENT_READ, "answer")
-
-
-class _Timed(io.RawIOBase):
-    """What http.client reads an answer from: the bytes already received, then the socket, each read waiting at most
-    what is left of the call's deadline; once that has passed, only what has arrived is read (socket.timeout when
-    nothing has)."""
-
-    def __init__(self, sock, deadline, first):
-        super().__init__()
-        self.sock = sock
-        self.deadline = deadline
-        self.first = first
-
-    def makefile(self, _mode):
-        # http.client.HTTPResponse reads sock.makefile("rb").
-        return io.BufferedReader(self)
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        if self.first:
-            size = min(len(buffer), len(self.first))
-            buffer[:size] = self.first[:size]
-            del self.first[:size]
-            return size
-        self.sock.settimeout(max(self.deadline - time.monotonic(), 0.0))
-        try:
-            return self.sock.recv_into(buffer)
-        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            raise socket.timeout("timed out")
-
-
-def _quick_ack(sock):
-    """Acknowledge the answer's first segment at once (Linux's TCP_QUICKACK, which the kernel turns off again by
-    itself): a server that writes its headers and its body apart, with Nagle's algorithm on (Python's http.server),
-    sends the body only once the headers are acknowledged, and on a kept-alive connection the kernel delays that
-    acknowledgement by up to 40 ms."""
-    if hasattr(socket, "TCP_QUICKACK"):
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-        except OSError:
-            pass
-
-
-class _Unanswered(Exception):
-    """The connection was closed before any byte of an answer came back."""
-
-    def __init__(self, error):
-        super().__init__(str(error))
-        self.error = error
-
-
-def _read(response):
-    length = response.getheader("Content-Length")
-    if length is not None and length.strip().isdigit() and int(length) > MAX_RESPONSE_BYTES:
-        raise _TooLarge()
-    chunks, size = [], 0
-    while True:
-        chunk = response.read1(65536)
-        if not chunk:
-            data = b"".join(chunks)
-            if response.length:
-                # The server closed the connection before the Content-Length it announced.
-                raise http.client.IncompleteRead(data, response.length)
-            # read1 leaves an answer with a Content-Length open once all of it is read: closing it frees the
-            # connection for the next call.
-            response.close()
-            return data
-        size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
-            raise _TooLarge()
-        chunks.append(chunk)
-
-
 def _describe(error):
+    """What went wrong in ``error`` (reading a TLS file or key), in a few words."""
     if isinstance(error, ssl.SSLError):
         return "TLS: %s" % (error.reason or error)
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused"
     text = getattr(error, "strerror", None) or str(error) or type(error).__name__
     return text[:200]
 
@@ -652,7 +232,7 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
         verb = spec.get(key)
         if verb is None or verb == "":
             continue
-        if not isinstance(verb, str) or not _VERB.match(verb) or ".." in verb.split("/"):
+        if not _verb_ok(verb):
             reader.bad(join_path(where, key), verb, "a path segment such as bind (it is not called)")
         else:
             # Accepted as kube accepts it, so a kube configuration works unchanged, but never called.
@@ -661,36 +241,40 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
                 else "gangplank plans the gang at once, without kube's preemption"))
     url = reader.string(spec.get("urlPrefix"), join_path(where, "urlPrefix"), "an http:// or https:// URL")
     https = False
+    host = None
     if url is not None:
         url = url.rstrip("/") or url
-        # ASCII: the request line and Host header carry it as it is (a host in punycode, a path percent-encoded).
-        parts = urllib.parse.urlsplit(url) if len(url) <= 2048 and url.isascii() and url.isprintable() and \
-            " " not in url else None
-        try:
-            port = parts.port if parts is not None else None
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            reader.bad(join_path(where, "urlPrefix"), url, "an http:// or https:// URL with a host")
-            url = None
-        elif parts.username is not None or parts.password is not None:
+        parts, host, port = _url_parts(url)
+        if parts is not None and (parts.username is not None or parts.password is not None):
             reader.error(join_path(where, "urlPrefix"), "has credentials in it (not shown); expected a URL without "
                                                         "user:password@, and the token in bearerToken")
+            url = None
+        elif parts is None and "@" in url:
+            # Perhaps user:password@ in a URL that does not parse: not shown.
+            reader.error(join_path(where, "urlPrefix"), "is not an http:// or https:// URL with a host (not shown: it "
+                                                        "holds an @); expected a URL without user:password@")
+            url = None
+        elif parts is None or parts.scheme not in ("http", "https") or not host:
+            reader.bad(join_path(where, "urlPrefix"), url, "an http:// or https:// URL with a host (and a port from 1 "
+                                                           "to 65535 if any)")
+            url = None
+        elif port is not None and not 1 <= port <= 65535:
+            reader.bad(join_path(where, "urlPrefix"), url, "a URL whose port is from 1 to 65535")
             url = None
         elif parts.query or parts.fragment:
             reader.bad(join_path(where, "urlPrefix"), url, "a URL without ?query or #fragment (the verb is appended)")
             url = None
         else:
             https = parts.scheme == "https"
-            del port
     verbs = {}
     for key in ("filterVerb", "prioritizeVerb"):
         verb = spec.get(key)
         if verb is None or verb == "":
             verbs[key] = None
-        elif not isinstance(verb, str) or not _VERB.match(verb) or ".." in verb.split("/"):
+        elif not _verb_ok(verb):
             reader.bad(join_path(where, key), verb, "a path segment such as filter or prioritize (letters, digits, "
-                                                    "- . _ ~ /)")
+                                                    "- . _ ~ /; no . or .. segment, no line break or other control "
+                                                    "character)")
         else:
             verbs[key] = verb
     if "filterVerb" in verbs and "prioritizeVerb" in verbs and not verbs["filterVerb"] and not verbs["prioritizeVerb"]:
@@ -712,7 +296,7 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
         at = join_path(join_path(where, "managedResources"), position)
         resource = reader.mapping(entry, at, ("name", "ignoredByScheduler"), required=("name",), optional_none=False)
         name = resource.get("name")
-        if "name" in resource and (not isinstance(name, str) or not _RESOURCE_NAME.match(name)):
+        if "name" in resource and not well_formed(name, _RESOURCE_NAME, MAX_RESOURCE_NAME):
             reader.bad(join_path(at, "name"), name, "a resource name such as nvidia.com/gpu")
         elif "name" in resource:
             managed.append(name)
@@ -724,7 +308,7 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
     elif https:
         context, server_name = _tls(reader, tls, join_path(where, "tlsConfig"), base)
     token = _token(reader, spec, where, base)
-    if token and url is not None and not https and not _loopback(urllib.parse.urlsplit(url).hostname):
+    if token and url is not None and not https and not _loopback(host):
         reader.error(join_path(where, "urlPrefix"), "is http:// on another host with a bearer token; expected https:// "
                                                     "(the token would cross the network in clear text)")
     if len(reader.errors) > errors:
@@ -746,8 +330,8 @@ def _duration(reader, value, path):
         seconds = None
     elif isinstance(value, (int, float)):
         seconds = float(value) if abs(value) < 1e9 else None
-    elif isinstance(value, str) and len(value) <= 64:
-        match = _DURATION.match(value)
+    elif isinstance(value, str):
+        match = well_formed(value, _DURATION, MAX_DURATION)
         if match and value.lstrip("+-") == "0":
             seconds = 0.0
         elif match:
@@ -760,6 +344,39 @@ def _duration(reader, value, path):
         reader.bad(path, value, expected)
         return None
     return seconds
+
+
+def _verb_ok(verb):
+    """Whether ``verb`` is a path below urlPrefix: whole-string match, no control character, no . or .. segment."""
+    return well_formed(verb, _VERB, MAX_VERB) and not {".", ".."} & set(verb.split("/"))
+
+
+def _url_parts(url):
+    """(urlsplit's parts, host, port) of ``url``, or (None, None, None) when it is not an ASCII, printable URL without
+    spaces that urllib can read: a bracket left open ("http://[::1") or a port that is not a number raises
+    ValueError in urlsplit, in .hostname or in .port, and is an answer here, not a traceback."""
+    # ASCII: the request line and Host header carry it as it is (a host in punycode, a path percent-encoded).
+    if len(url) > 2048 or not url.isascii() or not url.isprintable() or " " in url:
+        return None, None, None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts, parts.hostname, parts.port
+    except ValueError:
+        return None, None, None
+
+
+def _loopback(host):
+    """Whether ``host`` (urlsplit's hostname: lower case, without brackets) is this machine for certain: the name
+    localhost, or an IP address literal that is a loopback address (127.0.0.0/8, ::1). A name that only starts
+    with "127." (127.evil.example, 127.0.0.1.nip.io) goes wherever DNS points, so it is not."""
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _file(base, name):
@@ -777,10 +394,12 @@ def _tls(reader, value, path, base):
             pems[kind] = pem
         elif spec.get(kind + "File") is not None and spec.get(kind + "Data") in (None, ""):
             where = join_path(path, kind + "File")
-            name = reader.string(spec[kind + "File"], where, "the path of a PEM file")
-            if name is not None and not os.path.isfile(_file(base, name)):
-                reader.bad(where, name, "an existing PEM file")
-            elif name is not None:
+            name = spec[kind + "File"]
+            # Not shown, as nothing under tlsConfig is. isfile: a regular file (a FIFO would wait for a writer).
+            if not isinstance(name, str) or not name or has_control(name) or not os.path.isfile(_file(base, name)):
+                reader.error(where, "is not an existing regular file (not shown)%s; expected the path of an existing "
+                                    "PEM file" % _flaw(name))
+            else:
                 files[kind] = _file(base, name)
     given = {kind: spec.get(kind + "File") is not None or spec.get(kind + "Data") not in (None, "") for kind in ("cert", "key")}
     if given["cert"] != given["key"]:
@@ -788,12 +407,21 @@ def _tls(reader, value, path, base):
                            "keyData); expected both")
     server_name = None
     if spec.get("serverName") is not None:
-        server_name = reader.string(spec["serverName"], join_path(path, "serverName"), "a host name")
+        if well_formed(spec["serverName"], _SERVER_NAME, MAX_SERVER_NAME):
+            server_name = spec["serverName"]
+        else:
+            reader.error(join_path(path, "serverName"), "is not a host name (not shown)%s; expected a DNS name or an IP "
+                                                        "address, letters, digits, . - _ :" % _flaw(spec["serverName"]))
     insecure = reader.boolean(spec.get("insecure"), join_path(path, "insecure"))
     try:
         context = ssl.create_default_context(cafile=files.get("ca"), cadata=pems.get("ca"))
         if all(kind in files or kind in pems for kind in ("cert", "key")):
             _load_client_certificate(context, files, pems)
+    except _Encrypted:
+        reader.error(join_path(path, "keyData" if "key" in pems else "keyFile"),
+                     "cannot be used (not shown): the key is encrypted (pass-phrase protected); give an unencrypted key "
+                     "(openssl pkey -in key.pem -out plain.pem)")
+        return None, None
     except (ssl.SSLError, OSError, ValueError) as error:
         reader.error(path, "cannot be used: %s; expected PEM (caFile or caData, certFile or certData with keyFile or "
                            "keyData)" % _describe(error))
@@ -849,6 +477,27 @@ def _pem_data(reader, value, path, file_key):
     return pem
 
 
+class _Encrypted(Exception):
+    """The client key is encrypted: OpenSSL asked for its pass phrase."""
+
+
+def _refuse_pass_phrase():
+    raise _Encrypted()
+
+
+def _flaw(value):
+    """What is wrong with a value that is not shown (a token, anything under tlsConfig), without showing it."""
+    if not isinstance(value, str):
+        return " (a %s)" % type(value).__name__
+    if not value:
+        return ": it is empty"
+    if value[-1] in "\n\r\x85\u2028\u2029":
+        return ": it ends in a line break"
+    if has_control(value):
+        return ": it holds a control character (a line break, a tab, a bidi or other format character)"
+    return ""
+
+
 def _load_client_certificate(context, files, pems):
     """The client certificate and key into ``context``. ssl reads them from files only: PEM given as data is written
     to files of a private folder (0700; the files 0600) that are removed as soon as they are read."""
@@ -863,14 +512,22 @@ def _load_client_certificate(context, files, pems):
                     descriptor = os.open(paths[kind], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                     with os.fdopen(descriptor, "w", encoding="ascii") as stream:
                         stream.write(pems[kind])
-        context.load_cert_chain(paths["cert"], paths["key"])
+        # A password callback that refuses: OpenSSL never prompts "Enter PEM pass phrase:" on a terminal (where it
+        # would wait for ever) for an encrypted key; it asks the callback, which says the key is encrypted.
+        context.load_cert_chain(paths["cert"], paths["key"], password=_refuse_pass_phrase)
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
 def _token(reader, spec, where, base):
-    """The bearer token (bearerToken, or the first line of bearerTokenFile), or None. Never shown."""
+    """The bearer token (bearerToken, or the content of bearerTokenFile), or None. Never shown.
+
+    bearerTokenFile must be a regular file (a FIFO would wait for a writer for ever, a device could be read without
+    end): it is opened without blocking and checked before a byte is read, and at most MAX_TOKEN + 2 bytes are read.
+    Its content is read as kube's client-go reads a token file: white space around it is dropped (strings.TrimSpace:
+    the final line break an editor or ``echo`` leaves). A bearerToken is used as it is: one that ends in a line break
+    or holds any other control character is refused (it would end the request's headers early)."""
     if spec.get("bearerToken") is not None and spec.get("bearerTokenFile") is not None:
         reader.error(where, "has bearerToken and bearerTokenFile; expected one of them")
         return None
@@ -882,9 +539,11 @@ def _token(reader, spec, where, base):
         if name is None:
             return None
         try:
-            with open(_file(base, name), "rb") as stream:
-                raw = stream.read(MAX_TOKEN + 2)
-            token = raw.decode("ascii").strip()
+            raw = _read_regular(_file(base, name), MAX_TOKEN + 2)
+            token = raw.decode("ascii").strip(" \t\n\v\f\r")
+        except _NotRegular:
+            reader.bad(path, name, "a regular file holding the token (not a FIFO, a directory, a device or a socket)")
+            return None
         except (OSError, UnicodeDecodeError, ValueError) as error:
             # ValueError: a path with a NUL character, which no file has.
             reader.bad(path, name, "a readable file holding an ASCII token (%s)" % _describe(error))
@@ -894,15 +553,35 @@ def _token(reader, spec, where, base):
     token = _secret_text(reader, token, path, "a string")
     if token is None:
         return None
-    if not token or len(token) > MAX_TOKEN or not _TOKEN.match(token):
-        reader.error(path, "is not a usable token (not shown); expected 1 to %d printable ASCII characters without "
-                           "spaces" % MAX_TOKEN)
+    if not well_formed(token, _TOKEN, MAX_TOKEN):
+        reader.error(path, "is not a usable token (not shown)%s; expected 1 to %d printable ASCII characters without "
+                           "spaces" % (_flaw(token), MAX_TOKEN))
         return None
     return token
 
 
-def _loopback(host):
-    return host in ("localhost", "::1") or (host or "").startswith("127.")
+class _NotRegular(Exception):
+    pass
+
+
+def _read_regular(name, limit):
+    """At most ``limit`` bytes of the regular file ``name``; _NotRegular for anything else. Opened with O_NONBLOCK (a
+    FIFO opens at once instead of waiting for a writer) and O_NOCTTY, then checked with fstat before any read."""
+    descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _NotRegular()
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(descriptor, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
 
 
 # --- kube objects --------------------------------------------------------------------------
@@ -961,10 +640,19 @@ def pod_object(problem, service):
     if service.tolerations:
         spec["tolerations"] = [_toleration(toleration) for toleration in service.tolerations]
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": service.name, "namespace": NAMESPACE,
+            "metadata": {"name": service.name, "namespace": NAMESPACE, "uid": object_uid("pod", service.name),
                          "labels": {"app.kubernetes.io/name": service.name, ANNOTATION + "service": service.name},
                          "annotations": annotations},
             "spec": spec, "status": {"phase": "Pending"}}
+
+
+def object_uid(kind, name):
+    """The ``metadata.uid`` of the Pod (``kind`` "pod", the service's name) or Node ("node", the node's name) sent to
+    extenders: kube always sends one, and extenders key caches on it. A UUID (version 5) over UID_NAMESPACE and
+    "<kind>/<name>": the same in every plan and on every controller, different for every object (a Pod and a Node of
+    one name differ). A service or a node is one name in one problem; the problem does not name its site, so two
+    sites' objects of one name share a uid (an extender serving two sites keys its cache on the site too)."""
+    return str(uuid.uuid5(UID_NAMESPACE, "%s/%s" % (kind, name)))
 
 
 def _toleration(toleration):
@@ -998,7 +686,7 @@ def node_object(node):
     if node.taints:
         spec["taints"] = [dict({"key": taint.key, "effect": taint.effect},
                                **({} if taint.value is None else {"value": taint.value})) for taint in node.taints]
-    metadata = {"name": node.name, "labels": dict(node.labels)}
+    metadata = {"name": node.name, "uid": object_uid("node", node.name), "labels": dict(node.labels)}
     if annotations:
         metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec,
@@ -1061,7 +749,35 @@ def _field(config, verb, value, key, usual, what):
 
 
 def _shown(config, value):
-    return config.scrub(show(value))
+    """A part of an answer as an error quotes it: the token scrubbed from every string of it first, then shown (at
+    most messages.SHOW_LIMIT characters; show escapes line breaks, bidi controls and lone surrogates)."""
+    return show(_scrubbed(config, value, [SHOW_LIMIT + 1], 0))
+
+
+def _scrubbed(config, value, budget, depth):
+    """``value`` with the token scrubbed from its strings and keys, as far as show can render it: show writes at
+    least one character per value, so only the first ``budget`` values (in show's order) are copied."""
+    budget[0] -= 1
+    if isinstance(value, str):
+        return config.scrub(value)
+    if budget[0] <= 0 or depth > 21:
+        return "..." if isinstance(value, (list, dict)) else value
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            if budget[0] <= 0:
+                break
+            items.append(_scrubbed(config, item, budget, depth + 1))
+        return items
+    if isinstance(value, dict):
+        keys = list(value) if len(value) > 1000 or not all(isinstance(key, str) for key in value) else sorted(value)
+        copy = {}
+        for key in keys:
+            if budget[0] <= 0:
+                break
+            copy[_scrubbed(config, key, budget, depth + 1)] = _scrubbed(config, value[key], budget, depth + 1)
+        return copy
+    return value
 
 
 def read_filter_result(config, verb, answer, sent):
@@ -1125,9 +841,11 @@ def read_filter_result(config, verb, answer, sent):
 
 
 def _reason(config, text):
-    text = re.sub(r"\s+", " ", re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", config.scrub(text))).strip()
-    if len(text) > MAX_REASON:
-        text = text[:MAX_REASON - 3] + "..."
+    """A FailedNodes reason as the "0/N nodes are available" line shows it: the token scrubbed (first, in the whole
+    text), white space folded, then one line (validation.one_line: a line break, a bidi control such as U+202E or a
+    lone surrogate becomes U+FFFD), at most MAX_REASON characters."""
+    text = re.sub(r"\s+", " ", config.scrub(text)).strip()
+    text = one_line(text, MAX_REASON)
     return text or "node(s) didn't pass %s" % config.name
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Mapping, Optional, Tuple
+from typing import FrozenSet, Mapping, Optional, Tuple
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -288,6 +288,9 @@ class Problem:
     services: Mapping[str, Service]     # ordered by name
     quotas: Mapping[str, Quota]
     previous: Mapping[str, PreviousPlacement]
+    # Every-node instances (<service>@<node>) not made: an HTTP extender refused the node for the service
+    # (plugins/extender.py, every_node_left_out), as kube leaves that node's DaemonSet pod pending.
+    left_out: FrozenSet[str] = frozenset()
 
     def instances(self):
         """Every instance the catalog asks for, in name order, with its history (a new list each call; the
@@ -319,7 +322,8 @@ class Problem:
                 eligible = every_node_nodes(service, index)
                 for ordinal, node_name in enumerate(eligible):
                     name = "%s@%s" % (service.name, node_name)
-                    result.append(Instance(service, ordinal, self.previous.get(name), node_name))
+                    if name not in self.left_out:
+                        result.append(Instance(service, ordinal, self.previous.get(name), node_name))
                 continue
             for ordinal in range(service.replicas):
                 name = "%s-%d" % (service.name, ordinal)

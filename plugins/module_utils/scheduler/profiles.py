@@ -51,6 +51,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.exten
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_class
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, Reader, join_path
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 POINTS = {"pre_filter": fw.PreFilterPlugin, "filter": fw.FilterPlugin, "score": fw.ScorePlugin}
 STATIC_FILTERS = ("NodeUnschedulable", "TaintToleration", "NodeSelector")
@@ -81,9 +82,10 @@ def load_profile(data, base=None):
     return parse_profile(data, base)
 
 
-def parse_profile(data, base=None):
+def parse_profile(data, base=None, transport=None):
     """A Profile from a mapping (None: the default); ``base`` is the folder relative user_plugins paths start
-    from (the profile file's). Raises ProblemError naming each mistake under ``profile``."""
+    from (the profile file's); ``transport`` makes the calls of its HTTP extenders (plugins/extender.py; None:
+    real HTTP, module_utils/extender_transport.py). Raises ProblemError naming each mistake under ``profile``."""
     if data is None:
         return DEFAULT
     reader = Reader()
@@ -144,7 +146,7 @@ def parse_profile(data, base=None):
     config = _plugin_config(reader, top.get("plugin_config"))
     # HTTP extenders (scheduler/extender.py) run after every other filter and score, as kube calls them.
     for extender in parse_extenders(reader, top.get("extenders"), join_path(_PATH, "extenders"), base):
-        cls = extender_class(extender)
+        cls = extender_class(extender, transport)
         classes.insert(position, cls)
         position += 1
         weights[cls.name] = extender.weight if extender.prioritize_verb else 0
@@ -176,6 +178,9 @@ def _load_user_plugins(reader, value, base):
         where = join_path(path, index)
         filename = reader.string(item, where, "the path of a Python file")
         if filename is None:
+            continue
+        if has_control(filename):
+            reader.bad(where, filename, "the path of a Python file, without a line break or other control character")
             continue
         full = filename if os.path.isabs(filename) or base is None else os.path.join(base, filename)
         cls, problem = _load(full, index)

@@ -35,7 +35,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance, Placement, PreviousPlacement
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_report
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import (
+    every_node_left_out, extender_report, left_out_report,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
@@ -96,6 +98,8 @@ def plan(data, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profi
 
 def schedule(problem, plugins=PLUGINS, weights=None, exact_seconds=EXACT_SECONDS, profile=None):
     framework = framework_for(problem, plugins, weights, profile)
+    # An every-node instance whose node an HTTP extender refused is not made (kube: that DaemonSet pod stays pending).
+    problem = every_node_left_out(framework, problem)
     return with_extenders(framework, schedule_with(framework, problem, exact_seconds))
 
 
@@ -115,6 +119,10 @@ def with_extenders(framework, result):
         warnings = [warning for entry in extenders for warning in entry.get("warnings", ())]
         if warnings:
             result["warnings"] = warnings
+        left_out = left_out_report(framework)
+        if left_out:
+            # Every-node instances not made: the node was refused by an extender (every_node_left_out).
+            result["left_out"] = left_out
     return result
 
 

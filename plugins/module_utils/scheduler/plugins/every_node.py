@@ -8,6 +8,11 @@ instance, ``<service>@<node>``, per eligible node (model.every_node_eligible: th
 NoSchedule/NoExecute tolerations), and this plugin restricts each to its node (kube's PreFilterResult).
 Whether it fits there (CPU, memory, ports, devices) is the other filters' answer; when it does not, the
 gang fails with their reasons. Cordoned nodes still get theirs (NodeUnschedulable lets them through).
+
+An HTTP extender's verdict is the exception: a node it refuses for the service gets no instance at all (kube's
+DaemonSet pod of that node stays pending; the rest is placed). plugins/extender.py's every_node_left_out takes those
+instances out of the problem before any attempt, so the greedy pass, the exact solver and a rebalance never see
+them, and the result names each in ``left_out``.
 """
 
 from __future__ import annotations

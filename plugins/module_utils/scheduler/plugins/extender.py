@@ -19,8 +19,10 @@ docs/scheduler-design.md).
   score x 10 (kube: score x weight x MaxNodeScore / MaxExtenderPriority).
 - kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
 - All calls are made in one round when the first answer is needed (every service needs its answers for its
-  equivalence class before the first placement), over keep-alive connections, at most
-  extender.MAX_CONCURRENT at once (extender.call_round).
+  equivalence class before the first placement), through the plugin's transport: ``transport`` (the class
+  attribute extender_class sets; by default module_utils/extender_transport.py's HTTPTransport: kept-alive
+  connections, at most 8 calls at once). A test hands it a fake with the same ``call_round``; the transport
+  brings back the bytes of each answer, and this file decodes and reads them (extender.answer_decoder).
 - A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
   node passes, every score 0) and the result says why; any other fails the plan with the error.
 """
@@ -28,6 +30,7 @@ docs/scheduler-design.md).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
@@ -63,6 +66,7 @@ class Extender(FilterPlugin, ScorePlugin):
 
     name = "Extender"
     config = None           # an extender.ExtenderConfig
+    transport = None        # what makes the calls (call_round); None: extender_transport.HTTPTransport
 
     def __init__(self, problem):
         super().__init__(problem)
@@ -81,6 +85,7 @@ class Extender(FilterPlugin, ScorePlugin):
         self.calls = {FILTER: 0, PRIORITIZE: 0}
         self.seconds = 0.0
         self.skipped = None         # why an ignorable extender was left out of this plan
+        self.left_out = {}          # every-node instance name -> why it was not made (every_node_left_out)
         self.warnings = list(self.config.notes) if self.config is not None else []
 
     def attach(self, framework):
@@ -156,8 +161,8 @@ class Extender(FilterPlugin, ScorePlugin):
 
     def _ask(self):
         """One round of calls, the first time an answer is needed: the filter verb and the prioritize verb for every
-        service that the extender manages and that has candidate nodes, at most extender.MAX_CONCURRENT calls in
-        flight. Every service of the problem needs its answers before the first placement (its equivalence class),
+        service that the extender manages and that has candidate nodes, a few calls in flight at once (the
+        transport's bound). Every service of the problem needs its answers before the first placement (its equivalence class),
         so asking all at once adds no call and waits about one round trip, not two per service. The prioritize
         verb gets the same candidates as the filter verb (kube sends it those that passed the filter; asking both
         at once halves the wait, and the scores of refused nodes are never read). Should a call fail, an ignorable
@@ -204,9 +209,11 @@ class Extender(FilterPlugin, ScorePlugin):
         failed. Once one failed or the plan's time bound is spent, no further call starts.
 
         A service's body is built once for both verbs, when its first call goes out or, sooner, while the round waits
-        for answers (extender.call_round's ``ahead``): the calls of the first services do not wait for the bodies of
+        for answers (the transport's call_round's ``ahead``): the calls of the first services do not wait for the bodies of
         the last (their candidates, and in the nodes mode their Node objects)."""
         config = self.config
+        transport = self.transport if self.transport is not None else default_transport()
+        decode = wire.answer_decoder(config)
         started = time.monotonic()
         spent = self.seconds
         waiting = collections.deque(job[2] for job in jobs)
@@ -233,8 +240,12 @@ class Extender(FilterPlugin, ScorePlugin):
         def finish(job, answer):
             kind, verb, service = job
             try:
-                if isinstance(answer, Exception):
+                if isinstance(answer, wire.ExtenderError):
                     raise answer
+                if isinstance(answer, Exception):
+                    # The transport's error: its message names the extender and the verb, never the token.
+                    raise wire.ExtenderError(str(answer))
+                answer = decode(verb, answer)
                 sent = self._sent_to(service)[1]
                 if kind == FILTER:
                     return wire.read_filter_result(config, verb, answer, sent)
@@ -244,7 +255,7 @@ class Extender(FilterPlugin, ScorePlugin):
                 return wire.ExtenderError("%s (service %s)" % (error, service.name))
 
         try:
-            answers = wire.call_round(config, jobs, prepare, finish, wire.MAX_CONCURRENT, ahead)
+            answers = transport.call_round(config, jobs, prepare, finish, ahead)
         finally:
             self.seconds += time.monotonic() - started
         for answer in answers:
@@ -304,9 +315,64 @@ class Extender(FilterPlugin, ScorePlugin):
         return entry
 
 
-def extender_class(config):
-    """A plugin class for one configured extender (its name is what errors and the result call it)."""
-    return type("Extender%d" % config.index, (Extender,), {"name": config.name, "config": config})
+def every_node_left_out(framework, problem):
+    """``problem`` without the every-node instances (``<service>@<node>``) whose node an HTTP extender of
+    ``framework`` refused for their service, as kube leaves the DaemonSet pod of that node alone pending: the other
+    nodes get theirs and the plan goes on. Each one is named, with the extender's reason, in the extender's
+    ``left_out`` (the result's ``left_out``) and in a warning per service. ``problem`` itself when nothing is left
+    out. Asks the extenders (their one round of calls per plan) only when the problem has an every-node service.
+
+    The extender's verdict is for the nodes the built-in static filters accept (the nodes it is sent): an every-node
+    instance whose node a built-in filter refuses (it does not fit) stays, and fails the gang with that reason."""
+    extenders = [plugin for plugin in framework.filters if isinstance(plugin, Extender)]
+    if not extenders or not any(service.every_node and not service.sidecar for service in problem.services.values()):
+        return problem
+    left_out = {}
+    refused = collections.defaultdict(dict)       # (extender, service name) -> {node: reason}
+    for instance in problem.instances():
+        if instance.node is None:
+            continue
+        node = problem.nodes[instance.node]
+        for plugin in extenders:
+            status = plugin.filter_static(instance, node, True)
+            if not status.ok:
+                reason = "%s refused node %s: %s" % (plugin.name, instance.node, status.reasons[0] if status.reasons
+                                                      else "node(s) didn't pass %s" % plugin.name)
+                plugin.left_out[instance.name] = left_out[instance.name] = reason
+                refused[plugin, instance.service.name][instance.node] = status
+                break
+    if not left_out:
+        return problem
+    for (plugin, service), nodes in refused.items():
+        if len(plugin.warnings) < wire.MAX_WARNINGS:
+            names = sorted(nodes)
+            shown = ", ".join(names[:5]) + (" and %d more" % (len(names) - 5) if len(names) > 5 else "")
+            plugin.warnings.append("%s: every-node service %s gets no instance on %d node(s) it refused: %s"
+                                   % (plugin.name, service, len(names), shown))
+    return dataclasses.replace(problem, left_out=frozenset(left_out))
+
+
+def left_out_report(framework):
+    """The result's ``left_out``: every-node instance name -> why no instance was made (every_node_left_out)."""
+    found = {}
+    for plugin in framework.plugins:
+        if isinstance(plugin, Extender):
+            found.update(plugin.left_out)
+    return dict(sorted(found.items()))
+
+
+def default_transport():
+    """The transport of an Extender that was handed none: real HTTP (module_utils/extender_transport.py), imported
+    only when an extender is called, so the scheduler core itself imports no I/O code."""
+    from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
+    return HTTPTransport()
+
+
+def extender_class(config, transport=None):
+    """A plugin class for one configured extender (its name is what errors and the result call it); ``transport``
+    makes its calls (an object with extender_transport.HTTPTransport's ``call_round``; None: that one)."""
+    return type("Extender%d" % config.index, (Extender,), {"name": config.name, "config": config,
+                                                           "transport": transport})
 
 
 def extender_report(framework):

@@ -265,15 +265,39 @@ def reservations_exceed_cluster(problem):
     return _Model(problem).reservations_exceed_cluster()
 
 
-def check_plan(problem, result, disabled_filters=()):
+def check_plan(problem, result, disabled_filters=(), refused=None):
     """Every violated constraint of ``result`` for ``problem``, as readable strings. ``disabled_filters``: the
     static filters a scheduler profile turned off (NodeUnschedulable, TaintToleration, NodeSelector), whose
-    rules are then not checked."""
+    rules are then not checked. ``refused``: service name -> the nodes an HTTP extender refuses for it (the
+    test's own knowledge of its extender); docs/extenders.md: an every-node instance on such a node is not
+    made, and the result names it in ``left_out``; nothing else is ever left out."""
     model = _Model(problem)
     model.disabled = frozenset(disabled_filters)
     violations = []
     if not isinstance(result, dict):
         return ["result: not a mapping: %r" % (result,)]
+    # Every-node instances the extender's verdict may leave out: on a node it refuses for the service.
+    optional = {name for name, node in model.own_node.items()
+                if node in (refused or {}).get(model.instances[name][0], ())}
+    left_out = result.get("left_out") or {}
+    if not isinstance(left_out, dict):
+        return ["left_out: not a mapping: %r" % (left_out,)]
+    for name in sorted(set(left_out) - optional):
+        violations.append("left_out: %s is not an every-node instance on a node the extender refused" % name)
+    for name, reason in sorted(left_out.items()):
+        if name in optional and (not isinstance(reason, str) or model.own_node[name] not in reason):
+            violations.append("left_out %s: the reason %r does not name the node %s" % (name, reason, model.own_node[name]))
+    for name in set(left_out) & optional:
+        # Not an instance of this plan: neither in the gang nor a preemptible instance to place or preempt.
+        del model.instances[name], model.own_node[name]
+        model.gang.discard(name)
+    for name in sorted(set(left_out) & set(result.get("placements") or {})):
+        violations.append("left_out: %s is placed too" % name)
+    if result.get("feasible") is True:
+        for name in sorted(optional - set(left_out)):
+            if name not in (result.get("placements") or {}):
+                violations.append("every-node instance %s (on a node the extender refused) is neither placed nor in "
+                                  "left_out" % name)
     _check_ranks(model, result, violations)
     feasible = result.get("feasible")
     _check_path(result, feasible, violations)
