@@ -37,11 +37,12 @@ class ActionModule(ActionBase):
         # terminal), with become where the task has it.
         done = self._low_level_execute_command(
             deploy_read.command(args["engine"], args["name_prefix"], args["state_file"], args["fact_file"],
-                                args["limit_probe"]),
+                                args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or ""),
             executable=False)
         try:
             found = deploy_read.parse(done.get("rc"), done.get("stdout") or "", args["engine"], args["name_prefix"],
-                                      limits_asked=bool(args["limit_probe"]))
+                                      limits_asked=bool(args["limit_probe"]),
+                                      host=(task_vars or {}).get("inventory_hostname", ""))
         except deploy_read.ReadError as error:
             return dict(result, failed=True, changed=False, msg=str(error), rc=done.get("rc"))
         result.update(found, changed=False)

@@ -16,7 +16,7 @@ import re
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
-    ARGUMENT_SPEC, parse_read, read_command, state_of)
+    ARGUMENT_SPEC, ReadError, parse_read, read_command, state_of)
 
 MODULE = "gangplank.platform.facts_cache"
 
@@ -44,12 +44,17 @@ class ActionModule(ActionBase):
         checked = check.run(task_vars=task_vars)
         return checked if checked.get("failed") else None
 
-    def _read(self, args):
-        """read_state's result from one shell on the host, or None (the module then reads)."""
+    def _read(self, args, host):
+        """read_state's result from one shell on the host, or None (the module then reads); a failed result when the
+        host printed what the read does not print."""
         # As raw runs its command: no Python on the host, the connection's shell as it is, with become where the task
         # has it. An unreachable host raises, as a module run would.
         done = self._low_level_execute_command(read_command(args["path"], args["bindings_path"]), executable=False)
-        read = parse_read(done.get("stdout") or "", args["path"], args["bindings_path"]) if done.get("rc") == 0 else None
+        try:
+            read = (parse_read(done.get("stdout") or "", args["path"], args["bindings_path"], host=host)
+                    if done.get("rc") == 0 else None)
+        except ReadError as error:
+            return {"failed": True, "changed": False, "msg": str(error)}
         if read is None:
             return None
         view, content, bindings = read
@@ -63,7 +68,7 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         answer = self._check_role_inputs(args, task_vars or {})
         if answer is None and args["state"] == "read":
-            answer = self._read(args)
+            answer = self._read(args, (task_vars or {}).get("inventory_hostname", ""))
         if answer is None:
             answer = self._execute_module(module_name=MODULE, module_args=self._task.args, task_vars=task_vars)
         result.update(answer)

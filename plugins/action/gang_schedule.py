@@ -16,7 +16,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (
     DEFAULT_DOWN_GRACE, down_grace_error, down_grace_value, down_nodes, down_since, move_stateful_error, pending_lines,
-    replacement_groups, replacements, waiting, waiting_lines, without_previous,
+    record_problems, replacement_groups, replacements, waiting, waiting_lines, without_previous,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
@@ -265,6 +265,9 @@ class ActionModule(ActionBase):
                             % (name, why["node"], why["down_for"], why["grace"], why["to"], why["node"])
                             for name, why in result["replaced"].items()]
         result["table"] += pending_lines(problem["previous"], problem["services"], since, now, grace, replacing)
+        # Entries of the placement record of another shape were skipped: each is named, never its value.
+        for problem_line in record_problems(record):
+            result.setdefault("warnings", []).append(problem_line)
         if kept_waiting:
             result.setdefault("warnings", []).append(
                 "%s could not be replaced on the live hosts (no room): they keep waiting for their host"

@@ -14,11 +14,14 @@ import re
 import yaml
 from ansible.plugins.action.validate_argument_spec import ActionModule as ValidateArgumentSpec
 
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import well_formed
+
 # This collection's roles, beside plugins/ (also in an installed collection).
 ROLES_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "roles"))
 
-# A role's short name; any other name reads no file.
-ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# A role's short name, the whole string (validation.well_formed: "deploy\n" is not a name); any other name reads no file.
+ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_MAX_ROLE_NAME = 64
 
 ARGUMENT_SPEC = {
     "roles": {"type": "list", "elements": "str", "required": True},
@@ -50,7 +53,7 @@ class ActionModule(ValidateArgumentSpec):
             except re.error as error:
                 return {"failed": True, "changed": False, "msg": "%s is not a regular expression (%s): %r" % (key, error, args[key])}
         spec = {}
-        names = [role for role in dict.fromkeys(args["roles"]) if ROLE_NAME.match(role)]
+        names = [role for role in dict.fromkeys(args["roles"]) if well_formed(role, ROLE_NAME, _MAX_ROLE_NAME)]
         not_names = [role for role in args["roles"] if role not in names]
         for role in names:
             try:
@@ -66,5 +69,6 @@ class ActionModule(ValidateArgumentSpec):
         # After the check, which names the option that gave such a name (cluster_check_roles' choices) where it can.
         if not_names and not result.get("failed"):
             result.update(failed=True, msg="%s: not a role of this collection, which names a role by its short name (%s)"
-                          % (", ".join(repr(role) for role in not_names), ROLE_NAME.pattern))
+                          % (", ".join(repr(role) for role in not_names),
+                             "^%s$, at most %d characters" % (ROLE_NAME.pattern, _MAX_ROLE_NAME)))
         return result

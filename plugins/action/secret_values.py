@@ -11,6 +11,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import Missing, SecretError, Unreadable, read_values
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {
     "services": {"type": "dict", "required": True},
@@ -45,7 +46,7 @@ class ActionModule(ActionBase):
             except AnsibleError as error:
                 # A vault that cannot be opened, a template that fails: the reason without the value (Ansible's
                 # messages here name the vault id and the variable, not the text).
-                raise Unreadable(_reason(error)) from None
+                raise Unreadable(_reason(error, variables.get(name))) from None
         try:
             values, hashes, errors = read_values(specs, lookup, args["hash_key"])
         except SecretError as error:
@@ -63,8 +64,14 @@ class ActionModule(ActionBase):
         return result
 
 
-def _reason(error):
-    """The first line of Ansible's message, bounded: enough to tell a missing vault password from a wrong one."""
+def _reason(error, raw):
+    """The first line of Ansible's message, bounded: enough to tell a missing vault password from a wrong one.
+
+    Never the value: when the line holds template syntax, or a piece of the variable's text (a plain value that is a
+    broken template is the secret itself), only the kind of error is said."""
     text = str(getattr(error, "message", "") or error).strip().splitlines()
-    line = text[0] if text else type(error).__name__
-    return line[:200]
+    line = one_line(text[0], 200) if text else type(error).__name__
+    pieces = [piece for piece in (raw.split() if isinstance(raw, str) else ()) if len(piece) >= 4]
+    if "{{" in line or "{%" in line or "{#" in line or any(piece in line for piece in pieces[:1000]):
+        return "its template cannot be rendered (%s; the text is not shown)" % type(error).__name__
+    return line

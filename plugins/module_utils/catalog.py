@@ -17,12 +17,13 @@ import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
-from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe, printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
     ProblemError, Reader, SERVICE_KEYS, join_path,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
                "max_unavailable", "down_grace", "secrets")
@@ -40,8 +41,8 @@ GPU_VISIBILITY_VARIABLES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "N
 # An image reference as the engines parse it (distribution/reference): [registry[:port]/]path[:tag][@digest].
 _DOMAIN = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?"
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE = re.compile(r"^(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?"
-                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?$"
+_IMAGE = re.compile(r"(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?"
+                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?"
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
@@ -67,6 +68,8 @@ _VARIABLE_EXPECTED = "the name of the Ansible variable that holds the value (let
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ENV_NAME_EXPECTED = "an environment variable name (letters, digits and '_', not starting with a digit, at most 128)"
 _MODE = re.compile(r"0?[0-7]{3}")
+_MAX_SECRET_NAME = 63
+_MAX_VARIABLE = 128
 DEFAULT_STOP_TIMEOUT = 10
 DEFAULT_RESTART_POLICY = "always"
 # How many instances of a service a rolling restart may have down at once (docs/catalog.md): a count or a percentage
@@ -76,6 +79,31 @@ DEFAULT_MAX_UNAVAILABLE_STATELESS = "25%"
 MAX_UNAVAILABLE_LIMIT = 100000
 _PERCENT = re.compile(r"([0-9]{1,3})%")
 _MAX_UNAVAILABLE_EXPECTED = "an integer from 1 to %d, or a percentage from 1%% to 100%% such as '25%%'" % MAX_UNAVAILABLE_LIMIT
+
+
+class _HidingReader(Reader):
+    """The catalog's reader for the places that may hold a secret (a secret's name, variable and delivery, an env
+    value): a mistake names the path and the value's type and size (messages.describe), never the value. It shares the
+    reader's errors and count."""
+
+    def __init__(self, reader):  # pylint: disable=super-init-not-called
+        self.__dict__ = reader.__dict__
+
+    def bad(self, path, value, expected):
+        self.error(path, "got %s (not shown: it may be a secret); expected %s" % (describe(value), expected))
+
+    def mapping(self, value, path, keys=None, required=(), optional_none=True, maximum=MAX_ITEMS, key_expected=None):
+        """As Reader.mapping; a key that is not a string of one line is described at ``path`` (a value written where a
+        name goes would be shown in the key's path), with ``key_expected`` if given."""
+        if isinstance(value, dict) and len(value) <= maximum:
+            hidden = [key for key in value if not isinstance(key, str) or has_control(key)]
+            for key in hidden:
+                self.error(path, "has a key that is %s (not shown: it may be a secret); expected %s" % (
+                    describe(key), key_expected or "a string key without control characters (line breaks, tabs, NUL, "
+                                                   "bidi overrides, lone surrogates)"))
+            if hidden:
+                value = {key: item for key, item in value.items() if key not in hidden}
+        return Reader.mapping(self, value, path, keys, required, optional_none, maximum)
 
 
 def _max_unavailable(reader, spec, path):
@@ -103,7 +131,7 @@ def unavailable_count(max_unavailable, replicas):
 
 def _text(reader, value, path):
     """A string, number or boolean as text without NUL or line breaks (they would cut an argument or a line)."""
-    text = reader.label_value(value, path)
+    text = reader.label_value(value, path, single_line=False)
     if text is not None and _CONTROL.search(text):
         reader.bad(path, value, "text without NUL or line breaks")
         return None
@@ -275,17 +303,24 @@ def _file_mode(reader, value, path, default, others=False):
 
 def _secrets(reader, value, path, env, config):
     """The service's secrets, by name: each names the Ansible variable with its value (never the value) and is
-    delivered as a file (default) or, with ``env``, as an environment variable."""
+    delivered as a file (default) or, with ``env``, as an environment variable.
+
+    A value written where a name goes (``var: "hunter2"``, ``secrets: "hunter2"``) must not be shown: every mistake
+    here names the path and the value's type and size (_HidingReader), never the value."""
+    reader = _HidingReader(reader)
     secrets = []
     targets = {entry["dest"] for entry in config}
     env_names = set()
-    for name, item in sorted(reader.mapping(value, path, maximum=MAX_SECRETS).items(), key=lambda kv: str(kv[0])):
+    for name, item in sorted(reader.mapping(value, path, maximum=MAX_SECRETS,
+                                                                key_expected=_SECRET_NAME_EXPECTED).items(), key=lambda kv: str(kv[0])):
         if not isinstance(name, str):
             continue                            # reader.mapping named it
-        item_path = join_path(path, name)
-        if not _SECRET_NAME.fullmatch(name):
-            reader.bad(item_path, name, _SECRET_NAME_EXPECTED)
+        if not well_formed(name, _SECRET_NAME, _MAX_SECRET_NAME):
+            # At the mapping's path: the key's path would show it.
+            reader.error(path, "has a key that is %s (not shown: it may be a secret); expected %s"
+                         % (describe(name), _SECRET_NAME_EXPECTED))
             continue
+        item_path = join_path(path, name)
         if isinstance(item, str):
             item = {"var": item}                # the short form: the variable's name
         elif not isinstance(item, dict):
@@ -293,10 +328,10 @@ def _secrets(reader, value, path, env, config):
                        "(and env, or target, mode, uid and gid)")
             continue
         spec = reader.mapping(item, item_path, _SECRET_KEYS, required=("var",), optional_none=False)
-        if not isinstance(item, dict) or "var" not in spec:
+        if "var" not in spec:
             continue
         var = spec["var"]
-        if not isinstance(var, str) or not _VARIABLE.fullmatch(var):
+        if not well_formed(var, _VARIABLE, _MAX_VARIABLE):
             reader.bad(join_path(item_path, "var"), var, _VARIABLE_EXPECTED)
             continue
         secret = {"name": name, "var": var, "delivery": "file", "env": None, "target": None, "mode": None, "uid": None,
@@ -309,7 +344,7 @@ def _secrets(reader, value, path, env, config):
                 continue
             env_name = spec["env"]
             env_path = join_path(item_path, "env")
-            if not isinstance(env_name, str) or not _ENV_NAME.fullmatch(env_name):
+            if not well_formed(env_name, _ENV_NAME, _MAX_VARIABLE):
                 reader.bad(env_path, env_name, _ENV_NAME_EXPECTED)
                 continue
             if env_name in GPU_VISIBILITY_VARIABLES or env_name.startswith("GANGPLANK_"):
@@ -339,23 +374,23 @@ def _secrets(reader, value, path, env, config):
 
 
 def _env(reader, value, path):
+    """The service's env. Its values may be secrets: a mistake names the path and the value's type, never the value
+    (a reserved name included). Names are shown: they are not secrets."""
     env = {}
     if value is not None and not isinstance(value, dict):
         # Not the value itself: its entries may be secrets.
         reader.error(path, "got a value of type %s (not shown: it may hold secrets); expected a mapping" % type(value).__name__)
         return env
     for key, item in sorted(reader.mapping(value, path).items(), key=lambda kv: str(kv[0])):
-        if not isinstance(key, str):
+        if not isinstance(key, str) or has_control(key):
             continue                            # reader.mapping named it
         if not key or "=" in key:
             reader.bad(join_path(path, key), key, "a variable name without '='")
             continue
-        if _CONTROL.search(key):
-            reader.bad(join_path(path, key), key, "a variable name without NUL or line breaks")
-            continue
         if key in GPU_VISIBILITY_VARIABLES:
-            reader.bad(join_path(path, key), item, "no %s: GPU visibility is set by the scheduler, from the GPUs it "
-                       "granted the instance (none to a sidecar)" % key)
+            # The name, never the value (M7: the value was quoted back).
+            reader.error(join_path(path, key), "is reserved (the value is not shown): GPU visibility is set by the "
+                         "scheduler, from the GPUs it granted the instance (none to a sidecar); remove %s from env" % key)
             continue
         converted = _hidden_value_text(reader, item, join_path(path, key))
         if converted is not None:
@@ -369,7 +404,7 @@ def _deploy_spec(reader, spec, path):
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
-        if image is not None and (len(image) > _MAX_IMAGE or not _IMAGE.fullmatch(image)):
+        if image is not None and not well_formed(image, _IMAGE, _MAX_IMAGE):
             reader.bad(join_path(path, "image"), image, _IMAGE_EXPECTED)
             image = None
     restart = spec.get("restart_policy", DEFAULT_RESTART_POLICY)
@@ -438,7 +473,8 @@ def read_catalog(services):
     scheduling, deploy = {}, {}
     known = SERVICE_KEYS + DEPLOY_KEYS
     for name, entry in raw.items():
-        path = join_path("services", str(name))
+        # printable(): str() of an integer key of more than 4,300 digits raises.
+        path = join_path("services", name if isinstance(name, str) else printable(name))
         if not isinstance(entry, dict):
             scheduling[name] = entry          # the scheduler names this mistake
             continue
@@ -457,7 +493,8 @@ def split_catalog(services):
     the deploy side (deploy_waves, desired_containers) reads the entries without that parser."""
     scheduling, deploy, errors = read_catalog(services)
     # null is an empty entry, as the scheduler's parser reads it.
-    errors = errors + [(str(join_path("services", str(name))), "got %s; expected a mapping" % show(entry))
+    errors = errors + [(str(join_path("services", name if isinstance(name, str) else printable(name))),
+                        "got %s; expected a mapping" % show(entry))
                        for name, entry in scheduling.items() if entry is not None and not isinstance(entry, dict)]
     if errors:
         raise ProblemError(errors)

@@ -4,7 +4,10 @@
 """The one read of a host that its deploy starts from, and what it means (gangplank.platform.deploy_read).
 
 One shell on the host (no Python there: a module run costs ~0.15 s of a 2-core controller per host, a shell ~0.01 s;
-day 2 at 30 hosts, docs/deploy.md) prints, line by line, each line tagged:
+day 2 at 30 hosts, docs/deploy.md) prints, line by line, each line tagged, each kind of line in its own section after
+a marker line ``gangplank-read <section>`` (SECTIONS, in that order, each at most once). The parser takes a line only
+inside its own section: a tagged line elsewhere, a section twice or out of order is refused (ReadError naming the host
+and the line), so that text a host's process controls (a name holding a line break) cannot pass for another line.
 
 - ``fact-file <base64>``: with a fact file, the node's bindings the schedule role wrote (``fact-file-unreadable`` when
   it cannot be read, ``fact-file-too-large <bytes>`` over FACT_FILE_LIMIT), before the engine is looked for, so that a
@@ -20,8 +23,12 @@ day 2 at 30 hosts, docs/deploy.md) prints, line by line, each line tagged:
 - Podman: ``broken <name>`` for a container the engine lists but cannot inspect because a file of its storage is gone
   (its inspect fails with "no such file or directory"; any other failure, and this one with Docker, is an engine
   error): removed, and made anew if wanted;
-- Podman: ``conmon <pid> <container id> <name>`` for each monitor process on the host, from /proc (no engine call):
-  one of this host's containers that the engine does not run is what a run killed inside ``podman start`` leaves.
+- ``secret <name>``: the secrets on the host by name only, never a value: Podman's (``podman secret ls``), Docker's
+  private files ``<container>/<secret>`` below the secret directory; stale_secrets() says which no container uses;
+- Podman: ``conmon <pid> <container id> <name>`` for each monitor process of the engine on the host, from /proc (no
+  engine call): only processes of root (real and effective uid 0) whose program is a ``conmon`` binary (any user can
+  name a process conmon), and only with a hex id and a name of one word of the engine's name characters. One of this
+  host's containers that the engine does not run is what a run killed inside ``podman start`` leaves.
 - Podman: ``forward <rule>`` for each port forwarding rule of Podman's network backend (netavark's iptables DNAT
   rules in its ``NETAVARK-DN-*`` chains, ``iptables -S``). A run killed while Podman set up or tore down a container's
   network can leave one behind, pointing at an address no container has: it comes before the rule of the next
@@ -29,7 +36,8 @@ day 2 at 30 hosts, docs/deploy.md) prints, line by line, each line tagged:
 
 rc 3: the engine answered but could not list or inspect the containers (``engine error: ...`` says why).
 Over SSH the shell runs on a terminal, which joins stderr to stdout: the engine's stderr (warnings) is kept out of the
-lines above, and untagged lines are ignored; on an error, the command runs again for the error line.
+lines above, and untagged lines are ignored; on an error, the command runs again for the error line. A container's JSON
+of another shape than the projection's (State a string, PortBindings a list, ...) is refused, naming the field.
 Standard library only.
 """
 
@@ -41,6 +49,8 @@ import ipaddress
 import json
 import re
 import shlex
+
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 ENGINES = ("podman", "docker")
 
@@ -63,9 +73,14 @@ LIMIT_SUPPORT = {
 FACT_FILE_LIMIT = 4 * 1024 * 1024
 
 # $1 engine, $2 projection, $3 name pattern (a regular expression, unanchored: a superset of this host's containers,
-# which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), then the limit probe.
-SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5; shift 5
+# which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), $6 the directory of
+# Docker's secret files ('' for none), then the limit probe.
+# Every part of the output comes after its own marker line ("gangplank-read <section>", SECTIONS, in that order, each
+# once): the parser takes a line only inside its section.
+SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6; shift 6
+section() { printf 'gangplank-read %s\n' "$1"; }
 if [ -n "$fact" ]; then
+  section fact
   # Its size only for a regular file: opening a FIFO to count it would wait for a writer, for ever.
   size=; [ ! -f "$fact" ] || size=$(wc -c < "$fact" 2>/dev/null | tr -dc 0-9)
   if [ -n "$size" ] && [ "$size" -le {limit} ] && encoded=$(base64 < "$fact" 2>/dev/null); then
@@ -74,8 +89,10 @@ if [ -n "$fact" ]; then
   else printf 'fact-file-unreadable\n'; fi
 fi
 path=$(command -v "$engine") || exit 127
-printf 'engine %s\n' "$path"
+section engine
+printf 'engine %s\n' "$path" | tr -d '\r'
 if [ "$#" -gt 0 ]; then
+  section limits
   stored=$(sed -n "s/^limits $engine //p" "$state" 2>/dev/null | head -n 1)
   if [ -z "$stored" ]; then stored=$("$@" 2>/dev/null) || true; fi
   printf '%s\n' "$stored" | sed 's/^/limits /'
@@ -84,6 +101,8 @@ external=; [ "$engine" != podman ] || external=--external
 list_all() { "$engine" ps -a $external --filter "name=$names" --format '{{.ID}} {{.Names}} {{.State}}'; }
 list=$(list_all 2>/dev/null) || { printf 'engine error: %s\n' "$(list_all 2>&1 >/dev/null)"; exit 3; }
 ids=$(printf '%s\n' "$list" | awk 'NF && tolower($3) != "storage" {print $1}')
+section containers
+broken=
 if [ -n "$ids" ] && ! inspected=$("$engine" inspect --format "$projection" $ids 2>/dev/null); then
   for id in $ids; do
     one=$("$engine" inspect --format "$projection" "$id" 2>&1) && { printf '%s\n' "$one"; continue; }
@@ -91,36 +110,74 @@ if [ -n "$ids" ] && ! inspected=$("$engine" inspect --format "$projection" $ids 
       *"no such container"*) ;;
       *"no such file or directory"*)
         [ "$engine" = podman ] || { printf 'engine error: %s\n' "$one"; exit 3; }
-        printf '%s\n' "$list" | awk -v id="$id" '$1 == id {print "broken " $2}';;
+        broken="$broken $id";;
       *) printf 'engine error: %s\n' "$one"; exit 3;;
     esac
   done
 elif [ -n "$ids" ]; then printf '%s\n' "$inspected"; fi
-printf '%s\n' "$list" | awk 'NF && tolower($3) == "storage" {print "storage-only " $2}'
+# Names only as the engine spells them: one word of its name characters.
+name_only='$2 ~ /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/'
+section broken
+for id in $broken; do printf '%s\n' "$list" | awk -v id="$id" '$1 == id && '"$name_only"' {print "broken " $2}'; done
+section storage
+printf '%s\n' "$list" | awk 'NF && tolower($3) == "storage" && '"$name_only"' {print "storage-only " $2}'
+# The secrets gangplank made, names only (never a value): Podman's, and Docker's private files <container>/<secret>.
+section secrets
 if [ "$engine" = podman ]; then
-  set -- $(grep -lx conmon /proc/[0-9]*/comm 2>/dev/null | sed 's,/comm$,/cmdline,')
-  [ "$#" -eq 0 ] || awk 'BEGIN { RS = "\0";
-    for (i = 1; i < ARGC; i++) { id = name = prev = ""; while ((getline arg < ARGV[i]) > 0) {
-      if (prev == "-c") id = arg; if (prev == "-n") name = arg; prev = arg } close(ARGV[i]);
-      pid = ARGV[i]; gsub(/[^0-9]/, "", pid); if (id != "" && name != "") print "conmon " pid " " id " " name } }' "$@"
+  "$engine" secret ls --format '{{.Name}}' 2>/dev/null | awk '/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/ {print "secret " $0}'
+elif [ -n "$secrets" ] && [ -d "$secrets" ]; then
+  (cd "$secrets" && find . -mindepth 2 -maxdepth 2 -type f 2>/dev/null) |
+    awk -F/ 'NF == 3 && $2 ~ /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/ && $3 ~ /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/ {print "secret " $2 "/" $3}'
+fi
+if [ "$engine" = podman ]; then
+  section monitors
+  # The engine's monitors only: processes of root (real and effective uid 0) whose program is a conmon binary (a local
+  # user can name a process conmon, not make one of root), their container id and name one line of plain characters.
+  for comm in $(grep -lx conmon /proc/[0-9]*/comm 2>/dev/null); do
+    dir=${comm%/comm}; pid=${dir#/proc/}
+    exe=$(readlink "$dir/exe" 2>/dev/null) || continue
+    case $exe in */conmon) ;; *) continue;; esac
+    awk '$1 == "Uid:" && $2 == "0" && $3 == "0" {root = 1} END {exit !root}' "$dir/status" 2>/dev/null || continue
+    awk -v pid="$pid" 'BEGIN { RS = "\0" } { if (prev == "-c") id = $0; if (prev == "-n") name = $0; prev = $0 }
+      END { if (pid ~ /^[0-9]+$/ && id ~ /^[0-9a-f]+$/ && length(id) <= 64 && name ~ /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/ &&
+                length(name) <= 253) print "conmon " pid " " id " " name }' "$dir/cmdline" 2>/dev/null
+  done
+  section forwards
   ! command -v iptables >/dev/null 2>&1 ||
     iptables -w -t nat -S 2>/dev/null | awk '$1 == "-A" && $2 ~ /^NETAVARK-DN-/ && / -j DNAT / {sub(/^-A /, "forward "); print}'
 fi
+section end
 """.replace("{limit}", str(FACT_FILE_LIMIT))
 
-_CONMON = re.compile(r"conmon ([0-9]+) ([0-9a-f]+) (\S+)$")
+# The output's sections in the order the script prints them, and the tags each one holds ("{" for a container's JSON).
+SECTIONS = ("fact", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards", "end")
+MARKER = "gangplank-read"
+_SECTION_OF = {
+    "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "engine": "engine",
+    "limits": "limits", "{": "containers", "broken": "broken", "storage-only": "storage", "secret": "secrets", "conmon": "monitors",
+    "forward": "forwards",
+}
+# A container's name as the engines allow it; a container id; a monitor line (pid, container id, name).
+NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+MAX_NAME = 253
+_CONMON = re.compile(r"conmon ([0-9]{1,10}) ([0-9a-f]{1,64}) ([a-zA-Z0-9][a-zA-Z0-9_.-]{0,252})")
 # A forwarding rule as iptables -S prints it, without "-A": the chain, then options and values of plain characters only
 # (the rule is deleted with those words, split by the shell).
-_FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+$")
+_FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+")
+# The secrets a read lists at most (names only).
+MAX_SECRETS = 10000
+# What a container's JSON line may hold (longer lines are not the engine's projection).
+MAX_CONTAINER_LINE = 1024 * 1024
 
 
 class ReadError(ValueError):
     """The engine answered but could not list or inspect the containers, or the read failed otherwise."""
 
 
-def command(engine, name_prefix, state_file, fact_file="", limit_probe=()):
+def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir=""):
     """The shell command line of the read."""
-    argv = ["sh", "-c", SCRIPT, "sh", engine, INSPECT_PROJECTION, re.escape(name_prefix), state_file, fact_file or ""]
+    argv = ["sh", "-c", SCRIPT, "sh", engine, INSPECT_PROJECTION, re.escape(name_prefix), state_file, fact_file or "",
+            secret_dir or ""]
     return " ".join(shlex.quote(arg) for arg in argv + list(limit_probe))
 
 
@@ -157,7 +214,7 @@ def _published(address, port):
 def _forward(rule):
     """(the published address and port it serves, as a container spec publishes them: "address:port" or "port"; the
     address it forwards to) of a forwarding rule, or None for any rule not of the shape netavark writes."""
-    if not _FORWARD_RULE.match(rule):
+    if not _FORWARD_RULE.fullmatch(rule):
         return None
     words = rule.split()[1:]
     if len(words) % 2 or not all(word.startswith("-") for word in words[::2]):
@@ -201,7 +258,90 @@ def _stale_forwards(rules, containers):
     return stale
 
 
-def parse(rc, stdout, engine, name_prefix, limits_asked=False):
+def _secret_name(text, engine):
+    """Whether ``text`` names a secret as gangplank makes them: Podman's ``<container>.<secret>``, Docker's file
+    ``<container>/<secret>``."""
+    if engine == "podman":
+        return well_formed(text, NAME, MAX_NAME + 64)
+    container, _slash, secret = text.partition("/")
+    return well_formed(container, NAME, MAX_NAME) and well_formed(secret, NAME, 63)
+
+
+def stale_secrets(found, desired, engine):
+    """The secrets of this host's read (``found["secrets"]``) that no container uses any more, sorted: Podman's names,
+    Docker's files ``<container>/<secret>`` (below the host's secret directory).
+
+    ``desired`` is the host's containers (deploy_hosts_containers), each with its ``secrets`` as container_secrets()
+    gives them. A secret of a container that stays is kept only while that container still has it (once the
+    container is recreated without it, nothing uses it); a secret of a container the engine still has that is not
+    wanted here is left to the removal of that container (tasks/containers_remove.yml: not while it may be kept, with
+    deploy_remove_stale false); a secret of no container at all is removed. Podman's names are matched against the
+    containers' names (a container's name may hold a dot); a Docker file's directory is its container."""
+    wanted = {}
+    for container in desired or []:
+        if not isinstance(container, dict) or not isinstance(container.get("name"), str):
+            continue
+        names = set()
+        for secret in container.get("secrets") or []:
+            if engine == "podman" and secret.get("engine_name"):
+                names.add(secret["engine_name"])
+            elif engine != "podman" and secret.get("path"):
+                names.add("%s/%s" % (container["name"], secret["name"]))
+        wanted[container["name"]] = names
+    existing = {entry["Name"].lstrip("/") for entry in found.get("containers") or []}
+    existing |= {leftover.rpartition(":")[2] for leftover in found.get("leftovers") or []}
+    stale = []
+    for name in found.get("secrets") or []:
+        if engine == "podman":
+            owners = {container for container in set(wanted) | existing if name.startswith(container + ".")}
+        else:
+            owners = {name.partition("/")[0]}
+        wanting = [owner for owner in owners if owner in wanted]
+        if wanting:
+            if not any(name in wanted[owner] for owner in wanting):
+                stale.append(name)
+        elif not owners & existing:
+            stale.append(name)
+    return sorted(stale)
+
+
+def _shape_error(entry):
+    """What is wrong with the shape of a container's JSON object (the field, never its value), or ''.
+
+    The projection (INSPECT_PROJECTION) gives a name, State.Running, Config.Labels, HostConfig.PortBindings and
+    NetworkSettings.Networks; a field may be missing or null, never of another type."""
+    if not isinstance(entry, dict):
+        return "not an object (%s)" % type(entry).__name__
+    name = entry.get("Name")
+    if not well_formed(name.lstrip("/") if isinstance(name, str) else name, NAME, MAX_NAME):
+        return "Name is not a container name"
+    checks = (("State", "Running", bool), ("Config", "Labels", dict), ("HostConfig", "PortBindings", dict),
+              ("NetworkSettings", "Networks", dict))
+    for outer, inner, kind in checks:
+        value = entry.get(outer)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return "%s is not an object (%s)" % (outer, type(value).__name__)
+        if value.get(inner) is not None and not isinstance(value[inner], kind):
+            return "%s.%s is not %s (%s)" % (outer, inner, "true or false" if kind is bool else "an object",
+                                             type(value[inner]).__name__)
+    labels = (entry.get("Config") or {}).get("Labels") or {}
+    if not all(isinstance(key, str) and isinstance(value, str) for key, value in labels.items()):
+        return "Config.Labels holds a label that is not text"
+    for port, bindings in ((entry.get("HostConfig") or {}).get("PortBindings") or {}).items():
+        if bindings is not None and not isinstance(bindings, list):
+            return "HostConfig.PortBindings[%s] is not a list (%s)" % (one_line(port, 40), type(bindings).__name__)
+        for binding in bindings or []:
+            if not isinstance(binding, dict) or not all(isinstance(binding.get(key, ""), str) for key in ("HostIp", "HostPort")):
+                return "HostConfig.PortBindings[%s] holds a binding that is not an object of text" % one_line(port, 40)
+    for network, settings in ((entry.get("NetworkSettings") or {}).get("Networks") or {}).items():
+        if not isinstance(settings, dict) or not isinstance(settings.get("IPAddress", ""), (str, type(None))):
+            return "NetworkSettings.Networks[%s] is not an object with a text IPAddress" % one_line(network, 40)
+    return ""
+
+
+def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
     answer, '' when not asked), ``enforce_limits``, and with a fact file ``bindings`` and ``bindings_error``.
 
@@ -209,44 +349,80 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
     (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
     rules no running container of this host owns (_stale_forwards).
-    Raises ReadError for any exit status but 0 and 127 (no engine)."""
-    lines = stdout.splitlines()
+
+    Each line is taken only inside its own section (after its marker line, SECTIONS): a tagged line elsewhere, a
+    section twice or out of order, a container of another shape than the projection's are refused. Untagged lines
+    (warnings a terminal joined in) are ignored.
+    Raises ReadError, naming ``host`` and the line, for those and for any exit status but 0 and 127 (no engine)."""
+    where = "%s: " % one_line(host, 100) if host else ""
+    # Lines as the shell ends them: a line break only (str.splitlines() also breaks at \x1c, \x85 or U+2028).
+    lines = stdout.split("\n")
     if rc not in (0, 127):
         errors = [line for line in lines if line.startswith("engine error: ")]
-        raise ReadError(errors[-1] if errors else "the read of the %s engine failed (rc %s): %s"
-                        % (engine, rc, " ".join(stdout.split())[-500:]))
+        raise ReadError(where + (one_line(errors[-1].rstrip("\r"), 500) if errors else "the read of the %s engine failed "
+                                 "(rc %s): %s" % (engine, one_line(rc, 20), one_line(" ".join(stdout.split())[-500:], 500))))
     # The fact file: None when not read, its base64 lines, False when unreadable, or why it was not read.
     fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
-    for line in lines:
+    secrets = []
+    section, seen = None, set()
+    for number, line in enumerate(lines, 1):
         line = line.rstrip("\r")
         tag, _space, rest = line.partition(" ")
-        if tag == "fact-file":
+        if tag == MARKER:
+            if rest not in SECTIONS or rest in seen or (section and SECTIONS.index(rest) < SECTIONS.index(section)):
+                raise ReadError("%sline %d of the deploy read: %s" % (where, number, "section %s comes twice" % rest
+                                if rest in seen else "a section out of order" if rest in SECTIONS else "an unknown section"))
+            section = rest
+            seen.add(rest)
+            continue
+        kind = "{" if line.startswith("{") else tag
+        if kind not in _SECTION_OF:
+            continue
+        if _SECTION_OF[kind] != section:
+            raise ReadError("%sline %d of the deploy read: a %s line outside the %s section"
+                            % (where, number, "container" if kind == "{" else kind, _SECTION_OF[kind]))
+        if kind == "fact-file":
             fact_lines.append(rest)
             fact = fact_lines if fact is None else fact
-        elif line == "fact-file-unreadable":
+        elif kind == "fact-file-unreadable" and not rest:
             fact = False
-        elif tag == "fact-file-too-large":
-            fact = "larger than %d bytes (%s)" % (FACT_FILE_LIMIT, rest.strip())
+        elif kind == "fact-file-too-large":
+            fact = "larger than %d bytes (%s)" % (FACT_FILE_LIMIT, rest.strip() if rest.strip().isdecimal() and rest.isascii()
+                                                  and len(rest.strip()) <= 20 else "a size the host did not say")
         elif rc != 0:
             continue
-        elif line.startswith("{"):
+        elif kind == "{":
+            if len(line) > MAX_CONTAINER_LINE:
+                raise ReadError("%sline %d of the deploy read: a container of more than %d characters"
+                                % (where, number, MAX_CONTAINER_LINE))
             try:
                 entry = json.loads(line)
-            except ValueError as error:
-                raise ReadError("the %s engine printed a container that is not JSON (%s): %s" % (engine, error, line[:200])) from None
-            if isinstance(entry, dict):
-                containers.append(entry)
-        elif tag == "limits":
+            except (ValueError, RecursionError) as error:
+                raise ReadError("%sline %d of the deploy read: the %s engine printed a container that is not JSON (%s)"
+                                % (where, number, engine, one_line(getattr(error, "msg", type(error).__name__), 80))) from None
+            problem = _shape_error(entry)
+            if problem:
+                raise ReadError("%sline %d of the deploy read: the %s engine printed a container whose %s"
+                                % (where, number, engine, problem))
+            containers.append(entry)
+        elif kind == "limits":
+            if has_control(rest) or len(rest) > 4096:
+                raise ReadError("%sline %d of the deploy read: the engine's answer about limits holds a control character "
+                                "or is longer than 4096 characters" % (where, number))
             limits.append(rest)
-        elif tag in ("storage-only", "broken") and rest.startswith(name_prefix):
-            (storage if tag == "storage-only" else broken).append(rest)
-        elif tag == "conmon":
-            match = _CONMON.match(line)
+        elif kind in ("storage-only", "broken"):
+            if well_formed(rest, NAME, MAX_NAME) and rest.startswith(name_prefix):
+                (storage if kind == "storage-only" else broken).append(rest)
+        elif kind == "secret":
+            if _secret_name(rest, engine) and rest.startswith(name_prefix) and len(secrets) < MAX_SECRETS:
+                secrets.append(rest)
+        elif kind == "conmon":
+            match = _CONMON.fullmatch(line)
             if match and match.group(3).startswith(name_prefix):
                 monitors.append(match.groups())
-        elif tag == "forward":
+        elif kind == "forward":
             forwards.append(rest)
-    running = {str(entry.get("Name", "")).lstrip("/") for entry in containers if (entry.get("State") or {}).get("Running")}
+    running = {entry["Name"].lstrip("/") for entry in containers if (entry.get("State") or {}).get("Running")}
     answer = " ".join(limits).strip()
     found = {
         "engine_found": rc == 0,
@@ -254,6 +430,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False):
         "leftovers": storage + ["broken:" + name for name in broken]
         + [":".join(monitor) for monitor in monitors if monitor[2] not in running],
         "forwards": _stale_forwards(forwards, containers),
+        "secrets": sorted(set(secrets)),
         "limits": answer,
         "enforce_limits": bool(limits_asked and rc == 0 and LIMIT_SUPPORT[engine].search(answer)),
     }

@@ -12,28 +12,66 @@ Plain Python, no Ansible import.
 from __future__ import annotations
 
 import copy
+import re
+
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line, well_formed
 
 MAX_DOWN_HOSTS = 1000
+# A host as the inventory names it (node_facts.valid_host_name) and an instance as the record names it.
+HOST_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+MAX_HOST_NAME = 253
+# The record's entries read at most (a record is written by the schedule role; a larger one is not its own).
+MAX_RECORD_ENTRIES = 100000
+
+
+def _host(value):
+    return well_formed(value, HOST_NAME, MAX_HOST_NAME)
+
+
+def _mapping(record, key):
+    value = record.get(key) if isinstance(record, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def record_problems(record):
+    """One line for each entry of the placement record that is skipped, naming the entry (never its value): a
+    placement that is not a mapping with a host name as its ``node``, a node entry whose key is not a host name or
+    whose value is not a mapping. At most 10 lines."""
+    problems = []
+    if not isinstance(record, dict):
+        return ["the placement record is not a mapping (%s): it is not read" % type(record).__name__]
+    for key in ("placement", "nodes"):
+        if record.get(key) is not None and not isinstance(record.get(key), dict):
+            problems.append("record.%s is not a mapping (%s): it is not read" % (key, type(record[key]).__name__))
+    for name, entry in list(_mapping(record, "placement").items())[:MAX_RECORD_ENTRIES]:
+        if not isinstance(entry, dict) or not _host(entry.get("node")):
+            problems.append("record.placement[%s] is skipped: its node is not a host name (%s)" % (
+                one_line(name, 80), type(entry.get("node") if isinstance(entry, dict) else entry).__name__))
+    for host, entry in list(_mapping(record, "nodes").items())[:MAX_RECORD_ENTRIES]:
+        if not _host(host) or not isinstance(entry, dict):
+            problems.append("record.nodes[%s] is skipped: %s" % (one_line(host, 80), "the key is not a host name"
+                            if not _host(host) else "not a mapping (%s)" % type(entry).__name__))
+    return problems[:10]
 
 
 def recorded_hosts(record):
-    """The hosts the record places instances on or has a node entry for."""
-    placement = record.get("placement") or {}
-    hosts = {entry.get("node") for entry in placement.values() if isinstance(entry, dict)}
-    hosts |= set(record.get("nodes") or {})
-    return {host for host in hosts if isinstance(host, str)}
+    """The hosts the record places instances on or has a node entry for (entries of another shape are skipped:
+    record_problems names them)."""
+    placement = _mapping(record, "placement")
+    hosts = {entry["node"] for entry in list(placement.values())[:MAX_RECORD_ENTRIES]
+             if isinstance(entry, dict) and _host(entry.get("node"))}
+    hosts |= {host for host in list(_mapping(record, "nodes"))[:MAX_RECORD_ENTRIES] if _host(host)}
+    return hosts
 
 
 def down_nodes(record, live_hosts, inventory_hosts):
     """{host: node entry} for each host of the inventory that the record knows and that is not live: the node it was
     last planned with, cordoned. A host without a recorded node entry (a record of an older version) is left out
     (as if removed). The inventory's hosts are bounded by the caller's inventory; at most MAX_DOWN_HOSTS are kept."""
-    nodes = record.get("nodes") or {}
-    if not isinstance(nodes, dict):
-        return {}
-    live = set(live_hosts)
+    nodes = _mapping(record, "nodes")
+    live = {host for host in live_hosts if isinstance(host, str)}
     down = {}
-    for host in sorted(recorded_hosts(record) & set(inventory_hosts) - live)[:MAX_DOWN_HOSTS]:
+    for host in sorted(recorded_hosts(record) & {host for host in inventory_hosts if isinstance(host, str)} - live)[:MAX_DOWN_HOSTS]:
         entry = nodes.get(host)
         if isinstance(entry, dict):
             down[host] = dict(copy.deepcopy(entry), unschedulable=True)
@@ -44,8 +82,9 @@ def waiting(placements, down):
     """{host: [instance, ...]}: the instances of the plan that wait for their down host."""
     result = {host: [] for host in down}
     for name, placement in placements.items():
-        if placement.get("node") in result:
-            result[placement["node"]].append(name)
+        node = placement.get("node") if isinstance(placement, dict) else None
+        if isinstance(node, str) and node in result:
+            result[node].append(name)
     return {host: sorted(names) for host, names in sorted(result.items())}
 
 
@@ -91,9 +130,7 @@ def down_since(record, down, now):
     ``down_since``; a host newly down is down since ``now``. Hosts that are live again are dropped, so the grace
     period starts afresh the next time. A recorded time that is not a number, or lies after ``now`` (a clock that
     moved back), counts from ``now``: the grace period is never shortened by a bad record."""
-    recorded = record.get("down_since") or {}
-    if not isinstance(recorded, dict):
-        recorded = {}
+    recorded = _mapping(record, "down_since")
     return {host: (int(recorded[host]) if _valid_time(recorded.get(host), now) else int(now)) for host in sorted(down)}
 
 
@@ -119,7 +156,8 @@ def replacements(previous, services, since, now, grace):
     fewer healthy replicas than asked. Stateful instances (their data is on that host), every-node instances (they
     belong to that host) and sidecars (they go with their instance) are never replaced."""
     chosen = {}
-    for name in sorted(previous):
+    previous = previous if isinstance(previous, dict) else {}
+    for name in sorted(name for name in previous if isinstance(name, str)):
         placement = previous[name]
         service = _stateless(placement, services) if _on(placement, since) else None
         if service is None:
@@ -147,6 +185,7 @@ def replacement_groups(chosen):
 def pending_lines(previous, services, since, now, grace, replaced):
     """For each stateless instance that waits for its host, when it will be replaced (one line per host)."""
     lines = []
+    previous = previous if isinstance(previous, dict) else {}
     for host in sorted(since):
         soonest = None
         for name, placement in previous.items():
@@ -164,7 +203,10 @@ def pending_lines(previous, services, since, now, grace, replaced):
 
 def without_previous(problem, names):
     """``problem`` with the recorded placement of ``names`` left out, so the scheduler places them afresh."""
-    return dict(problem, previous={name: entry for name, entry in problem["previous"].items() if name not in names})
+    previous = problem["previous"]
+    if not isinstance(previous, dict):
+        return problem          # the scheduler's own check names a record of another shape
+    return dict(problem, previous={name: entry for name, entry in previous.items() if name not in names})
 
 
 def move_stateful_error(name, confirm, previous, services, down):
@@ -172,6 +214,7 @@ def move_stateful_error(name, confirm, previous, services, down):
     out (a string), or None. ``confirm`` must repeat the name: its data stays on the dead host."""
     if not isinstance(name, str) or not name or len(name) > MAX_INSTANCE_NAME:
         return "move_stateful: got %r; expected the name of a stateful instance of the record, such as db-0" % (name,)
+    previous = previous if isinstance(previous, dict) else {}
     placement = previous.get(name)
     if not isinstance(placement, dict):
         known = sorted(entry for entry, value in previous.items() if isinstance(value, dict)
@@ -183,10 +226,10 @@ def move_stateful_error(name, confirm, previous, services, down):
     if not isinstance(service, dict) or service.get("stateful") is not True:
         return ("move_stateful: %s is stateless (service %s): it is replaced on the live hosts by itself once its host "
                 "has been down for the grace period (gangplank_down_grace); only stateful instances are moved by hand"
-                % (name, placement.get("service")))
+                % (name, one_line(placement.get("service"), 80)))
     if not _on(placement, down):
         return ("move_stateful: %s runs on %s, which is not down in this run; a stateful instance is moved only away "
-                "from a host that is down" % (name, placement.get("node")))
+                "from a host that is down" % (name, one_line(placement.get("node"), 80)))
     if confirm != name:
         return ("move_stateful: moving %s away from %s starts it on a live host WITHOUT its data, which stays on %s. "
                 "To do it, re-run with -e gangplank_move_stateful=%s -e gangplank_move_stateful_confirm=%s (got "

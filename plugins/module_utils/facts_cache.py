@@ -21,15 +21,19 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import json_object, read_json
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 CACHE_VERSION = 1
 # Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
 CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme")
 MAX_CACHE_BYTES = 4 * 1024 * 1024
 _MAX_ENTRIES = 4096
+# The largest count (CPUs, MiB of memory) a fact may hold: 2**53, what a JSON reader anywhere keeps exact.
+MAX_COUNT = 2 ** 53
 # The module's options: the module and its action plugin (plugins/action/facts_cache.py) validate the same.
 ARGUMENT_SPEC = {
     "path": {"type": "path", "required": True},
@@ -41,6 +45,10 @@ ARGUMENT_SPEC = {
     "check_roles": {"type": "list", "elements": "str", "default": []},
     "check_reject": {"type": "str"},
 }
+
+
+class ReadError(ValueError):
+    """The shell read printed a line that is not what the read prints: the message names the host and the line."""
 
 
 def _read(path, limit=65536):
@@ -119,12 +127,20 @@ def cached_facts(content, print_):
     missing = [key for key in CACHED_KEYS[:2] if key not in facts]
     if missing:
         return None, "the cache lacks %s" % ", ".join(missing)
+    if not all(_count(facts.get(key)) for key in CACHED_KEYS[:2]) or not all(
+            well_formed(facts[key], _NAME, 64) for key in ("architecture", "system") if key in facts):
+        return None, "the cache file is not one this version wrote"
     # A GPU that could not be read (an Xid error, say) is read again on every run until it reads well: the fingerprint
     # does not see it recover, and site.yml reuses the facts too.
     gpus = facts.get("gangplank_gpus")
     if isinstance(gpus, list) and any(isinstance(gpu, dict) and gpu.get("error") for gpu in gpus):
         return None, "a GPU could not be read at the last gathering"
     return {key: facts[key] for key in CACHED_KEYS if key in facts}, "the hardware is unchanged"
+
+
+def _count(value):
+    """Whether ``value`` is a count as the facts give one: a whole number, not a boolean, within MAX_COUNT."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def read_cache(path):
@@ -222,26 +238,59 @@ def _json_content(value, path):
         return None
 
 
-def parse_read(stdout, path, bindings_path):
+# What each line of the shell read may hold (whole-string matches, bounded): the CPU count, uname's machine and
+# system, MemTotal's value, the names of GPUs (PCI bus ids), NVMe controllers and namespaces, capability paths, and
+# a `put` line's value (base64 of at most 65536 bytes, or nothing).
+_CPUS = re.compile(r"[0-9]{1,7}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
+_MEMTOTAL = re.compile(r"[0-9]{1,20}( kB)?")
+_CAPABILITY = re.compile(r"\./[A-Za-z0-9_.:+/-]{1,4096}")
+_PUT_VALUE = re.compile(r"(=[A-Za-z0-9+/]*={0,2})?")
+_MAX_PUT = 4 * (65536 // 3 + 1) + 1
+_MAX_MOUNT = 8192
+
+
+def _line_error(host, number, what):
+    return ReadError("%sline %d of the facts read: %s" % ("%s: " % one_line(host, 100) if host else "", number, what))
+
+
+def parse_read(stdout, path, bindings_path, host=""):
     """(view, cache content, fact file content) from SHELL_READ's output; None when the read did not end (run the
-    module instead). Lines may end in a carriage return (a terminal over SSH); untagged lines are ignored."""
-    lines = [line.rstrip("\r") for line in stdout.splitlines()]
+    module instead). Lines may end in a carriage return (a terminal over SSH); untagged lines are ignored.
+
+    Every field is checked whole (bounded ASCII digits for numbers, plain characters for names): any other raises
+    ReadError, naming ``host`` and the line (never quoting it)."""
+    # Lines as the shell ends them: a line break only. (str.splitlines() also breaks at \x1c, \x85 or U+2028, which a
+    # field could hold, and would make a line of its rest.)
+    lines = [line[:-1] if line.endswith("\r") else line for line in stdout.split("\n")]
     if "end" not in lines:
         return None
     view = {"cpus": None, "memtotal": None, "machine": "", "system": "", "nvidia_driver": None, "gpus": {},
             "nvidia_capabilities": [], "nvme_controllers": [], "nvme_namespaces": {}, "nvme_mounts": []}
     files = {}
     blocks = {}
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         tag, _sep, rest = line.partition(" ")
         if tag == "cpus":
-            view["cpus"] = int(rest) if rest.isdigit() else None
+            if rest and not _CPUS.fullmatch(rest):
+                raise _line_error(host, number, "the CPU count is not a whole number of at most 7 digits")
+            view["cpus"] = int(rest) if rest else None
         elif tag == "uname":
-            view["machine"], _sep, view["system"] = rest.partition(" ")
+            machine, _sep, system = rest.partition(" ")
+            if any(word and not well_formed(word, _NAME, 64) for word in (machine, system)):
+                raise _line_error(host, number, "the machine or system (uname) is not a name of at most 64 plain characters")
+            view["machine"], view["system"] = machine, system
         elif tag == "meminfo" and view["memtotal"] is None:
-            view["memtotal"] = " ".join(rest.split()[1:])
+            value = " ".join(rest.split()[1:])
+            if not _MEMTOTAL.fullmatch(value) or not rest.isascii():
+                raise _line_error(host, number, "MemTotal is not a whole number of kB of at most 20 digits")
+            view["memtotal"] = value
         elif tag in ("driver", "gpu", "block"):
             key, _sep, value = rest.partition(" ")
+            if not (key == "-" if tag == "driver" else well_formed(key, _NAME, 255)):
+                raise _line_error(host, number, "a %s line's name is not a name of at most 255 plain characters" % tag)
+            if len(value) > _MAX_PUT or not _PUT_VALUE.fullmatch(value):
+                raise _line_error(host, number, "a %s line's content is not base64 of at most 65536 bytes" % tag)
             text = _decoded(value)
             if tag == "driver":
                 view["nvidia_driver"] = text
@@ -250,10 +299,17 @@ def parse_read(stdout, path, bindings_path):
             else:
                 blocks[key] = text
         elif tag == "capability" and rest.startswith("./"):
+            if not _CAPABILITY.fullmatch(rest):
+                raise _line_error(host, number, "a capability is not a path of at most 4096 plain characters")
             view["nvidia_capabilities"].append(rest[2:])
         elif tag == "nvme" and rest:
+            if not well_formed(rest, _NAME, 255):
+                raise _line_error(host, number, "an NVMe controller is not a name of at most 255 plain characters")
             view["nvme_controllers"].append(rest)
         elif tag == "mount":
+            if len(rest) > _MAX_MOUNT or has_control(rest):
+                raise _line_error(host, number, "a mount is longer than %d characters or holds a control character"
+                                  % _MAX_MOUNT)
             view["nvme_mounts"].append(rest)
         elif tag in ("cache", "fact"):
             files[tag] = rest

@@ -14,7 +14,8 @@ import csv
 import socket
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 SIMULATED_VAR = "gangplank_simulated_gpus"
 SIMULATED_KEYS = ("model", "memory", "index", "uuid", "compute_capability")
@@ -127,13 +128,15 @@ def _simulated_gpu(position, entry, hostname):
     if not isinstance(entry, dict):
         raise ValueError("%s: got %s; expected a mapping with model and memory (e.g. {model: NVIDIA L4, memory: 24Gi})"
                          % (path, show(entry)))
-    unknown = sorted(str(key) for key in entry if key not in SIMULATED_KEYS)
+    # show(), not str(): str() of an integer key of more than 4,300 digits raises.
+    unknown = sorted((show(key) for key in entry if key not in SIMULATED_KEYS))
     if unknown:
-        raise ValueError("%s: unknown key %s; expected only %s" % (path, ", ".join(show(key) for key in unknown), ", ".join(SIMULATED_KEYS)))
+        raise ValueError("%s: unknown key %s; expected only %s" % (path, ", ".join(unknown), ", ".join(SIMULATED_KEYS)))
 
     model = entry.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("%s.model: got %s; expected a non-empty string (e.g. NVIDIA L4)"
+    if not isinstance(model, str) or not model.strip(BLANKS) or has_control(model.strip(BLANKS)):
+        # One line: ASCII blanks around it are dropped, a control character is refused (the model is a node label).
+        raise ValueError("%s.model: got %s; expected a non-empty string without control characters (e.g. NVIDIA L4)"
                          % (path, "nothing" if "model" not in entry else show(model)))
 
     if "memory" not in entry:
@@ -152,16 +155,19 @@ def _simulated_gpu(position, entry, hostname):
     uuid = entry.get("uuid")
     if uuid is None:
         uuid = "GPU-sim-%s-%d" % (hostname, index)
-    elif not isinstance(uuid, str) or not uuid.strip():
-        raise ValueError("%s.uuid: got %s; expected a non-empty string" % (path, show(uuid)))
+    elif not isinstance(uuid, str) or not uuid.strip(BLANKS) or has_control(uuid.strip(BLANKS)):
+        raise ValueError("%s.uuid: got %s; expected a non-empty string without control characters" % (path, show(uuid)))
 
     capability = entry.get("compute_capability")
     if capability is not None:
-        if isinstance(capability, bool) or not isinstance(capability, (str, int, float)) or not str(capability).strip():
+        # A bounded number before str(): str() of an integer of more than 4,300 digits raises.
+        if isinstance(capability, bool) or not isinstance(capability, (str, int, float)) or (
+                isinstance(capability, int) and capability.bit_length() > 64) or not str(capability).strip(BLANKS) \
+                or has_control(str(capability).strip(BLANKS)):
             raise ValueError("%s.compute_capability: got %s; expected a string such as \"8.0\"" % (path, show(capability)))
-        capability = str(capability).strip()
+        capability = str(capability).strip(BLANKS)
 
-    return gpu_entry(index, "simulated", uuid=uuid.strip(), model=model.strip(), memory_total=memory, memory_used=0,
+    return gpu_entry(index, "simulated", uuid=uuid.strip(BLANKS), model=model.strip(BLANKS), memory_total=memory, memory_used=0,
                      memory_free=memory, compute_capability=capability)
 
 

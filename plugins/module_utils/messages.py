@@ -77,3 +77,27 @@ def printable(text):
     if isinstance(text, str) and text.isprintable() and len(text) <= SHOW_LIMIT:
         return text
     return show(text)
+
+
+def describe(value):
+    """What ``value`` is, never what it holds: "a string of 23 characters", "an integer of 5001 digits", "a mapping of
+    2 entries". For a mistake in a place that may hold a secret (a secret's name, variable or value, an env value):
+    the error names the path and the value's type and size, never the value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        # Python refuses str() of an integer of more than 4,300 digits: the size from its bits for large ones.
+        digits = len(str(abs(value))) if value.bit_length() <= _INTEGER_BITS_SHOWN else \
+            "about %d" % (int(value.bit_length() * math.log10(2)) + 1)
+        return "an integer of %s digit%s" % (digits, "" if digits == 1 else "s")
+    if isinstance(value, float):
+        return "a number (a float)"
+    if isinstance(value, str):
+        return "a string of %d character%s" % (len(value), "" if len(value) == 1 else "s")
+    if isinstance(value, (list, tuple)):
+        return "a list of %d item%s" % (len(value), "" if len(value) == 1 else "s")
+    if isinstance(value, dict):
+        return "a mapping of %d entr%s" % (len(value), "y" if len(value) == 1 else "ies")
+    return "a value of type %s" % printable(type(value).__name__)

@@ -19,7 +19,7 @@ from collections import Counter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
-    format_size, parse_cpu, parse_size,
+    BLANKS, format_size, parse_cpu, parse_size,
 )
 
 MIB = 2 ** 20
@@ -37,10 +37,12 @@ _TRUE = ("y", "yes", "on", "1", "true", "t", 1, 1.0, True)
 _FALSE = ("n", "no", "off", "0", "false", "f", 0, 0.0, False)
 # An inventory host name becomes container names and directories (deploy) and a label value: one path
 # component the engines accept ([a-zA-Z0-9][a-zA-Z0-9_.-]*), so no "../x", "-node" or "fe80::1".
-_HOST_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$")
+_HOST_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}")
 HOST_NAME_EXPECTED = ("a host name of letters, digits, '.', '_' and '-' that starts with a letter or digit "
                       "(it names containers and directories)")
 _MAX_NUMBER_DIGITS = 64
+# A count from the facts ("64"): ASCII digits, the whole string after ASCII blanks (str.isdigit() takes "²").
+_COUNT = re.compile(r"[0-9]{1,18}")
 
 
 class NodeFactsError(ValueError):
@@ -79,8 +81,8 @@ def _text(value):
 
 def _count(host, key, value):
     """A whole number from the facts, also as a string of ASCII digits ("64")."""
-    if isinstance(value, str) and re.match(r"^[0-9]{1,18}$", value.strip()):
-        value = int(value.strip())
+    if isinstance(value, str) and _COUNT.fullmatch(value.strip(BLANKS)):
+        value = int(value.strip(BLANKS))
     return _fact(host, key, value, _whole, "a whole number")
 
 

@@ -33,17 +33,26 @@ import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
-    SIZE_EXPECTED, parse_size,
+    BLANKS, SIZE_EXPECTED, parse_size,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 LABELS_PATH = "labels"
 SIMULATED_PATH = "gangplank_simulated_nvme"
 SIMULATED_MODEL = "Simulated NVMe"
 SECTOR_SIZE = 512  # /sys/block/*/size counts 512-byte sectors, always
 
-_NAMESPACE = re.compile(r"^nvme(\d+)n(\d+)$")
-_CONTROLLER = re.compile(r"^nvme(\d+)$")
-_SUBSYSTEM = re.compile(r"^nvme-subsys\d+$")
+# Whole names (fullmatch, validation.well_formed): "$" would also match before a final newline. ASCII digits only.
+_NAMESPACE = re.compile(r"nvme([0-9]{1,9})n([0-9]{1,9})")
+_CONTROLLER = re.compile(r"nvme([0-9]{1,9})")
+_SUBSYSTEM = re.compile(r"nvme-subsys[0-9]{1,9}")
+_MAX_NAME = 32
+# A label names a device to requests and becomes the node label gangplank.io/nvme.<label>: one line, no blanks at its
+# ends, no control character.
+_LABEL = re.compile(r"\S(?:.*\S)?")
+_MAX_LABEL = 253
+_LABEL_EXPECTED = ("a label of at most %d characters without control characters (line breaks, tabs, NUL, bidi overrides) "
+                   "or blanks at its ends" % _MAX_LABEL)
 _OCTAL = re.compile(r"\\([0-7]{3})")
 _SIMULATED_KEYS = ("name", "size", "mount", "fstype", "free", "model", "serial", "labels")
 
@@ -97,9 +106,9 @@ def read_mounts(root="/"):
 def find_mount(name, mounts):
     """The (mount point, fstype) of /dev/<name> or of a partition /dev/<name>pN, first by mount point; or None."""
     whole = "/dev/" + name
-    partition = re.compile(r"^%sp\d+$" % re.escape(whole))
+    partition = re.compile(r"%sp[0-9]+" % re.escape(whole))
     found = sorted((mount, fstype) for source, mount, fstype in mounts
-                   if source == whole or partition.match(source))
+                   if source == whole or partition.fullmatch(source))
     return found[0] if found else None
 
 
@@ -129,7 +138,7 @@ class NvmeCollector:
             entries = os.listdir(self.block)
         except OSError:
             return []
-        return sorted((entry for entry in entries if _NAMESPACE.match(entry)), key=_natural_key)
+        return sorted((entry for entry in entries if well_formed(entry, _NAMESPACE, _MAX_NAME)), key=_natural_key)
 
     def controller_of(self, name):
         """(controller name, directories to read its attributes from, first wins) for a namespace."""
@@ -137,13 +146,13 @@ class NvmeCollector:
         if os.path.exists(link):
             target = os.path.realpath(link)
             base = os.path.basename(target)
-            if _CONTROLLER.match(base):
+            if well_formed(base, _CONTROLLER, _MAX_NAME):
                 return base, [os.path.join(self.classdir, base), target]
-            if _SUBSYSTEM.match(base):
+            if well_formed(base, _SUBSYSTEM, _MAX_NAME):
                 controller = self._subsystem_controller(target)
                 dirs = [target] if controller is None else [os.path.join(self.classdir, controller), target]
                 return controller, dirs
-        controller = "nvme" + _NAMESPACE.match(name).group(1)
+        controller = "nvme" + _NAMESPACE.fullmatch(name).group(1)
         return controller, [os.path.join(self.classdir, controller)]
 
     def _subsystem_controller(self, subsystem):
@@ -152,7 +161,7 @@ class NvmeCollector:
             entries = os.listdir(subsystem)
         except OSError:
             return None
-        controllers = sorted((entry for entry in entries if _CONTROLLER.match(entry)), key=_natural_key)
+        controllers = sorted((entry for entry in entries if well_formed(entry, _CONTROLLER, _MAX_NAME)), key=_natural_key)
         return controllers[0] if controllers else None
 
     @staticmethod
@@ -200,7 +209,9 @@ def _label_list(value, path, errors):
     for index, label in enumerate(value):
         if not isinstance(label, str) or not label.strip():
             errors.append(("%s[%d]" % (path, index), "got %s; expected a non-empty string" % show(label)))
-    return [label for label in value if isinstance(label, str) and label.strip()]
+        elif not well_formed(label, _LABEL, _MAX_LABEL):
+            errors.append(("%s[%d]" % (path, index), "got %s; expected %s" % (show(label), _LABEL_EXPECTED)))
+    return [label for label in value if well_formed(label, _LABEL, _MAX_LABEL)]
 
 
 def _raise(errors):
@@ -217,7 +228,7 @@ def validate_labels(labels):
     errors = []
     checked = {}
     for name in sorted(labels, key=lambda key: _natural_key(str(key))):
-        if not isinstance(name, str) or not name:
+        if not well_formed(name, _NAMESPACE, _MAX_NAME):
             errors.append((LABELS_PATH, "got key %s; expected a namespace name such as nvme0n1" % show(name)))
             continue
         checked[name] = _label_list(labels[name], "%s.%s" % (LABELS_PATH, name), errors)
@@ -272,7 +283,11 @@ def _optional_string(entry, key, path, errors, default=None):
     if not isinstance(value, str) or not value.strip():
         errors.append(("%s.%s" % (path, key), "got %s; expected a non-empty string" % show(value)))
         return default
-    return value.strip()
+    if has_control(value.strip(BLANKS)):
+        # Shown in the facts table on one line: ASCII blanks around it are dropped, a control character is refused.
+        errors.append(("%s.%s" % (path, key), "got %s; expected one line of text without control characters" % show(value)))
+        return default
+    return value.strip(BLANKS)
 
 
 def _size(entry, key, path, errors):
@@ -290,7 +305,7 @@ def _simulated_device(entry, path, errors):
         if key not in _SIMULATED_KEYS:
             errors.append(("%s.%s" % (path, key), "unknown key; expected one of %s" % ", ".join(_SIMULATED_KEYS)))
     name = entry.get("name")
-    if not isinstance(name, str) or not _NAMESPACE.match(name):
+    if not well_formed(name, _NAMESPACE, _MAX_NAME):
         errors.append((path + ".name", "got %s; expected a namespace name such as nvme0n1" % show(name)))
     size = None
     if "size" not in entry:
@@ -300,6 +315,9 @@ def _simulated_device(entry, path, errors):
     mount = entry.get("mount")
     if mount is not None and (not isinstance(mount, str) or not mount.startswith("/")):
         errors.append((path + ".mount", "got %s; expected an absolute path or null" % show(mount)))
+        mount = None
+    elif mount is not None and has_control(mount):
+        errors.append((path + ".mount", "got %s; expected an absolute path without control characters, or null" % show(mount)))
         mount = None
     free = None
     if entry.get("free") is not None:
@@ -319,7 +337,7 @@ def _simulated_device(entry, path, errors):
         return None
     return {
         "name": name,
-        "controller": "nvme" + _NAMESPACE.match(name).group(1),
+        "controller": "nvme" + _NAMESPACE.fullmatch(name).group(1),
         "model": model,
         "serial": serial,
         "firmware": None,

@@ -15,17 +15,19 @@ import re
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS
 
-# ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
-_DIGITS = re.compile(r"^[0-9]{1,%d}$" % len(str(MAX_INSTANCES)))
+# ASCII digits only: str.isdigit() also accepts "²", which int() refuses. The whole string, after ASCII blanks
+# (" 7", "7\n" from a survey): "7\x00" or "7\u2028" is refused.
+_DIGITS = re.compile(r"[0-9]{1,%d}" % len(str(MAX_INSTANCES)))
 
 
 def _replicas(value):
     """An integer from 0 to MAX_INSTANCES, also from the string that ``-e replicas=3`` gives; None when it is not one."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and _DIGITS.match(value.strip()):
-        value = int(value.strip())
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip(BLANKS)):
+        value = int(value.strip(BLANKS))
     if isinstance(value, int) and 0 <= value <= MAX_INSTANCES:
         return value
     return None

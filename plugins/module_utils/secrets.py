@@ -25,6 +25,8 @@ import hashlib
 import hmac
 import posixpath
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe
+
 KEY_FILE = "secret-hash.key"
 # The engines' bound: Podman refuses a secret over 512,000 bytes.
 MAX_SECRET_BYTES = 512000
@@ -33,6 +35,10 @@ MAX_TOTAL_SECRET_BYTES = 16 * 2 ** 20
 MIN_KEY_CHARACTERS = 32
 DEFAULT_SECRET_DIR = "/run/gangplank/secrets"
 _HASH_PREFIX = "hmac-sha256:"
+# A number is delivered as its decimal text. Python's str() refuses integers of more than 4,300 digits (the default
+# int_max_str_digits); 4,000 digits is about 13,287 bits: a bound that needs no str() to check.
+_MAX_INTEGER_DIGITS = 4000
+_MAX_INTEGER_BITS = 13287
 
 
 class SecretError(ValueError):
@@ -120,6 +126,12 @@ def read_values(specs, lookup, key):
                 continue
             except Unreadable as error:
                 errors.append((path, "the variable %s cannot be read: %s" % (var, error)))
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INTEGER_BITS:
+                # str() refuses an integer of more than 4,300 digits (Python's int_max_str_digits): say what it is, by
+                # its size only, at its path (M8: "{{ 10 ** 5000 }}" failed the task with Python's error).
+                errors.append((path, "the variable %s holds %s; expected a string, or a number of at most %d digits "
+                                     "(quote a longer one)" % (var, describe(value), _MAX_INTEGER_DIGITS)))
                 continue
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = str(value)

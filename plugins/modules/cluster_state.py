@@ -44,12 +44,14 @@ options:
   owner:
     description:
       - Who takes the lock, for people reading the lock, for example C(root@controller pid 1234).
+      - One line of text; a control character (a line break, a tab, NUL, a bidi override) is refused.
       - Required for O(action=lock). With O(action=write), the owner stored in the revision is the lock's owner; this
         option is used only in check mode when the lock was not taken (because the lock task ran in check mode too).
     type: str
   job_id:
     description:
       - The id of this run, for example the AWX job id, or a uuid the playbook makes once per run.
+      - One line of text; a control character (a final line break included) is refused.
       - Required for O(action=lock), O(action=write) and O(action=unlock).
     type: str
   lock_timeout:
@@ -243,6 +245,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import (
     atomic_write,
     create_exclusive,
@@ -251,8 +254,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.state_files imp
     read_json,
     remove_file,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 PLACEMENT_FILE = "placement.json"
+_COUNT = re.compile(r"[0-9]{1,18}")
 LOCK_FILE = "lock.json"
 FILE_MODE = 0o600
 CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_since")
@@ -481,10 +486,12 @@ def check_content(given, current):
         content[key] = value
     replicas = {}
     for service, count in content["replicas"].items():
-        if isinstance(count, str) and re.match(r"^[0-9]{1,18}$", count.strip()):     # ASCII digits: int() refuses "²"
-            count = int(count)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise StateError("record.replicas.%s must be a whole number of 0 or more, got %s" % (service, json.dumps(count)))
+        # ASCII digits (int() refuses "²"), the whole string after ASCII blanks: not "3\x00" or "3\u2028".
+        if isinstance(count, str) and _COUNT.fullmatch(count.strip(" \t\r\n")):
+            count = int(count.strip(" \t\r\n"))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count.bit_length() > 63:
+            # show(): json.dumps() of an integer of more than 4,300 digits raises.
+            raise StateError("record.replicas.%s must be a whole number of 0 or more, got %s" % (printable(service), show(count)))
         replicas[str(service)] = count
     content["replicas"] = replicas
     try:
@@ -494,6 +501,9 @@ def check_content(given, current):
     except RecursionError:
         raise StateError("record cannot be stored as JSON: it is nested too deeply") from None
     except (TypeError, ValueError) as error:
+        if isinstance(error, ValueError) and "int_max_str_digits" in str(error):
+            # An integer of more than 4,300 digits: Python's message names its own setting, not the record's.
+            raise StateError("record cannot be stored as JSON: it holds an integer of more than 4,300 digits") from None
         raise StateError("record cannot be stored as JSON: %s" % error) from None
 
 
@@ -589,6 +599,10 @@ def main():
     for name in ("owner", "job_id"):
         if params[name] is not None and not params[name].strip():
             module.fail_json(msg="%s must not be empty" % name, path=directory)
+        if params[name] is not None and has_control(params[name]):
+            # The lock is matched on job_id and both are shown in messages: "4711\n" is not job 4711.
+            module.fail_json(msg="%s: got %s; expected one line without control characters (line breaks, tabs, NUL, "
+                             "bidi overrides)" % (name, show(params[name])), path=directory)
     if params["lock_timeout"] < 0:
         module.fail_json(msg="lock_timeout must be 0 or more seconds, got %d" % params["lock_timeout"], path=directory)
     if not 0 <= params["lock_wait"] <= MAX_LOCK_WAIT:

@@ -13,7 +13,11 @@ description:
     output on the controller. It finds the container engine, lists the containers whose names contain
     O(name_prefix) and projects their inspect data (name, running, labels, published ports; never the env), and, with
     Podman, what a run killed inside the engine left of them (a container in the image store only, one whose storage
-    is gone, a monitor process of a container the engine does not run).
+    is gone, a monitor process of a container the engine does not run, of root and of a C(conmon) binary only), and
+    the secrets gangplank made for this host's containers, by name only (RV(secrets)).
+  - The output is read section by section (each after its marker line, in a fixed order). A line outside its section,
+    a section twice or out of order, or a container's data of another shape than the engine's fails the read, naming
+    the host and the line.
   - With O(limit_probe), also whether the engine can enforce CPU and memory limits, from the answer the runtime role
     stored in O(state_file), else by asking the engine now.
   - With O(fact_file), also the node's bindings that the schedule role wrote there.
@@ -76,7 +80,7 @@ attributes:
   platform:
     support: full
     platforms: posix
-    description: The shell needs C(sh), C(base64), C(awk), C(sed) and C(grep) on the host.
+    description: The shell needs C(sh), C(base64), C(awk), C(sed), C(grep), C(readlink) and, with Docker, C(find) on the host.
 notes:
   - Over SSH the command runs on a terminal, which joins stderr to stdout; the engine's warnings are kept out of the
     output, and untagged lines are ignored.
@@ -149,10 +153,20 @@ leftovers:
     - What a run killed inside the engine left of the containers named C(<name_prefix>...) (Podman), each as
       C(<name>) (in the image store only),
       C(broken:<name>) (its storage is gone) or C(<pid>:<container id>:<name>) (a monitor of one of this host's
-      containers that the engine does not run).
+      containers that the engine does not run; a process of root whose program is a C(conmon) binary).
   returned: always
   type: list
   elements: str
+secrets:
+  description:
+    - The secrets gangplank made for the containers named C(<name_prefix>...), by name only, never a value, sorted.
+      With Podman, the engine's secrets C(<container>.<secret>) (C(podman secret ls)); with Docker, the private files
+      C(<container>/<secret>) below O(settings)'s C(secret_dir).
+    - The deploy role removes those that no container uses any more (gangplank.platform.deploy_stale_secrets).
+  returned: always
+  type: list
+  elements: str
+  sample: ["node1-db-0.db_password"]
 limits:
   description: The engine's answer to O(limit_probe); empty when not asked.
   returned: always

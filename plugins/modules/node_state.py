@@ -138,6 +138,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write, read_json, remove_file
 
 FILE_MODE = 0o644
@@ -195,7 +196,8 @@ def validate(module):
         module.fail_json(msg="revision: got %d; expected an integer of 0 or more" % params["revision"])
     for name in sorted(params["instances"]):
         if not isinstance(params["instances"][name], dict):
-            module.fail_json(msg="instances.%s: got %r; expected a mapping" % (name, params["instances"][name]))
+            # One line: the name (from the plan) as at most 80 characters of JSON if it is not plain, the value briefly.
+            module.fail_json(msg="instances.%s: got %s; expected a mapping" % (printable(name), show(params["instances"][name])))
 
 
 def ensure_absent(module, path):

@@ -132,6 +132,27 @@ def test_a_rotated_secret_restarts_exactly_its_container(bed):
     assert containers() == after
 
 
+def test_a_secret_removed_from_the_catalog_leaves_podmans_store(bed):
+    app = app_container()
+    catalog = dict(CATALOG, app=dict(CATALOG["app"], secrets={"db_password": "e2e_db_password"}))
+    without_token = ("-e", json.dumps({"gangplank_services": catalog}))
+    # Check mode names it and changes nothing.
+    returncode, report = bed.playbook("deploy.yml", "--check", *vault(bed), *without_token)
+    assert returncode == 0, failures(report)
+    assert any("would remove unused secrets: %s.api_token" % app in line for line in summaries(report).values()), summaries(report)
+    assert app + ".api_token" in podman("secret", "ls", "--format", "{{.Name}}").stdout.split()
+    # The container is recreated without it, then the secret goes; the other secrets stay.
+    returncode, report = bed.playbook("deploy.yml", *vault(bed), *without_token)
+    assert returncode == 0, failures(report)
+    listed = set(podman("secret", "ls", "--format", "{{.Name}}").stdout.split())
+    assert app + ".api_token" not in listed and app + ".db_password" in listed, listed
+    assert {name + ".token" for name in containers() if name != app} <= listed
+    # A second run changes nothing.
+    returncode, report = bed.playbook("deploy.yml", *vault(bed), *without_token)
+    assert returncode == 0, failures(report)
+    assert all(report["stats"][host]["changed"] == 0 for host in NAMES), report["stats"]
+
+
 def test_a_secret_that_cannot_be_read_stops_every_host_before_any_change(bed):
     before = containers()
     (bed.base / "wrong-password").write_text("not-the-vault-password\n")

@@ -42,6 +42,7 @@ def run(tmp_path, catalog, *extra):
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert VALUE not in completed.stdout + completed.stderr
+    assert CANARY not in completed.stdout + completed.stderr
     report = json.loads(completed.stdout)
     [task] = [task for task in report["plays"][0]["tasks"] if task["task"]["name"] == "Report"]
     return task["hosts"]["localhost"]["msg"]
@@ -80,3 +81,33 @@ def test_a_vault_that_cannot_be_opened_or_an_undefined_variable_names_the_servic
     assert path == "services.api.secrets.db_password"
     assert message.startswith("the variable vault_db cannot be read: ") and reason in message
     assert shown["hashes"] == [] and shown["db_ok"] is False
+
+
+CANARY = "CANARY-plain-9c2d7"
+
+
+def test_a_huge_number_and_a_broken_template_name_the_path_never_the_value(vaulted):
+    """A variable holding an integer of 5,001 digits is a clear error at its path (not Python's int->str error); a value
+    that is a template Jinja cannot read is not quoted back by Ansible's message."""
+    with open(vaulted / "vars.yml", "a", encoding="utf-8") as handle:
+        handle.write("huge: \"{{ 10 ** 5000 }}\"\nbad_template: \"%s{{ oops\"\n" % CANARY)
+    catalog = {"api": {"image": "localhost/api:1", "secrets": {"h": "huge", "t": "bad_template"}}}
+    shown = run(vaulted, catalog, "--vault-password-file", str(vaulted / "right"))
+    errors = {error["path"]: error["message"] for error in shown["errors"]}
+    assert errors["services.api.secrets.h"].startswith("the variable huge holds an integer of about 5001 digits; expected a string")
+    assert errors["services.api.secrets.t"].startswith("the variable bad_template cannot be read: "), errors
+    assert CANARY not in json.dumps(shown), errors
+
+
+def test_a_value_where_a_name_goes_is_not_quoted_back(vaulted, tmp_path):
+    """Through ansible-playbook: the catalog's mistakes in a secret's places (a value as the variable's name, secrets
+    given as a string, a reserved env name with a value) name the path and the type, never the value."""
+    catalog = {"api": {"image": "localhost/api:1", "env": {"NVIDIA_VISIBLE_DEVICES": CANARY, "OK": [CANARY]},
+                       "secrets": {"db": {"var": CANARY + " x"}, "n": 12345678901234567}},
+               "web": {"image": "localhost/web:1", "secrets": CANARY}}
+    shown = run(vaulted, catalog, "--vault-password-file", str(vaulted / "right"))
+    errors = {error["path"]: error["message"] for error in shown["errors"]}
+    assert set(errors) == {"services.api.env.NVIDIA_VISIBLE_DEVICES", "services.api.env.OK", "services.api.secrets.db.var",
+                           "services.api.secrets.n", "services.web.secrets"}
+    assert errors["services.api.secrets.db.var"].startswith("got a string of 20 characters (not shown: it may be a secret)")
+    assert CANARY not in json.dumps(shown) and "12345678901234567" not in json.dumps(shown)

@@ -24,10 +24,11 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
-_SERVICE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 characters)"
-_INSTANCE_NAME = re.compile(r"^(.+)-(0|[1-9][0-9]*)$")
+_INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
 _TOP_KEYS = ("nodes", "services", "quotas", "previous")
 _NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme")
@@ -48,6 +49,9 @@ _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
 _MAX_GPU_INDEX = 1023
 _MAX_IMAGE = 4096               # characters of an image reference
 _TEXT_EXPECTED = "text without lone surrogates (valid Unicode, as UTF-8 can hold it)"
+# Names, keys, paths and label values are one line of visible text: a control character (a final newline from a YAML
+# block scalar, a tab, NUL, U+0085, U+2028, a bidi override such as U+202E, a lone surrogate) is refused, not stripped.
+_CONTROL_EXPECTED = "text without control characters (line breaks, tabs, NUL, U+0085, U+2028, bidi overrides, lone surrogates)"
 _MAX_LABEL_DIGITS = 64          # an integer label value longer than this is not a label but a mistake
 
 
@@ -106,6 +110,9 @@ class Reader:
         self.entries = 0
 
     def error(self, path, message):
+        if has_control(message):
+            # A name shown as is in a message (a node's, a quota's): each error stays one line.
+            message = one_line(message, len(message))
         self.errors.append((str(path), message))
         if len(self.errors) >= MAX_ERRORS:
             raise ProblemError(self.errors + [("problem", "reading stopped after %d mistakes" % MAX_ERRORS)])
@@ -135,6 +142,8 @@ class Reader:
                 self.bad(join_path(path, printable(key)), key, "a string key")
             elif _not_text(key):
                 self.bad(join_path(path, key), key, _TEXT_EXPECTED)
+            elif has_control(key):
+                self.bad(join_path(path, key), key, "a key of " + _CONTROL_EXPECTED)
             elif keys is not None and key not in keys:
                 self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
         for key in required:
@@ -161,15 +170,23 @@ class Reader:
         if _not_text(value):
             self.bad(path, value, _TEXT_EXPECTED)
             return None
+        if has_control(value):
+            self.bad(path, value, _CONTROL_EXPECTED)
+            return None
         return value
 
-    def label_value(self, value, path):
+    def label_value(self, value, path, single_line=True):
+        """A label (taint, selector) value as text; ``single_line`` False for free text whose caller checks the
+        characters it cannot carry (a command's arguments, catalog.py)."""
         # YAML turns `gpu: true` and `rack: 3` into bool and int; labels are strings.
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, str):
             if _not_text(value):
                 self.bad(path, value, _TEXT_EXPECTED)
+                return None
+            if single_line and has_control(value):
+                self.bad(path, value, _CONTROL_EXPECTED)
                 return None
             return value
         if isinstance(value, int):
@@ -330,7 +347,7 @@ def _parse_nodes(reader, value):
             index = reader.integer(gpu.get("index"), join_path(gpu_path, "index"), limit=_MAX_GPU_INDEX) \
                 if "index" in gpu else None
             if index is not None and index in indices:
-                reader.bad(join_path(gpu_path, "index"), index, "an index not used by another GPU of node %s" % name)
+                reader.bad(join_path(gpu_path, "index"), index, "an index not used by another GPU of node %s" % printable(name))
             uuid = reader.string(gpu.get("uuid"), join_path(gpu_path, "uuid")) if "uuid" in gpu else None
             if uuid is not None and uuid in uuids:
                 reader.bad(join_path(gpu_path, "uuid"), uuid, "a UUID unique in the cluster (also at %s)" % uuids[uuid])
@@ -348,7 +365,7 @@ def _parse_nodes(reader, value):
             nvme = reader.mapping(item, nvme_path, _NVME_KEYS, required=("name", "size"), optional_none=False)
             device_name = reader.string(nvme.get("name"), join_path(nvme_path, "name")) if "name" in nvme else None
             if device_name is not None and device_name in device_names:
-                reader.bad(join_path(nvme_path, "name"), device_name, "a device name not used twice on node %s" % name)
+                reader.bad(join_path(nvme_path, "name"), device_name, "a device name not used twice on node %s" % printable(name))
                 device_name = None
             size = reader.size(nvme.get("size"), join_path(nvme_path, "size")) if "size" in nvme else None
             labels = reader.names(nvme.get("labels"), join_path(nvme_path, "labels"))
@@ -469,7 +486,7 @@ def _parse_services(reader, value, quotas, nodes):
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
-        if not _SERVICE_NAME.fullmatch(name):
+        if not well_formed(name, _SERVICE_NAME, 63):
             reader.bad(path, name, "a service name that is " + _SERVICE_NAME_EXPECTED)
         spec = reader.mapping(raw[name], path, _PROBLEM_SERVICE_KEYS)
         sidecar = reader.boolean(spec.get("sidecar"), join_path(path, "sidecar"))
@@ -504,7 +521,7 @@ def _parse_services(reader, value, quotas, nodes):
             quota = reader.string(spec["quota"], join_path(path, "quota"))
             if quota is not None and quota not in quotas:
                 reader.bad(join_path(path, "quota"), quota,
-                           "a quota defined under quotas (%s)" % (", ".join(quotas) or "none defined"))
+                           "a quota defined under quotas (%s)" % (", ".join(map(printable, quotas)) or "none defined"))
         resources = _parse_resources(reader, spec.get("resources"), join_path(path, "resources"))
         priority, preemptible, every_node, image = _parse_kind(reader, spec, path, sidecar)
         if sidecar:
@@ -573,18 +590,18 @@ def _check_references(reader, services):
                 reader.bad(join_path(join_path(path, "anti_affinity"), position), other, "a service defined under services")
         _check_pod(reader, services, name, service, path)
         # Instances are named <service>-<ordinal>: "web" replica 1 and a service "web-1" would clash.
-        match = _INSTANCE_NAME.match(name)
+        match = _INSTANCE_NAME.fullmatch(name)
         if match and match.group(1) in services and not services[match.group(1)].sidecar \
                 and not services[match.group(1)].every_node \
                 and int(match.group(2)) < services[match.group(1)].replicas:
-            reader.bad(path, name, "a name that is not also an instance of service %s" % match.group(1))
+            reader.bad(path, name, "a name that is not also an instance of service %s" % printable(match.group(1)))
     graph = {name: [d for d in s.depends_on if d in services] for name, s in services.items()}
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as error:
         cycle = error.args[1]
         # graphlib lists the cycle backwards (each node followed by what depends on it).
-        reader.error("services", "dependency cycle in depends_on: %s" % " -> ".join(reversed(cycle)))
+        reader.error("services", "dependency cycle in depends_on: %s" % " -> ".join(map(printable, reversed(cycle))))
 
 
 def _check_pod(reader, services, name, service, path):

@@ -14,8 +14,11 @@ _SIZE_UNITS = {
     "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50,
     "k": 10 ** 3, "K": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15,
 }
-_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?$")
-_CPU = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m)?$")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?")
+_CPU = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m)?")
+# A quantity may come with blanks around it (" 2Mi ", "4\n" from a form or a block scalar): ASCII spaces, tabs and line
+# breaks only. str.strip() would also take U+0085, U+2028 and other separators; anything else is refused.
+BLANKS = " \t\r\n"
 
 SIZE_EXPECTED = "a size: bytes, or a number with Ki, Mi, Gi, Ti, Pi, K, M, G, T or P (e.g. 16Gi)"
 CPU_EXPECTED = "a CPU amount: cores (e.g. 4 or 0.5) or millicores (e.g. 500m)"
@@ -42,8 +45,9 @@ def _decimal(value, pattern, expected, maximum, shown_maximum):
         if value > maximum:
             raise ValueError(expected + ", at most %s" % shown_maximum)
         return Decimal(repr(value) if isinstance(value, float) else value), None
-    if isinstance(value, str) and len(value) <= _MAX_TEXT and pattern.match(value.strip()):
-        number, suffix = pattern.match(value.strip()).groups()
+    match = pattern.fullmatch(value.strip(BLANKS)) if isinstance(value, str) and len(value) <= _MAX_TEXT else None
+    if match:
+        number, suffix = match.groups()
         return Decimal(number), suffix
     raise ValueError(expected)
 

@@ -31,8 +31,10 @@ import time
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import every_node_left_out
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import (
     check_class_work, framework_for, schedule_with, with_extenders)
@@ -54,8 +56,8 @@ _DIGITS = re.compile(r"[0-9]{1,%d}" % len(str(MAX_MOVES)))
 def max_moves_value(value):
     """``value`` as max_moves: an int as is, a string of ASCII digits (``-e max_moves=2`` gives "2") as its int; other
     values as they are, for max_moves_error to name. str.isdigit() also accepts "²", which int() refuses."""
-    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        return int(value.strip())
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip(BLANKS)):
+        return int(value.strip(BLANKS))
     return value
 
 
@@ -209,6 +211,7 @@ def rebalance(data, max_moves=DEFAULT_MAX_MOVES, exact_seconds=DEFAULT_SECONDS, 
     # an instance, as they decide it for the current plan; otherwise the next plan would move the instances back.
     # One framework for the current plan and the rebalance: a profile's HTTP extenders are asked once.
     framework = framework_for(problem, plugins, WEIGHTS, profile)
+    problem = every_node_left_out(framework, problem)
     current = schedule_with(framework, problem, exact_seconds)
     if not current["feasible"]:
         current["rebalance"] = {"max_moves": max_moves, "status": "not_run",

@@ -137,7 +137,10 @@ def test_label_values_are_text():
 def test_paths_with_newlines_stay_on_one_line():
     errors = errors_of({"nodes": {"a\nb": dict(NODE, colour="red")}, "services": {}})
     assert errors == {'nodes."a\\nb".colour': "unknown key; expected one of: cpu, memory, labels, taints, unschedulable, "
-                                              "gpus, nvme"}
+                                              "gpus, nvme",
+                      # A name is one line: the newline is refused, not only shown safely.
+                      'nodes."a\\nb"': 'got "a\\nb"; expected a key of text without control characters (line breaks, tabs, '
+                                       'NUL, U+0085, U+2028, bidi overrides, lone surrogates)'}
 
 
 def test_a_node_must_be_a_mapping():
@@ -174,7 +177,8 @@ def test_no_volume_options_no_root_mount_no_control_characters():
         "services.web.command[2]": 'got "c\\u0000d"; expected text without NUL or line breaks',
         "services.web.env.A": "got a value of type str (not shown: it may be a secret); expected a string, a boolean or a number "
                               "of at most 64 digits, as text without NUL, line breaks or lone surrogates",
-        'services.web.env."B\\u0000"': 'got "B\\u0000"; expected a variable name without NUL or line breaks',
+        'services.web.env."B\\u0000"': 'got "B\\u0000"; expected a key of text without control characters (line breaks, '
+                                        'tabs, NUL, U+0085, U+2028, bidi overrides, lone surrogates)',
         "services.web.config[0].dest": separators % '"/"',
         "services.web.config[1].dest": separators % '"/etc/a:z"',
         "services.web.config[2].dest": separators % '"/etc/a,b"',
@@ -186,8 +190,10 @@ def test_gpu_visibility_belongs_to_the_scheduler():
                              "log": {"sidecar": True, "image": "localhost/log:1",
                                      "env": {"NVIDIA_VISIBLE_DEVICES": "all", "CUDA_VISIBLE_DEVICES": 0}}})
     assert sorted(errors) == ["services.log.env.CUDA_VISIBLE_DEVICES", "services.log.env.NVIDIA_VISIBLE_DEVICES"]
+    # The name and that it is reserved, never the value (env values may be secrets).
     assert errors["services.log.env.NVIDIA_VISIBLE_DEVICES"].startswith(
-        'got "all"; expected no NVIDIA_VISIBLE_DEVICES: GPU visibility is set by the scheduler')
+        "is reserved (the value is not shown): GPU visibility is set by the scheduler")
+    assert all('"all"' not in message for message in errors.values())
 
 
 def test_health_timings_are_finite():

@@ -368,3 +368,21 @@ def test_a_stateful_instance_on_a_live_host_is_not_moved():
     result = run(record, services=DOWN_SERVICES, hosts=[h for h in ("a", "b", "c") if h != other], down_hosts=[other],
                  now=T0, move_stateful="db-0", move_stateful_confirm="db-0")
     assert result["failed"] is True and "db-0 runs on %s, which is not down in this run" % host in result["msg"]
+
+
+
+def test_a_record_entry_of_another_shape_is_named_never_its_value():
+    first = run()
+    # A node entry the record cannot use is skipped, and the warnings name it.
+    nodes = dict(first["record"]["nodes"], **{"bad\nhost": {"canary-0417": 1}, "c": ["canary-0417"]})
+    result = run(dict(first["record"], revision=1, nodes=nodes))
+    assert result.get("failed") is not True, result.get("msg")
+    assert any("record.nodes[c] is skipped" in line for line in result["warnings"]), result.get("warnings")
+    assert any("the key is not a host name" in line and "\n" not in line for line in result["warnings"])
+    assert "canary-0417" not in str(result["warnings"])
+    # A placement whose node is a list fails the plan with the path, as any malformed previous placement does.
+    placement = dict(first["record"]["placement"], **{"web-9": {"node": ["a", "canary-0417"], "service": "web",
+                                                                "ordinal": 9}})
+    result = run(dict(first["record"], revision=1, placement=placement))
+    assert result["failed"] is True and "previous.web-9.node" in result["msg"]
+    assert "canary-0417" not in str(result.get("warnings"))

@@ -25,29 +25,34 @@ SETTINGS = {"data_dir": "/d", "publish_address": "", "probe_address": "127.0.0.1
             "engine": "podman", "secret_dir": "/s"}
 
 
+def sectioned(**parts):
+    """The read's output as the script prints it: each part after its marker line, in the script's order."""
+    lines = []
+    for section in deploy_read.SECTIONS:
+        if section in parts:
+            lines.append("gangplank-read " + section)
+            lines.extend(parts[section])
+    return "\n".join(lines)
+
+
 def _fact_lines(value):
     encoded = base64.b64encode(value if isinstance(value, bytes) else json.dumps(value).encode()).decode()
     return ["fact-file " + encoded[i:i + 76] for i in range(0, len(encoded), 76)]
 
 
 def test_a_podman_read_gives_containers_limits_and_what_killed_runs_left():
-    stdout = "\n".join([
-        "engine /usr/bin/podman",
-        "limits cgroup controllers: [cpuset cpu io memory pids]",
-        json.dumps(DB), json.dumps(API),
-        "storage-only n1-queue-0",
-        "broken n1-worker-1",
+    stdout = sectioned(
+        engine=["engine /usr/bin/podman"],
+        limits=["limits cgroup controllers: [cpuset cpu io memory pids]"],
+        containers=[json.dumps(DB), json.dumps(API)],
         # Another host's (the engine's name filter is unanchored): not this host's leftovers.
-        "storage-only xn1-queue-0",
-        "broken n2-worker-1",
+        broken=["broken n1-worker-1", "broken n2-worker-1"],
+        storage=["storage-only n1-queue-0", "storage-only xn1-queue-0"],
         # A monitor of a container the engine runs is no leftover; one of a container it lost is; another host's is
         # not this host's.
-        "conmon 101 aaa111 n1-db-0",
-        "conmon 102 bbb222 n1-api-0",
-        "conmon 103 ccc333 n2-api-0",
-        "conmon garbage",
-        "some warning the terminal joined in",
-    ]) + "\r\n"
+        monitors=["conmon 101 aaa111 n1-db-0", "conmon 102 bbb222 n1-api-0", "conmon 103 ccc333 n2-api-0",
+                  "conmon garbage", "some warning the terminal joined in"],
+        end=[]).replace("\n", "\r\n") + "\r\n"
     found = parse(0, stdout, "podman", PREFIX, limits_asked=True)
     assert found["engine_found"] is True
     assert found["containers"] == [DB, API]
@@ -93,8 +98,9 @@ def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_the
                 "HostConfig": {"PortBindings": {"5672/tcp": [{"HostIp": "0.0.0.0", "HostPort": "5672"}]}},
                 "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.8"}}}}
     rules["anywhere"] = CHAIN + " -p tcp -m tcp --dport 5672 -j DNAT --to-destination 10.88.0.8:5672"
-    stdout = "\n".join(["engine /usr/bin/podman", json.dumps(db), json.dumps(stopped), json.dumps(anywhere)]
-                       + ["forward " + rule for rule in list(rules.values()) + hostile]) + "\r\n"
+    stdout = sectioned(engine=["engine /usr/bin/podman"],
+                       containers=[json.dumps(db), json.dumps(stopped), json.dumps(anywhere)],
+                       forwards=["forward " + rule for rule in list(rules.values()) + hostile]) + "\r\n"
     found = parse(0, stdout, "podman", PREFIX)
     assert found["forwards"] == [{"published": "127.0.0.1:5432", "rule": rules["stale"]},
                                  {"published": "8080", "rule": rules["unowned"]}]
@@ -109,7 +115,7 @@ def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_the
     ("docker", "memory limit: true, cpu quota: false", True, False),
 ])
 def test_limits_are_enforced_only_where_asked_and_the_engine_says_so(engine, answer, asked, enforced):
-    stdout = "engine /usr/bin/%s\n%s\n" % (engine, "limits " + answer if asked else "")
+    stdout = sectioned(engine=["engine /usr/bin/%s" % engine], limits=["limits " + answer] if asked else [])
     found = parse(0, stdout, engine, PREFIX, limits_asked=asked)
     assert found["enforce_limits"] is enforced
     note = deploy_entry("n1", found, dict(SETTINGS, engine=engine), {}, [], limits=asked)["note"]
@@ -118,7 +124,7 @@ def test_limits_are_enforced_only_where_asked_and_the_engine_says_so(engine, ans
 
 def test_without_the_engine_the_bindings_are_still_read():
     bindings = {"revision": 3, "instances": {"db-0": {"service": "db"}}, "ranks": [["db"]]}
-    found = parse(127, "\n".join(_fact_lines(bindings)) + "\n", "podman", PREFIX, limits_asked=True)
+    found = parse(127, sectioned(fact=_fact_lines(bindings)) + "\n", "podman", PREFIX, limits_asked=True)
     assert found["engine_found"] is False and found["containers"] == [] and found["leftovers"] == []
     assert found["bindings"] == bindings and found["bindings_error"] == ""
     entry = deploy_entry("n1", found, SETTINGS, {}, [], fact_file="/f", limits=True)
@@ -139,7 +145,7 @@ def test_without_the_engine_the_bindings_are_still_read():
     (_fact_lines([1, 2]), "not a JSON object (list)"),
 ])
 def test_a_fact_file_that_is_not_bindings_is_named_as_the_reason(lines, reason):
-    found = parse(0, "\n".join(["engine /usr/bin/podman"] + lines), "podman", PREFIX)
+    found = parse(0, sectioned(fact=lines, engine=["engine /usr/bin/podman"]), "podman", PREFIX)
     assert found["bindings"] == {} and found["bindings_error"].startswith(reason)
     entry = deploy_entry("n1", found, SETTINGS, {"x": {}}, [["x"]], fact_file="/etc/f.fact")
     assert entry["missing"].startswith("n1 has no bindings: /etc/f.fact cannot be read (" + reason)
@@ -148,7 +154,7 @@ def test_a_fact_file_that_is_not_bindings_is_named_as_the_reason(lines, reason):
 
 
 def test_this_runs_bindings_are_used_when_no_fact_file_was_read():
-    found = parse(0, "engine /usr/bin/podman\n", "podman", PREFIX)
+    found = parse(0, sectioned(engine=["engine /usr/bin/podman"]), "podman", PREFIX)
     entry = deploy_entry("n1", found, SETTINGS, {"db-0": {}}, [["db"]])
     assert entry == {"settings": dict(SETTINGS, instances={"db-0": {}}, limits=False), "ranks": [["db"]],
                      "missing": "", "note": ""}
@@ -157,7 +163,8 @@ def test_this_runs_bindings_are_used_when_no_fact_file_was_read():
 @pytest.mark.parametrize("rc, stdout, message", [
     (3, "engine /usr/bin/podman\nengine error: cannot connect to the service\n", "engine error: cannot connect to the service"),
     (1, "sh: syntax error\n", "the read of the podman engine failed (rc 1): sh: syntax error"),
-    (0, "engine /usr/bin/podman\n{not json\n", "the podman engine printed a container that is not JSON"),
+    (0, "gangplank-read engine\nengine /usr/bin/podman\ngangplank-read containers\n{not json\n",
+     "line 4 of the deploy read: the podman engine printed a container that is not JSON"),
 ])
 def test_a_failed_read_is_an_error_with_its_line(rc, stdout, message):
     with pytest.raises(ReadError) as caught:
@@ -202,6 +209,7 @@ case "$1" in
       bbb) echo 'Error: reading container bbb: open /var/lib/x/config.json: no such file or directory' >&2; exit 125 ;;
     esac ;;
   info) echo "info asked" > "$FAKE_ENGINE_LOG"; echo 'cgroup controllers: [cpu memory]' ;;
+  secret) [ "$2 $3 $4" = "ls --format {{.Name}}" ] && printf '%s\n' n1-db-0.password n2-db-0.password 'n1-db-0.x y' ;;
 esac
 """
 
@@ -254,6 +262,7 @@ def test_the_shell_reads_a_podman_host_as_parse_expects(bed):
     assert found["forwards"] == [{"published": "127.0.0.1:8080", "rule": "NETAVARK-DN-1D8721804F16F -d 127.0.0.1/32 -p tcp"
                                   " -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.129:8080"}]
     assert found["bindings"] == bindings and found["bindings_error"] == ""
+    assert found["secrets"] == ["n1-db-0.password"]
     # Asked now, since no answer was stored.
     assert found["enforce_limits"] and (tmp_path / "log").exists()
 
@@ -285,3 +294,180 @@ def test_the_shell_exits_127_without_the_engine(tmp_path):
                           text=True, timeout=30, check=False)
     assert done.returncode == 127
     assert deploy_read.parse(done.returncode, done.stdout, "podman", PREFIX)["engine_found"] is False
+
+
+# A monitor's name holding a line break, followed by lines shaped as other sections (the forging output of a local
+# user's process named conmon): none of it is taken.
+FORGED = ["conmon 104 ddd444 n1-x", json.dumps(dict(DB, Name="n1-forged-0")), "storage-only n1-forged-1",
+          "broken n1-forged-2", "fact-file " + base64.b64encode(b'{"instances": {"evil-0": {}}}').decode()]
+
+
+@pytest.mark.parametrize("monitors", [
+    FORGED,
+    FORGED[:1] + ["gangplank-read containers"] + FORGED[1:],      # a marker forged too: the section comes twice
+    FORGED[:1] + ["gangplank-read forwards", "forward " + CHAIN + " -p tcp --dport 1 -j DNAT --to-destination 10.0.0.1:1"],
+    FORGED[:1] + ["gangplank-read end"],
+    FORGED[:1] + ["gangplank-read nothing"],
+])
+def test_lines_forged_into_the_monitors_section_are_refused_naming_the_host_and_line(monitors):
+    stdout = sectioned(fact=_fact_lines({"instances": {"db-0": {}}}), engine=["engine /usr/bin/podman"],
+                       containers=[json.dumps(DB)], broken=[], storage=[], monitors=monitors,
+                       forwards=[], end=[])
+    with pytest.raises(ReadError) as caught:
+        parse(0, stdout, "podman", PREFIX, host="n1")
+    message = str(caught.value)
+    assert message.startswith("n1: line ") and "\n" not in message
+    assert "forged" not in message and "evil" not in message
+
+
+def test_a_section_twice_or_out_of_order_is_refused():
+    for stdout in (sectioned(engine=["engine /usr/bin/podman"]) + "\ngangplank-read engine\nengine /x",
+                   sectioned(containers=[]) + "\ngangplank-read limits\nlimits cpu memory"):
+        with pytest.raises(ReadError, match=r"^n1: line \d+ of the deploy read: (section engine comes twice|a section "
+                                            r"out of order)$"):
+            parse(0, stdout, "podman", PREFIX, host="n1")
+
+
+@pytest.mark.parametrize("entry, field", [
+    (dict(DB, State="running"), "State is not an object (str)"),
+    (dict(DB, State={"Running": "true"}), "State.Running is not true or false (str)"),
+    (dict(DB, HostConfig={"PortBindings": [["5432/tcp"]]}), "HostConfig.PortBindings is not an object (list)"),
+    (dict(DB, HostConfig={"PortBindings": {"5432/tcp": {"HostPort": "1"}}}), "HostConfig.PortBindings[5432/tcp] is not a list"),
+    (dict(DB, HostConfig={"PortBindings": {"5432/tcp": [{"HostPort": 5432}]}}), "HostConfig.PortBindings[5432/tcp] holds"),
+    (dict(DB, HostConfig={"PortBindings": {"5432/tcp": ["x"]}}), "HostConfig.PortBindings[5432/tcp] holds"),
+    (dict(DB, NetworkSettings={"Networks": ["podman"]}), "NetworkSettings.Networks is not an object (list)"),
+    (dict(DB, NetworkSettings={"Networks": {"podman": "10.0.0.1"}}), "NetworkSettings.Networks[podman] is not an object"),
+    (dict(DB, NetworkSettings={"Networks": {"podman": {"IPAddress": 7}}}), "NetworkSettings.Networks[podman] is not"),
+    (dict(DB, Config=None, HostConfig=None), ""),
+    (dict(DB, Config="x"), "Config is not an object (str)"),
+    (dict(DB, Config={"Labels": ["a=b"]}), "Config.Labels is not an object (list)"),
+    (dict(DB, Config={"Labels": {"a": 1}}), "Config.Labels holds a label that is not text"),
+    (dict(DB, Name=["n1-db-0"]), "Name is not a container name"),
+    (dict(DB, Name="n1-db-0\n"), "Name is not a container name"),
+])
+def test_a_container_of_another_shape_is_an_error_naming_the_host_line_and_field(entry, field):
+    stdout = sectioned(engine=["engine /usr/bin/podman"], containers=[json.dumps(DB), json.dumps(entry)])
+    if not field:
+        assert parse(0, stdout, "podman", PREFIX, host="n1")["containers"][1] == entry
+        return
+    with pytest.raises(ReadError) as caught:
+        parse(0, stdout, "podman", PREFIX, host="n1")
+    assert str(caught.value).startswith("n1: line 5 of the deploy read: the podman engine printed a container whose "
+                                        + field)
+
+
+@pytest.mark.parametrize("line", ['{"Name": 1' + "0" * 5000 + "}", '{"a": ' * 100000, '{"Name": "n1-a", "State": {"Running": 1e999}}'])
+def test_numbers_and_nesting_beyond_bounds_are_errors_not_tracebacks(line):
+    with pytest.raises(ReadError, match=r"^n1: line 4 of the deploy read: the podman engine printed a container"):
+        parse(0, sectioned(engine=["engine /usr/bin/podman"], containers=[line]), "podman", PREFIX, host="n1")
+
+
+@pytest.fixture(name="monitor")
+def _monitor():
+    """Starts a process named conmon (a copy of the system's Python, which takes the arguments as conmon's: ``-c``
+    and ``-n`` are the last of their kind), as root or as nobody; yields a function that starts one and returns its
+    pid."""
+    import shutil
+    import tempfile
+    directory = tempfile.mkdtemp(prefix="gangplank-conmon-")
+    os.chmod(directory, 0o755)
+    program = os.path.join(directory, "conmon")
+    shutil.copy("/usr/bin/python3", program)
+    os.chmod(program, 0o755)
+    started = []
+
+    def start(container_id, name, user=None):
+        argv = [program, "-c", "import time; time.sleep(60)", "-c", container_id, "-n", name]
+        if user is not None:
+            argv = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + argv
+        process = subprocess.Popen(argv)  # pylint: disable=consider-using-with
+        started.append(process)
+        for _ in range(100):
+            try:
+                with open("/proc/%d/comm" % process.pid) as handle:
+                    if handle.read().strip() == "conmon":
+                        break
+            except OSError:
+                pass
+            import time
+            time.sleep(0.02)
+        return process.pid
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+    shutil.rmtree(directory)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and a system Python")
+def test_the_shell_lists_root_monitors_only_and_names_of_one_plain_line(bed, monitor):
+    run, _tmp_path = bed
+    lost = monitor("abc123", "n1-lost-0")
+    forged = monitor("def456", "n1-x\n" + json.dumps(dict(DB, Name="n1-forged-0")) + "\nstorage-only n1-forged-1\n"
+                     "gangplank-read monitors\nconmon 1 fff n1-forged-2")
+    other = monitor("fed789", "n1-other-0", user=65534)
+    rc, stdout = run(probe=())
+    found = parse(rc, stdout, "podman", PREFIX, host="n1")
+    mine = [leftover for leftover in found["leftovers"] if leftover.split(":")[0] in {str(lost), str(forged), str(other)}]
+    assert mine == ["%d:abc123:n1-lost-0" % lost]
+    assert "forged" not in stdout and "n1-other-0" not in stdout and "n1-forged" not in repr(found)
+    assert [entry["Name"] for entry in found["containers"]] == ["n1-db-0"]
+
+
+def _desired(name, *secrets, engine="podman"):
+    return {"name": name, "secrets": [
+        {"name": secret, "engine_name": "%s.%s" % (name, secret) if engine == "podman" else None,
+         "path": "/run/s/%s/%s" % (name, secret) if engine == "docker" and delivery == "file" else None}
+        for secret, delivery in (item.split(":") if ":" in item else (item, "file") for item in secrets)]}
+
+
+def test_the_secrets_no_container_uses_any_more_are_stale_podman():
+    found = {"containers": [{"Name": "n1-db-0"}, {"Name": "/n1-old-0"}, {"Name": "n1.x-web-0"}],
+             "leftovers": ["n1-queue-0", "broken:n1-lost-0"],
+             "secrets": ["n1-db-0.password", "n1-db-0.token", "n1-old-0.password", "n1-gone-0.password",
+                         "n1-queue-0.key", "n1-lost-0.key", "n1.x-web-0.cert", "n1.x-web-0.old"]}
+    desired = [_desired("n1-db-0", "password"), _desired("n1.x-web-0", "cert"), _desired("n1-new-0", "password")]
+    # n1-db-0 stays without its token (it is recreated without it); n1-gone-0 exists no more; n1-old-0 and the
+    # leftovers are not wanted here and still exist: their removal takes their secrets. A dotted name is matched whole.
+    assert deploy_read.stale_secrets(found, desired, "podman") == ["n1-db-0.token", "n1-gone-0.password", "n1.x-web-0.old"]
+    # Nothing stale: a second run after the removal changes nothing.
+    found["secrets"] = ["n1-db-0.password", "n1.x-web-0.cert", "n1-old-0.password"]
+    assert deploy_read.stale_secrets(found, desired, "podman") == []
+
+
+def test_the_secret_files_no_container_uses_any_more_are_stale_docker():
+    found = {"containers": [{"Name": "/n1-db-0"}, {"Name": "/n1-old-0"}], "leftovers": [],
+             "secrets": ["n1-db-0/password", "n1-db-0/token", "n1-old-0/password", "n1-gone-0/password"]}
+    desired = [_desired("n1-db-0", "password", "token:env", engine="docker")]
+    # An env secret is a variable of the container on Docker (no file): a file left for it is stale too.
+    assert deploy_read.stale_secrets(found, desired, "docker") == ["n1-db-0/token", "n1-gone-0/password"]
+
+
+def test_the_read_lists_this_hosts_secret_names_only_from_their_section():
+    stdout = sectioned(engine=["engine /usr/bin/podman"], containers=[json.dumps(DB)],
+                       secrets=["secret n1-db-0.password", "secret n2-db-0.password", "secret n1-db-0.bad\x1bname",
+                                "secret ../n1-x"])
+    assert parse(0, stdout, "podman", PREFIX)["secrets"] == ["n1-db-0.password"]
+    stdout = sectioned(engine=["engine /usr/bin/docker"], secrets=["secret n1-db-0/password", "secret n1-db-0/../x",
+                                                                   "secret n1-db-0"])
+    assert parse(0, stdout, "docker", PREFIX)["secrets"] == ["n1-db-0/password"]
+    with pytest.raises(ReadError, match="a secret line outside the secrets section"):
+        parse(0, sectioned(engine=["engine /usr/bin/podman"], monitors=["secret n1-db-0.forged"]), "podman", PREFIX)
+
+
+def test_the_shell_lists_dockers_secret_files_by_name_only(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(bin_dir / "docker", 0o755)
+    secrets = tmp_path / "secrets"
+    for path in ("n1-db-0/password", "n1-db-0/token", "n2-db-0/password", "n1-db-0/bad name", "loose"):
+        (secrets / path).parent.mkdir(parents=True, exist_ok=True)
+        (secrets / path).write_text("hunter2")
+    (secrets / "n1-db-0" / "dir").mkdir()
+    done = subprocess.run(command("docker", PREFIX, str(tmp_path / "state"), secret_dir=str(secrets)), shell=True,
+                          env=dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"])), capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert "hunter2" not in done.stdout
+    assert parse(done.returncode, done.stdout, "docker", PREFIX)["secrets"] == ["n1-db-0/password", "n1-db-0/token"]

@@ -126,3 +126,34 @@ def test_a_move_names_a_stateful_instance_of_a_down_host_and_is_confirmed():
         "db-9", "db-9", PREVIOUS, SERVICES, down)
     assert "which is not down in this run" in move_stateful_error("db-0", "db-0", PREVIOUS, SERVICES, {"n1": {}})
     assert "expected the name" in move_stateful_error("", "", PREVIOUS, SERVICES, down)
+
+
+@pytest.mark.parametrize("record", [
+    {"placement": {"db-0": {"node": ["n3"]}}, "nodes": {"n3": {"cpu": "8"}}},
+    {"placement": {"db-0": {"node": {"n3": 1}}}, "nodes": {"n3": {"cpu": "8"}}},
+    {"placement": {"db-0": {"node": "n3\n"}}, "nodes": [["n3"]]},
+    {"placement": [["db-0"]], "nodes": "n3"},
+    {"placement": {"db-0": {"node": "n3"}}, "nodes": {"n3": {"cpu": "8"}}, "down_since": [["n3"]]},
+    [["n3"]],
+])
+def test_record_entries_of_another_shape_are_skipped_and_named(record):
+    down = down_nodes(record, ["n1"], ["n3"])
+    assert down in ({}, {"n3": {"cpu": "8", "unschedulable": True}})
+    since = down_hosts.down_since(record if isinstance(record, dict) else {}, down, 100)
+    placement = record.get("placement") if isinstance(record, dict) else None
+    assert isinstance(waiting(placement if isinstance(placement, dict) else {}, down), dict)
+    assert down_hosts.replacements(placement, {"db": {}}, since, 100, 0) == {}
+    assert down_hosts.pending_lines(placement, {"db": {}}, since, 100, 0, {}) == []
+    problems = down_hosts.record_problems(record)
+    if record != {"placement": {"db-0": {"node": "n3"}}, "nodes": {"n3": {"cpu": "8"}}, "down_since": [["n3"]]}:
+        assert problems and all("\n" not in line for line in problems)
+        assert any("db-0" in line or "record" in line for line in problems)
+
+
+def test_a_node_that_is_a_list_names_the_entry_without_its_value():
+    record = {"placement": {"db-0": {"node": ["secret-ish"]}, "web-0": {"node": "n3"}}, "nodes": {"n3": {}, "bad\nkey": {}}}
+    assert down_hosts.record_problems(record) == [
+        "record.placement[db-0] is skipped: its node is not a host name (list)",
+        "record.nodes[bad\ufffdkey] is skipped: the key is not a host name"]
+    assert down_hosts.recorded_hosts(record) == {"n3"}
+    assert waiting({"db-0": {"node": ["n3"]}, "web-0": {"node": "n3"}}, {"n3": {}}) == {"n3": ["web-0"]}

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
     CACHED_KEYS, MAX_CACHE_BYTES, _walk_names, _walk_order, cache_content, cached_facts, fingerprint, hardware_view,
-    parse_read, read_cache, read_command, read_state, state_of,
+    ReadError, parse_read, read_cache, read_command, read_state, state_of,
 )
 
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux",
@@ -141,11 +141,40 @@ LINE = st.one_of(
 )
 
 
+@pytest.mark.parametrize("line, field", [
+    ("cpus \u00b2", "the CPU count"), ("cpus " + "9" * 5000, "the CPU count"), ("cpus -1", "the CPU count"),
+    ("cpus 4\x00", "the CPU count"), ("cpus \u0664", "the CPU count"),
+    ("uname x86_64\x1b[2J Linux", "the machine or system"), ("uname x86_64 Linux extra", "the machine or system"),
+    ("meminfo MemTotal: \u00b9\u00b2 kB", "MemTotal"), ("meminfo MemTotal: " + "9" * 5000 + " kB", "MemTotal"),
+    ("gpu ../../x =AAAA", "a gpu line's name"), ("gpu 0000:01:00.0 =!!", "a gpu line's content"),
+    ("block nvme0n1 =" + "A" * 100000, "a block line's content"), ("driver x =AAAA", "a driver line's name"),
+    ("capability ./gpu0/\u202eaccess", "a capability"), ("nvme nvme0\u2028cpus 1", "an NVMe controller"),
+    ("mount /dev/nvme0n1 /mnt\x1b ext4", "a mount"),
+])
+def test_a_field_out_of_its_shape_is_an_error_naming_the_host_and_line(line, field):
+    with pytest.raises(ReadError) as caught:
+        parse_read("cpus 4\n" + line + "\nend\n", "/c", "/f", host="n1")
+    assert str(caught.value).startswith("n1: line 2 of the facts read: " + field)
+    assert "\n" not in str(caught.value) and "9999" not in str(caught.value)
+
+
+def test_cached_facts_of_another_shape_are_gathered_again():
+    for facts in ({"processor_vcpus": "4", "memtotal_mb": 1}, {"processor_vcpus": True, "memtotal_mb": 1},
+                  {"processor_vcpus": 4, "memtotal_mb": 2 ** 60}, {"processor_vcpus": 4, "memtotal_mb": 1, "system": ["x"]}):
+        content = {"version": 1, "fingerprint": "f", "facts": facts}
+        assert cached_facts(content, "f") == (None, "the cache file is not one this version wrote")
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(st.lists(LINE, max_size=30), st.booleans())
 def test_any_output_parses_to_a_view_or_none_and_never_raises(lines, ended):
     out = "\n".join(lines + (["end"] if ended else []))
-    read = parse_read(out, "/c", "/f")
+    try:
+        read = parse_read(out, "/c", "/f", host="n1")
+    except ReadError as error:
+        # The documented error only: one line naming the host and the line.
+        assert str(error).startswith("n1: line ") and "\n" not in str(error)
+        return
     if read is None:
         assert "end" not in [line.rstrip("\r") for line in out.splitlines()]
     else:
