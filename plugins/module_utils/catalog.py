@@ -311,8 +311,8 @@ def _secrets(reader, value, path, env, config):
     secrets = []
     targets = {entry["dest"] for entry in config}
     env_names = set()
-    for name, item in sorted(reader.mapping(value, path, maximum=MAX_SECRETS,
-                                                                key_expected=_SECRET_NAME_EXPECTED).items(), key=lambda kv: str(kv[0])):
+    entries = reader.mapping(value, path, maximum=MAX_SECRETS, key_expected=_SECRET_NAME_EXPECTED)
+    for name, item in sorted(entries.items(), key=lambda kv: str(kv[0])):
         if not isinstance(name, str):
             continue                            # reader.mapping named it
         if not well_formed(name, _SECRET_NAME, _MAX_SECRET_NAME):

@@ -200,9 +200,9 @@ class _Pool:
 def _still_open(sock):
     """Whether the idle connection ``sock`` is open with nothing to read (no byte, no end of stream)."""
     try:
+        sock.settimeout(0.0)            # no wait (with a timeout, Python's socket first waits to be readable)
         if isinstance(sock, ssl.SSLSocket):
             # A TLS 1.3 session ticket may wait unread: the TLS layer takes it, and wants more.
-            sock.settimeout(0.0)
             data = sock.recv(1)
         else:
             data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)

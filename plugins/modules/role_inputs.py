@@ -20,7 +20,7 @@ options:
   roles:
     description:
       - The roles whose options are checked, by short name (C(deploy)). A name that is not a plain role name
-        (C(^[a-z][a-z0-9_]*$), the whole name, at most 64 characters: C(deploy) followed by a line break is not one)
+        (lowercase letters, digits and C(_), starting with a letter, the whole name, at most 64 characters; C(deploy) followed by a line break is not one)
         reads no file and fails the task (after the check of the others, which may name the option that gave it), as
         does a role without an entry point C(main).
     type: list

@@ -583,7 +583,6 @@ def _read_regular(name, limit):
         os.close(descriptor)
 
 
-
 # --- kube objects --------------------------------------------------------------------------
 
 def _cpu(millicores):

@@ -82,7 +82,7 @@ def _mutate_field(draw, line):
 def deploy_outputs(draw):
     """(output, whether a forged line may legitimately be read): a mutated valid read."""
     lines = list(DEPLOY_VALID)
-    for _ in range(draw(st.integers(0, 4))):
+    for _step in range(draw(st.integers(0, 4))):
         operation = draw(st.sampled_from(["field", "field", "field", "text", "text", "swap", "repeat", "drop", "section",
                                           "json"]))
         if not lines:
@@ -111,7 +111,7 @@ def deploy_outputs(draw):
                 '{"Name": "n1-a\\u2028x"}', '{"Name": ["n1-a"]}'])))
     # Forged lines last: put where their own section is not (a line break in another line's field, or a line of its
     # own), they must never be read.
-    for _ in range(draw(st.sampled_from([0, 0, 1, 2, 3]))):
+    for _step in range(draw(st.sampled_from([0, 0, 1, 2, 3]))):
         section, forged = draw(st.sampled_from(DEPLOY_FORGED))
         index = draw(st.integers(0, len(lines)))
         if _section_at(lines, index) == section:
@@ -181,7 +181,7 @@ def facts_outputs(draw):
     """(output, whether a line was forged inside another line): a mutated valid facts read."""
     lines = list(FACTS_VALID)
     forged = False
-    for _ in range(draw(st.integers(0, 4))):
+    for _step in range(draw(st.integers(0, 4))):
         operation = draw(st.sampled_from(["swap", "repeat", "drop", "field", "text", "forge", "huge"]))
         if not lines:
             break
@@ -226,11 +226,13 @@ def test_facts_read_of_a_mutated_valid_output(case):
     facts_cache.fingerprint({}, view)
 
 
+_FACTS_TAGS = ["cpus", "uname", "meminfo", "driver", "gpu", "block", "capability", "nvme", "mount", "cache", "fact"]
+_FACTS_LINE = st.builds("{} {}".format, st.sampled_from(_FACTS_TAGS),
+                        st.one_of(st.text(max_size=40), st.sampled_from(ODD_NUMBERS)))
+
+
 @settings(FUZZ, max_examples=700)
-@given(st.lists(st.one_of(st.text(max_size=40), st.builds(
-    "{} {}".format, st.sampled_from(["cpus", "uname", "meminfo", "driver", "gpu", "block", "capability", "nvme", "mount",
-                                     "cache", "fact"]), st.one_of(st.text(max_size=40), st.sampled_from(ODD_NUMBERS)))),
-    max_size=20), st.booleans())
+@given(st.lists(st.one_of(st.text(max_size=40), _FACTS_LINE), max_size=20), st.booleans())
 def test_facts_read_of_random_text(lines, ended):
     try:
         _timed(facts_cache.parse_read, "\n".join(lines + (["end"] if ended else [])), "/c", "/f", host="n1")
@@ -252,7 +254,7 @@ def records(draw):
     record = {"placement": {"db-0": {"node": "n3", "service": "db"}, "web-0": {"node": "n1", "service": "web"},
                             "web-1": {"node": "n3", "service": "web"}},
               "nodes": {"n1": {"cpu": "4"}, "n3": {"cpu": "8"}}, "down_since": {"n3": 50}}
-    for _ in range(draw(st.integers(0, 4))):
+    for _step in range(draw(st.integers(0, 4))):
         where = draw(st.sampled_from(["placement", "nodes", "down_since", "record", "entry", "node"]))
         value = draw(JSONISH)
         if where == "record":

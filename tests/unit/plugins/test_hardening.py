@@ -177,8 +177,9 @@ def test_no_volume_options_no_root_mount_no_control_characters():
         "services.web.command[2]": 'got "c\\u0000d"; expected text without NUL or line breaks',
         "services.web.env.A": "got a value of type str (not shown: it may be a secret); expected a string, a boolean or a number "
                               "of at most 64 digits, as text without NUL, line breaks or lone surrogates",
-        'services.web.env."B\\u0000"': 'got "B\\u0000"; expected a key of text without control characters (line breaks, '
-                                        'tabs, NUL, U+0085, U+2028, bidi overrides, lone surrogates)',
+        'services.web.env."B\\u0000"':
+            'got "B\\u0000"; expected a key of text without control characters (line breaks, '
+            'tabs, NUL, U+0085, U+2028, bidi overrides, lone surrogates)',
         "services.web.config[0].dest": separators % '"/"',
         "services.web.config[1].dest": separators % '"/etc/a:z"',
         "services.web.config[2].dest": separators % '"/etc/a,b"',

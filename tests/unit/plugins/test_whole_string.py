@@ -15,7 +15,6 @@ breaks are refused) and the content of config files. Quantities and counts take 
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 
@@ -287,10 +286,10 @@ def test_a_secrets_places_and_env_values_are_not_quoted_back(place, setter):
 
 
 QUANTITIES = [
-    ("cpu", lambda text: parse_cpu(text), "4"),
-    ("size", lambda text: parse_size(text), "16Gi"),
+    ("cpu", parse_cpu, "4"),
+    ("size", parse_size, "16Gi"),
     ("scale replicas", lambda text: scale_overrides({"web": {"scalable": True}}, {}, {"service": "web", "replicas": text})["web"], "3"),
-    ("max_moves", lambda text: max_moves_value(text), "3"),
+    ("max_moves", max_moves_value, "3"),
 ]
 
 

@@ -336,8 +336,8 @@ def every_node_left_out(framework, problem):
         for plugin in extenders:
             status = plugin.filter_static(instance, node, True)
             if not status.ok:
-                reason = "%s refused node %s: %s" % (plugin.name, instance.node, status.reasons[0] if status.reasons
-                                                      else "node(s) didn't pass %s" % plugin.name)
+                why = status.reasons[0] if status.reasons else "node(s) didn't pass %s" % plugin.name
+                reason = "%s refused node %s: %s" % (plugin.name, instance.node, why)
                 plugin.left_out[instance.name] = left_out[instance.name] = reason
                 refused[plugin, instance.service.name][instance.node] = status
                 break

@@ -370,7 +370,6 @@ def test_a_stateful_instance_on_a_live_host_is_not_moved():
     assert result["failed"] is True and "db-0 runs on %s, which is not down in this run" % host in result["msg"]
 
 
-
 def test_a_record_entry_of_another_shape_is_named_never_its_value():
     first = run()
     # A node entry the record cannot use is skipped, and the warnings name it.

@@ -382,7 +382,7 @@ def _monitor():
             argv = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + argv
         process = subprocess.Popen(argv)  # pylint: disable=consider-using-with
         started.append(process)
-        for _ in range(100):
+        for _attempt in range(100):
             try:
                 with open("/proc/%d/comm" % process.pid) as handle:
                     if handle.read().strip() == "conmon":
