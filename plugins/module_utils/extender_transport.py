@@ -561,8 +561,9 @@ class _Worker:
             raise _TooLarge("head")
         wire.limit = max_wire_bytes()
         data = _read(response)
-        if response.will_close:
-            self.drop()                     # HTTP/1.0 or Connection: close: the next call opens a new connection
+        if response.will_close or wire.reader.handed != self.received:
+            # HTTP/1.0 or Connection: close, or bytes beyond the answer: the next call opens a new connection.
+            self.drop()
         else:
             self.reusable = True
         if not 200 <= response.status < 300:
@@ -597,13 +598,19 @@ class _Wire(io.RawIOBase):
         self.sock = sock
         self.deadline = deadline
         self.limit = 0
+        self.reader = None
 
     def makefile(self, _mode):
         # http.client.HTTPResponse reads sock.makefile("rb").
-        return io.BufferedReader(self, 8192)
+        self.reader = _Buffered(self, 8192)
+        return self.reader
 
     def readable(self):
         return True
+
+    def tell(self):
+        # The bytes read off the socket for this call: the buffered reader's tell() is that less what it still holds.
+        return self.worker.received
 
     def readinto(self, buffer):
         room = self.limit - self.worker.received
@@ -614,6 +621,22 @@ class _Wire(io.RawIOBase):
             size = self.sock.recv_into(view[:min(len(view), room)])
         self.worker.received += size
         return size
+
+
+class _Buffered(io.BufferedReader):
+    """The reader http.client reads an answer through. When http.client closes it (the answer read whole), it notes
+    how many bytes it had handed on: fewer than were read off the socket means the server sent more than its answer,
+    and the connection is not used again (those bytes would be taken for the next answer)."""
+
+    handed = None
+
+    def close(self):
+        if not self.closed:
+            try:
+                self.handed = self.tell()
+            except (OSError, ValueError):
+                self.handed = None
+        super().close()
 
 
 def _read(response):

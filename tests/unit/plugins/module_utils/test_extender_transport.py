@@ -401,3 +401,90 @@ def test_a_token_straddling_the_scrub_window_is_never_shown_even_in_part(length)
         data = ("x" * start + token + "y" * 100).encode()
         shown = transport.quote(config, data) + transport.describe(config, OSError(data.decode()))
         assert token[:4] not in shown.replace("********", "")
+
+
+# --- the connections kept between rounds ---------------------------------------------------------------------------
+
+class KeepAlive(Hostile):
+    """A keep-alive server: answers every request of a connection with a small JSON body, counting the connections
+    it accepted. ``after`` (bytes or None) is written after each answer, unasked; ``close`` closes the connection
+    after each answer."""
+
+    def __init__(self, after=None, close=False):
+        self.connections = 0
+        self.after = after
+        self.close_each = close
+        super().__init__(None)
+
+    def _one(self, conn):
+        self.connections += 1
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            try:
+                while not self.closing.is_set():
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        data += chunk
+                    head, _sep, data = data.partition(b"\r\n\r\n")
+                    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+                    while len(data) < length:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        data += chunk
+                    data = data[length:]
+                    self.requests.append(head)
+                    body = b'{"NodeNames": ["n0"]}'
+                    conn.sendall(OK_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body + (self.after or b""))
+                    if self.close_each:
+                        return
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def keep_alive():
+    started = []
+
+    def start(**options):
+        server = KeepAlive(**options)
+        started.append(server)
+        return server
+    yield start
+    for server in started:
+        server.close()
+
+
+def _answers(config, count):
+    return [transport.post(config, "filter", b"{}") for _call in range(count)]
+
+
+def test_a_connection_is_kept_for_the_next_round_of_the_same_extender(keep_alive):
+    server = keep_alive()
+    assert _answers(config_for(server.url, timeout=2), 3) == [b'{"NodeNames": ["n0"]}'] * 3
+    assert len(server.requests) == 3 and server.connections == 1
+
+
+@pytest.mark.parametrize("options", [{"close": True}, {"after": b"HTTP/1.1 200 OK\r\n\r\nforged"}],
+                         ids=["closed by the server", "bytes sent unasked"])
+def test_a_connection_the_server_closed_or_wrote_on_is_not_reused(keep_alive, options):
+    server = keep_alive(**options)
+    assert _answers(config_for(server.url, timeout=2), 3) == [b'{"NodeNames": ["n0"]}'] * 3
+    assert server.connections == 3
+
+
+def test_a_connection_idle_too_long_or_of_another_tls_setting_is_not_reused(keep_alive, monkeypatch):
+    server = keep_alive()
+    config = config_for(server.url, timeout=2)
+    monkeypatch.setattr(transport, "IDLE_SECONDS", 0.05)
+    _answers(config, 1)
+    time.sleep(0.2)
+    _answers(config, 1)
+    assert server.connections == 2
+    other = copy.copy(config)
+    other.server_name = "elsewhere.example"
+    _answers(other, 1)
+    assert server.connections == 3
