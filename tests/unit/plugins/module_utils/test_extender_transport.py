@@ -35,6 +35,24 @@ PROBLEM = {"nodes": {"n0": {"cpu": 4, "memory": "16Gi"}, "n1": {"cpu": 4, "memor
            "services": {"web": {"replicas": 1, "resources": {"cpu": 1}}}}
 
 
+def read_request(conn, data):
+    """(head, the bytes after the body) of the next request on ``conn``, ``data`` already read of it; None at the end
+    of the stream."""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _sep, data = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+    while len(data) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return head, data[length:]
+
+
 class Hostile:
     """A raw TCP server in a thread: for each connection it reads one request (headers and Content-Length body),
     then calls ``answer(conn, server)``, which writes what it likes; ``closing`` is set when the test ends."""
@@ -61,21 +79,10 @@ class Hostile:
         with conn:
             conn.settimeout(10)
             try:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _sep, body = data.partition(b"\r\n\r\n")
-                length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
-                while len(body) < length:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    body += chunk
-                self.requests.append(head)
-                self.answer(conn, self)
+                request = read_request(conn, b"")
+                if request is not None:
+                    self.requests.append(request[0])
+                    self.answer(conn, self)
             except OSError:
                 pass
 
@@ -423,19 +430,10 @@ class KeepAlive(Hostile):
             data = b""
             try:
                 while not self.closing.is_set():
-                    while b"\r\n\r\n" not in data:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        data += chunk
-                    head, _sep, data = data.partition(b"\r\n\r\n")
-                    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
-                    while len(data) < length:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        data += chunk
-                    data = data[length:]
+                    request = read_request(conn, data)
+                    if request is None:
+                        return
+                    head, data = request
                     self.requests.append(head)
                     body = b'{"NodeNames": ["n0"]}'
                     conn.sendall(OK_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body + (self.after or b""))
