@@ -20,7 +20,11 @@ MAX_RESPONSE_BYTES of body, and at most MAX_WIRE_BYTES in all (chunk framing inc
 A round of calls (``call_round``) runs on at most MAX_CONCURRENT worker threads, each with its own kept-alive
 connection; at most MAX_OPENING calls are in flight on connections that have not answered yet (a Python
 http.server listens with a backlog of 5). Each request goes out in one write (headers and body together, Nagle
-off: TCP_NODELAY), and the answer's first segment is acknowledged at once (TCP_QUICKACK).
+off: TCP_NODELAY), and the answer's first segment is acknowledged at once (TCP_QUICKACK). The connections a round
+leaves open are kept for the next round of the same extender (_Pool: at most MAX_CONCURRENT, IDLE_SECONDS each),
+and the calling thread sends the first call of each worker that starts on one before the workers start (the
+extender works while the bodies are made). An answer of the plainest kind (a 2xx status, a Content-Length, nothing
+else http.client could read two ways) is read here, its head checked whole (_plain_head); any other by http.client.
 
 The bearer token never appears in an error: an answer is quoted only through ``quote``, which blots the token out
 of the text before cutting it, then shows it as one line (validation.one_line).
@@ -36,6 +40,7 @@ import io
 import ipaddress
 import json
 import os
+import re
 import socket
 import ssl
 import threading
@@ -256,9 +261,25 @@ class _Round:
                 self.running = min(self.workers, len(jobs))
             if not self.running:
                 return self.results
-            for _unused in range(self.running):
-                worker = _Worker(self)
-                self.threads.append(worker)
+            self.threads = [_Worker(self) for _unused in range(self.running)]
+            try:
+                for worker in self.threads:
+                    self.launch(worker)
+                # While the first calls are out, a few more bodies (at most a worker's worth each) are made before any
+                # worker starts: a worker started now would wait for the interpreter, and each start costs the
+                # calling thread its CPU (a new thread is scheduled in its place).
+                for worker in self.threads if ahead is not None else ():
+                    if worker.pending is None:
+                        break
+                    with self.busy:
+                        if not ahead():
+                            ahead = None
+                            break
+            except BaseException:
+                for worker in self.threads:
+                    worker.drop()
+                raise
+            for worker in self.threads:
                 # A low-level thread: threading.Thread.start would wait until the thread runs, worker after worker.
                 _thread.start_new_thread(worker.run, ())
             while ahead is not None and not self.ended.is_set():
@@ -277,6 +298,39 @@ class _Round:
         if self.crash is not None:
             raise self.crash
         return results
+
+    def launch(self, worker):
+        """Before ``worker``'s thread starts: when a kept-alive connection is idle in the pool, the worker's first call
+        is prepared and sent from here, as far as the socket takes it without waiting (the worker sends the rest and
+        reads the answer). The calling thread holds the interpreter while it prepares the bodies; a new worker
+        would wait for it to send its first request, the extender idle meanwhile."""
+        with self.busy:
+            if self.stopped or self.failed is not None or not self.waiting:
+                return
+        sock = _POOL.take(self.config)
+        if sock is None:
+            return
+        worker.adopt(sock)
+        try:
+            with self.busy:
+                job = self.next_job()
+        except BaseException:
+            worker.drop()
+            raise
+        if job is None:
+            return
+        index, verb, request = job
+        deadline = time.monotonic() + self.config.timeout
+        sent = 0
+        try:
+            sock.settimeout(0.0)
+            sent = sock.send(request)
+            _quick_ack(sock)                # now: the answer's first segment may come before the worker runs
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            worker.drop()                   # the worker calls on another connection, within the same deadline
+        worker.pending = (index, verb, request, deadline, sent)
 
     def stop(self):
         """Ends the round (under busy): no further job starts, a call in flight is cut (its socket shut down)."""
@@ -383,10 +437,10 @@ class _Round:
             self.addresses = error
         resolved.set()
 
-    def exchange(self, worker, verb, request):
-        """One call on ``worker``'s connection (opened first when it has none): the body of a 2xx answer."""
+    def exchange(self, worker, verb, request, deadline=None, sent=0):
+        """One call on ``worker``'s connection (opened first when it has none): the body of a 2xx answer. ``deadline``
+        and ``sent`` (bytes of ``request`` sent already on the worker's connection) for a call the round began."""
         config = self.config
-        deadline = None
         retried = False
         while True:
             if worker.sock is None and not retried:
@@ -401,7 +455,7 @@ class _Round:
                 if fresh:
                     worker.connect(self.resolve(deadline), deadline)
                 try:
-                    return worker.call(verb, request, deadline)
+                    return worker.call(verb, request, deadline, sent)
                 except ConnectionError:
                     # A kept-alive connection closed before any byte of the answer (the server's idle timeout): the
                     # server never read the request, so it goes once more on a new connection, within the deadline.
@@ -409,6 +463,7 @@ class _Round:
                         raise
                     worker.drop()
                     retried = True
+                    sent = 0
             finally:
                 if fresh:
                     self.end_opening()
@@ -442,18 +497,22 @@ class _Worker:
         self.guard = threading.Lock()       # the socket is shut down from the calling thread (cut)
         self.received = 0                   # bytes of the current answer read so far
         self.reusable = False               # the last answer was read whole and the connection stays open
+        self.pending = None                 # (index, verb, request, deadline, bytes sent) of a call the round began
 
     def run(self):
         round_ = self.round
         try:
             while True:
-                with round_.turn():
-                    job = round_.next_job()
-                if job is None:
-                    return
-                index, verb, request = job
+                if self.pending is not None:
+                    (index, verb, request, deadline, sent), self.pending = self.pending, None
+                else:
+                    with round_.turn():
+                        job = round_.next_job()
+                    if job is None:
+                        return
+                    (index, verb, request), deadline, sent = job, None, 0
                 try:
-                    answer = round_.exchange(self, verb, request)
+                    answer = round_.exchange(self, verb, request, deadline, sent)
                 except _Stopped:
                     return
                 except Exception as error:  # pylint: disable=broad-except
@@ -540,19 +599,55 @@ class _Worker:
                 self.sock = wrapped
             wrapped.do_handshake()
 
-    def call(self, verb, request, deadline):
-        """Send ``request`` and read the answer, all before ``deadline``: the body of a 2xx answer."""
+    def call(self, verb, request, deadline, sent=0):
+        """Send ``request`` and read the answer, all before ``deadline``: the body of a 2xx answer.
+
+        The first read takes what the answer's first segments brought (at most MAX_HEAD_BYTES). When it holds a
+        whole head of the plainest kind (_plain_head: a 2xx status, a Content-Length, nothing http.client could read
+        another way) the body is read here, into one buffer of its announced length; any other answer (chunks,
+        ``100 Continue``, an error status, a head cut by the read, anything unusual) is read by http.client,
+        starting with the bytes already read."""
         config = self.round.config
         sock = self.sock
         self.received = 0
         self.reusable = False
         view = memoryview(request)
-        sent = 0
         while sent < len(view):
             sock.settimeout(_left(deadline))
             sent += sock.send(view[sent:])
         _quick_ack(sock)
-        wire = _Wire(self, sock, deadline)
+        sock.settimeout(_left(deadline))
+        first = sock.recv(min(_READ_SIZE, MAX_HEAD_BYTES))
+        self.received = len(first)
+        end = first.find(b"\r\n\r\n")
+        plain = _plain_head(first, end + 4) if end >= 0 else None
+        if plain is not None:
+            length, will_close = plain
+            if length > MAX_RESPONSE_BYTES:
+                raise _TooLarge("body")
+            start = end + 4
+            have = len(first) - start
+            if have >= length:
+                data = first[start:start + length]
+                will_close = will_close or have > length      # bytes beyond the answer: the connection is not reused
+            else:
+                body = bytearray(length)
+                body[:have] = memoryview(first)[start:]
+                with memoryview(body) as into:
+                    while have < length:
+                        sock.settimeout(_left(deadline))
+                        size = sock.recv_into(into[have:])
+                        if not size:
+                            raise http.client.IncompleteRead(bytes(body[:have]), length - have)
+                        have += size
+                        self.received += size
+                data = bytes(body)
+            if will_close:
+                self.drop()
+            else:
+                self.reusable = True
+            return data
+        wire = _Wire(self, sock, deadline, first)
         response = http.client.HTTPResponse(wire, method="POST")
         wire.limit = MAX_HEAD_BYTES
         try:
@@ -569,6 +664,45 @@ class _Worker:
         if not 200 <= response.status < 300:
             raise TransportError("%s: %s answered HTTP %d: %s" % (config.name, verb, response.status, quote(config, data)))
         return data
+
+
+# The head of an answer read without http.client: a 2xx status line and header lines of visible ASCII (a token,
+# a colon, a value of visible characters, spaces and tabs), each ended by CRLF, then an empty line. Nothing in it can
+# be read two ways: no bare CR or LF, no folded line, no byte that Python's email parser would take for a line break
+# (str.splitlines: \x0b, \x0c, \x1c-\x1e, \x85).
+_PLAIN_HEAD = re.compile(rb"HTTP/1\.([01]) (2[0-9][0-9])(?: [^\r\n]*)?\r\n"
+                         rb"((?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e]*\r\n)*)\r\n")
+_SPECIAL = frozenset((b"content-length", b"transfer-encoding", b"connection", b"keep-alive", b"proxy-connection"))
+
+
+def _plain_head(data, end):
+    """(Content-Length, whether the connection closes after the answer) from the head ``data[:end]`` when it is of the
+    plainest kind (_PLAIN_HEAD, exactly one Content-Length of digits only, no Transfer-Encoding, at most 100 header
+    lines, status not 204) and means the same to http.client; None for any other head (http.client reads it)."""
+    match = _PLAIN_HEAD.fullmatch(data, 0, end)
+    if match is None or match.group(2) == b"204":
+        return None
+    found = {}
+    lines = match.group(3).split(b"\r\n")[:-1]
+    if len(lines) > 100:
+        return None
+    for line in lines:
+        name, _colon, value = line.partition(b":")
+        name = name.lower()
+        if name in _SPECIAL:
+            if name in found:
+                return None
+            found[name] = value.strip(b" \t")
+    length = found.get(b"content-length")
+    if length is None or not length.isdigit() or b"transfer-encoding" in found:
+        return None
+    connection = found.get(b"connection", b"").lower()
+    if match.group(1) == b"1":
+        will_close = b"close" in connection
+    else:
+        will_close = not (found.get(b"keep-alive") or b"keep-alive" in connection
+                          or b"keep-alive" in found.get(b"proxy-connection", b"").lower())
+    return int(length), will_close
 
 
 def _numeric(host):
@@ -592,12 +726,13 @@ class _Wire(io.RawIOBase):
     """What http.client reads an answer from: the socket, each read waiting at most what is left of the deadline and
     none after it, and at most ``limit`` bytes read in all (_TooLarge beyond)."""
 
-    def __init__(self, worker, sock, deadline):
+    def __init__(self, worker, sock, deadline, first=b""):
         super().__init__()
         self.worker = worker
         self.sock = sock
         self.deadline = deadline
         self.limit = 0
+        self.first = first                  # bytes read already (counted in worker.received), handed out first
         self.reader = None
 
     def makefile(self, _mode):
@@ -609,10 +744,15 @@ class _Wire(io.RawIOBase):
         return True
 
     def tell(self):
-        # The bytes read off the socket for this call: the buffered reader's tell() is that less what it still holds.
-        return self.worker.received
+        # The bytes handed to the buffered reader: its tell() is that less what it still holds.
+        return self.worker.received - len(self.first)
 
     def readinto(self, buffer):
+        if self.first:
+            size = min(len(buffer), len(self.first))
+            buffer[:size] = self.first[:size]
+            self.first = self.first[size:]
+            return size
         room = self.limit - self.worker.received
         if room <= 0:
             raise _TooLarge("wire")

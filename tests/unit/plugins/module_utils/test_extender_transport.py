@@ -417,7 +417,8 @@ class KeepAlive(Hostile):
     it accepted. ``after`` (bytes or None) is written after each answer, unasked; ``close`` closes the connection
     after each answer."""
 
-    def __init__(self, after=None, close=False):
+    def __init__(self, after=None, close=False, chunked=False):
+        self.chunked = chunked
         self.connections = 0
         self.after = after
         self.close_each = close
@@ -436,7 +437,10 @@ class KeepAlive(Hostile):
                     head, data = request
                     self.requests.append(head)
                     body = b'{"NodeNames": ["n0"]}'
-                    conn.sendall(OK_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body + (self.after or b""))
+                    # Chunked, the answer is read by http.client; with a Content-Length, by the transport itself.
+                    answer = CHUNKED + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if self.chunked else \
+                        OK_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                    conn.sendall(answer + (self.after or b""))
                     if self.close_each:
                         return
             except OSError:
@@ -460,14 +464,18 @@ def _answers(config, count):
     return [transport.post(config, "filter", b"{}") for _call in range(count)]
 
 
-def test_a_connection_is_kept_for_the_next_round_of_the_same_extender(keep_alive):
-    server = keep_alive()
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_connection_is_kept_for_the_next_round_of_the_same_extender(keep_alive, chunked):
+    server = keep_alive(chunked=chunked)
     assert _answers(config_for(server.url, timeout=2), 3) == [b'{"NodeNames": ["n0"]}'] * 3
     assert len(server.requests) == 3 and server.connections == 1
 
 
-@pytest.mark.parametrize("options", [{"close": True}, {"after": b"HTTP/1.1 200 OK\r\n\r\nforged"}],
-                         ids=["closed by the server", "bytes sent unasked"])
+@pytest.mark.parametrize("options", [{"close": True}, {"after": b"HTTP/1.1 200 OK\r\n\r\nforged"},
+                                     {"close": True, "chunked": True},
+                                     {"after": b"HTTP/1.1 200 OK\r\n\r\nforged", "chunked": True}],
+                         ids=["closed by the server", "bytes sent unasked", "closed, chunked",
+                              "bytes sent unasked, chunked"])
 def test_a_connection_the_server_closed_or_wrote_on_is_not_reused(keep_alive, options):
     server = keep_alive(**options)
     assert _answers(config_for(server.url, timeout=2), 3) == [b'{"NodeNames": ["n0"]}'] * 3
@@ -486,3 +494,62 @@ def test_a_connection_idle_too_long_or_of_another_tls_setting_is_not_reused(keep
     other.server_name = "elsewhere.example"
     _answers(other, 1)
     assert server.connections == 3
+
+
+# --- the plainest answers, read without http.client: they must mean to it what they mean here -----------------------
+
+class _Bytes:
+    """What http.client.HTTPResponse reads a head from (sock.makefile)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def makefile(self, _mode):
+        import io
+        return io.BufferedReader(io.BytesIO(self.data))
+
+
+_HEADER_NAMES = [b"Content-Length", b"content-length", b"Transfer-Encoding", b"Connection", b"Keep-Alive",
+                 b"Proxy-Connection", b"Content-Type", b"X-A", b"Content-Length ", b"Con\x0bnection"]
+_HEADER_VALUES = [b"12", b" 12 ", b"012", b"12, 12", b"-1", b"1e3", b"\xb2", b"chunked", b"close", b"keep-alive",
+                  b"Close", b"", b"a\x0cb", b"a\x85b", b"\x1cx", b"12\t"]
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/1.2", b"HTTP/2"]),
+       st.sampled_from([b"200", b"204", b"299", b"100", b"500", b"20"]),
+       st.sampled_from([b" OK", b"", b" ", b" O\rK"]),
+       st.lists(st.tuples(st.sampled_from(_HEADER_NAMES), st.sampled_from(_HEADER_VALUES)), max_size=5),
+       st.sampled_from([b"\r\n", b"\n"]))
+def test_a_head_read_here_means_the_same_to_http_client(version, status, reason, headers, ending):
+    import http.client
+    head = version + b" " + status + reason + b"\r\n" + b"".join(name + b":" + value + ending for name, value in headers)
+    head += b"\r\n"
+    plain = transport._plain_head(head, len(head))
+    if plain is None:
+        return                          # http.client reads it, whatever it is
+    response = http.client.HTTPResponse(_Bytes(head + b"x" * 64), method="POST")
+    response.begin()
+    assert 200 <= response.status < 300 and response.status != 204
+    assert response.chunked is False
+    assert (response.length, response.will_close) == plain, (head, plain)
+
+
+def test_every_pair_of_the_headers_that_matter_reads_the_same_here_and_in_http_client():
+    import http.client
+    import itertools
+    names = [b"Content-Length", b"content-length", b"Transfer-Encoding", b"Connection", b"Keep-Alive",
+             b"Proxy-Connection", b"Content-Type"]
+    values = [b"12", b" 12 ", b"012", b"12, 12", b"chunked", b"close", b"keep-alive", b"Close", b""]
+    read_here = 0
+    for version in (b"HTTP/1.1", b"HTTP/1.0"):
+        for headers in itertools.product(itertools.product(names, values), repeat=2):
+            head = version + b" 200 OK\r\n" + b"".join(name + b": " + value + b"\r\n" for name, value in headers) + b"\r\n"
+            plain = transport._plain_head(head, len(head))
+            if plain is None:
+                continue
+            read_here += 1
+            response = http.client.HTTPResponse(_Bytes(head + b"x" * 64), method="POST")
+            response.begin()
+            assert not response.chunked and (response.length, response.will_close) == plain, head
+    assert read_here > 500
