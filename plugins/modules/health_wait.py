@@ -21,7 +21,8 @@ description:
   - Never changes anything on the host, so it always reports C(changed=false).
   - 'The action plugin runs the probes as a plain Python script on the host, sent on the standard input of the host''s
     Python (no module payload: site.yml probes every host''s kept containers); where that cannot work, the module runs,
-    with the same result.'
+    with the same result. The task''s C(environment) is set for the script as for the module.'
+  - Set the variable C(gangplank_host_scripts) to C(false) (for example in group_vars) to run the module every time.
 options:
   probes:
     description:

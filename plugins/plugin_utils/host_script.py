@@ -14,6 +14,11 @@ the host at all, is one shell now: plugins/action/facts_cache.py.)
 ``run`` returns None when that path does not work (no Python where the inventory says, a connection that cannot
 take input, an answer that is not ours); the action plugin then runs the module, which gives the same result more
 slowly. An unreachable host raises, as a module run would.
+
+It is fenced: the variable ``gangplank_host_scripts: false`` turns it off (every run is a module run); the task's
+``environment:`` is set for the script as for a module (``module_defaults`` are already in the task's arguments when
+the action runs); and the files sent are the import closure of the function's file, which a unit test checks against
+the list each action plugin keeps.
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ import json
 import sys
 
 from ansible import constants as C
+from ansible.errors import AnsibleActionFail
 from ansible.executor.interpreter_discovery import discover_interpreter
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 # Where the collection's module_utils are imported from (on the controller, and as named on the host).
 MODULE_UTILS = "ansible_collections.gangplank.platform.plugins.module_utils."
+
+# The site's switch (a variable, true by default): false runs the module every time.
+SWITCH = "gangplank_host_scripts"
 
 # Printed before the result, on a line of its own: over a terminal other output may come first.
 MARKER = "gangplank-host-script-result "
@@ -88,8 +98,9 @@ def _interpreter(action, task_vars):
     return discover_interpreter(action=action, interpreter_name="python", discovery_mode=mode, task_vars=task_vars), True
 
 
-def run(action, task_vars, modules, function, arguments):
-    """The function's result computed on the action's host, or None (run the module instead)."""
+def run(action, task_vars, modules, function, arguments, environment=""):
+    """The function's result computed on the action's host, or None (run the module instead). ``environment``: the
+    task's environment as a shell prefix (``VAR=value ...``), as a module run is given it."""
     connection = action._connection
     # A connection and become method that can pass a program on standard input (as pipelining does), whether or not
     # modules are configured to be pipelined: this sends no file.
@@ -99,7 +110,10 @@ def run(action, task_vars, modules, function, arguments):
     if not interpreter:
         return None
     # Unquoted, as Ansible writes it in a module's first line: it may be a command with arguments (/usr/bin/env python3).
-    done = action._low_level_execute_command("%s -" % interpreter, in_data=script(modules, function, arguments))
+    command = "%s -" % interpreter
+    if environment.strip():
+        command = "%s %s" % (environment.strip(), command)
+    done = action._low_level_execute_command(command, in_data=script(modules, function, arguments))
     answer = parse_answer(done.get("stdout") or "") if done.get("rc") == 0 else None
     if answer is not None and discovered:
         # As a module run would: later modules on this host need not look for Python again.
@@ -128,10 +142,22 @@ class HostScriptAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
+        task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
-        arguments = self.script_arguments(args)
-        answer = None if arguments is None else run(self, task_vars or {}, self.MODULE_UTILS, self.FUNCTION, arguments)
+        arguments = self.script_arguments(args) if self._scripts_on(task_vars) else None
+        answer = None
+        if arguments is not None:
+            answer = run(self, task_vars, self.MODULE_UTILS, self.FUNCTION, arguments,
+                         environment=self._compute_environment_string())
         if answer is None or not self.is_answer(answer):
             answer = self._execute_module(module_name=self.MODULE, module_args=self._task.args, task_vars=task_vars)
         result.update(answer)
         return result
+
+    def _scripts_on(self, task_vars):
+        value = self._templar.template(task_vars.get(SWITCH, True))
+        try:
+            return boolean(value, strict=True)
+        except TypeError:
+            raise AnsibleActionFail("%s: expected a boolean (true or false), got a value of type %s"
+                                    % (SWITCH, type(value).__name__)) from None

@@ -13,7 +13,7 @@
 #   VIRTUAL_ENV, PATH          .venv, with .venv/bin first on PATH
 #   ANSIBLE_COLLECTIONS_PATH   the shim's folder first, then the venv's site-packages, whose
 #                              ansible_collections/ holds the `ansible` package's collections
-#                              (containers.podman, community.docker, community.general, ...)
+#                              (containers.podman, community.docker, ...)
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
     echo "venv.sh: source this file (source scripts/lib/venv.sh); running it changes nothing" >&2

@@ -5,6 +5,8 @@ runs instead)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import socket
 import subprocess
@@ -14,6 +16,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
+from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 
 # Imported with the module, not in a test: once a test has set up ansible-core's plugin loader, its collection finder
@@ -144,3 +147,93 @@ def test_a_python_set_in_the_configuration_is_used(monkeypatch):
     action = FakeAction(stdout=ANSWER)
     assert host_script.run(action, {}, [UTILS + "messages"], "show", {"value": 1}) == {"valid": True}
     assert action.commands[0][0] == "/opt/python/bin/python3 -"
+
+
+class ShellAction(FakeAction):
+    """Runs the command as a local connection does: through /bin/sh, the program on standard input."""
+
+    def _low_level_execute_command(self, command, in_data=None):
+        self.commands.append((command, in_data))
+        done = subprocess.run(["/bin/sh", "-c", command], input=in_data, capture_output=True, cwd="/", timeout=60,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=False)
+        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
+
+
+def test_the_task_environment_reaches_a_command_probe_run_as_a_script():
+    probe = {"name": "env", "type": "command", "argv": ["sh", "-c", 'test "$GANGPLANK_PROBE_MODE" = ready'],
+             "timeout": 5.0, "interval": 0.1, "retries": 1, "start_period": 0.0, "url": None, "expect_status": None,
+             "host": "127.0.0.1", "port": None}
+    modules = [UTILS + "messages", UTILS + "health"]
+    variables = {"ansible_python_interpreter": sys.executable}
+    action = ShellAction()
+    with_environment = host_script.run(action, variables, modules, "wait_result", {"probes": [probe]},
+                                       environment="GANGPLANK_PROBE_MODE=ready ")
+    assert action.commands[0][0] == "GANGPLANK_PROBE_MODE=ready %s -" % sys.executable
+    assert with_environment["healthy"] is True
+    without = host_script.run(action, variables, modules, "wait_result", {"probes": [probe]})
+    assert without["healthy"] is False and without["failed"] is True
+
+
+def test_the_plugin_sends_the_task_environment_as_a_module_run_gets_it():
+    action = action_plugin(HealthWait, {"probes": [{"name": "db", "type": "tcp", "port": 5432}]},
+                           host_script.MARKER + '{"changed": false, "healthy": true}\n')
+    sent = []
+    action._low_level_execute_command = lambda command, in_data=None: sent.append(command) or {
+        "rc": 0, "stdout": host_script.MARKER + '{"changed": false, "healthy": true}\n', "stderr": ""}
+    action._compute_environment_string = lambda: "HTTPS_PROXY=http://proxy.invalid:3128 "
+    assert action.run(task_vars={"ansible_python_interpreter": "/usr/bin/python3"})["healthy"] is True
+    assert sent == ["HTTPS_PROXY=http://proxy.invalid:3128 /usr/bin/python3 -"]
+
+
+@pytest.mark.parametrize("switch", [False, "false", "no", "0"])
+def test_a_site_that_turns_host_scripts_off_gets_the_module(switch):
+    action = action_plugin(HealthWait, {"probes": [{"name": "db", "type": "tcp", "port": 5432}]},
+                           host_script.MARKER + '{"changed": false, "healthy": true}\n')
+    answer = action.run(task_vars={"ansible_python_interpreter": "/usr/bin/python3", host_script.SWITCH: switch})
+    assert answer["from"] == "module" and action.module_calls[0][0] == "gangplank.platform.health_wait"
+
+
+def test_a_switch_that_is_not_a_boolean_is_an_error_that_names_it():
+    action = action_plugin(HealthWait, {"probes": [{"name": "db", "type": "tcp", "port": 5432}]}, "")
+    with pytest.raises(AnsibleActionFail) as failure:
+        action.run(task_vars={host_script.SWITCH: "sometimes"})
+    assert str(failure.value) == "gangplank_host_scripts: expected a boolean (true or false), got a value of type str"
+    assert action.module_calls == []
+
+
+def _collection_imports(name):
+    """The collection's modules that the module ``name`` imports (its source read, not imported)."""
+    with open(sys.modules[name].__file__, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible_collections."):
+            imported = importlib.import_module(node.module)
+            # From a package its modules are imported; from a module, names.
+            is_package = hasattr(imported, "__path__")
+            found.extend("%s.%s" % (node.module, alias.name) if is_package else node.module for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names if alias.name.startswith("ansible_collections."))
+    return found
+
+
+def _import_closure(name, order=None):
+    """``name`` and every collection module it imports, each after the ones it imports (the order the script loads
+    them in)."""
+    order = [] if order is None else order
+    for imported in _collection_imports(name):
+        importlib.import_module(imported)
+        if imported not in order:
+            _import_closure(imported, order)
+    if name not in order:
+        order.append(name)
+    return order
+
+
+@pytest.mark.parametrize("plugin", [HealthWait])
+def test_the_files_sent_are_the_import_closure_of_the_function(plugin):
+    last = plugin.MODULE_UTILS[-1]
+    importlib.import_module(last)
+    assert plugin.MODULE_UTILS == _import_closure(last)
+    # Nothing outside the collection's module_utils and the standard library: the host has no Ansible.
+    assert all(name.startswith(UTILS) for name in plugin.MODULE_UTILS)

@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+"""The collection as Galaxy ships it: `ansible-galaxy collection build`, then install the tarball into an empty
+collections path; the tarball leaves the benchmarks and the tests out, and every module runs by its FQCN from the
+installed copy (not from this checkout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "modules"))
+                 if name.endswith(".py") and not name.startswith("_"))
+
+
+def run(argv, cwd, env=None):
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(the tarball's member names, an environment whose only gangplank.platform is the installed tarball)."""
+    work = tmp_path_factory.mktemp("galaxy")
+    built = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(work), ROOT],
+                cwd=str(work))
+    assert built.returncode == 0, built.stdout + built.stderr
+    tarball = next(work.glob("gangplank-platform-*.tar.gz"))
+    with tarfile.open(tarball) as archive:
+        members = archive.getnames()
+    collections = work / "collections"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    # Only the installed copy: no ansible.cfg of this checkout (the run's folder is elsewhere), no shim.
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    # --no-deps: containers.podman and community.docker come with the `ansible` package, as in the venv.
+    done = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps",
+                "-p", str(collections), str(tarball)], cwd=str(work), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (collections / "ansible_collections" / "gangplank" / "platform" / "MANIFEST.json").exists(), done.stdout
+    return members, env, work
+
+
+def test_the_tarball_holds_what_a_site_runs_and_no_benchmark_or_test(installed):
+    members, _env, _work = installed
+    tops = {name.split("/", 1)[0] for name in members}
+    assert {"plugins", "roles", "playbooks", "docs", "meta", "MANIFEST.json", "FILES.json"} <= tops
+    assert "benchmarks" not in tops
+    assert not [name for name in members if name.startswith(("tests/unit", "tests/integration", "tests/e2e"))]
+    assert {"plugins/modules/%s.py" % name for name in MODULES} <= set(members)
+
+
+def test_the_manifest_names_only_the_collections_the_roles_use(installed):
+    _members, _env, work = installed
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        dependencies = yaml.safe_load(handle)["dependencies"]
+    assert sorted(dependencies) == ["community.docker", "containers.podman"]
+    used = set()
+    for folder in ("roles", "playbooks"):
+        for path, _dirs, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith((".yml", ".yaml")):
+                    with open(os.path.join(path, name), encoding="utf-8") as handle:
+                        text = handle.read()
+                    used.update(collection for collection in dependencies if collection + "." in text)
+    assert used == set(dependencies)
+    assert work.exists()
+
+
+def test_every_module_is_found_by_its_fqcn_in_the_installed_copy(installed):
+    _members, env, work = installed
+    listed = run([os.path.join(BIN, "ansible-doc"), "--json", "-t", "module"]
+                 + ["gangplank.platform." + name for name in MODULES], cwd=str(work), env=env)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    docs = json.loads(listed.stdout)
+    assert sorted(docs) == ["gangplank.platform." + name for name in MODULES]
+    for name, doc in docs.items():
+        assert doc["doc"]["filename"].startswith(str(work / "collections")), name
+
+
+def test_every_module_runs_by_its_fqcn_from_the_installed_copy(installed):
+    """Each module (or its action plugin) loads with its module_utils from the tarball and checks its arguments: an
+    unknown option (or a missing required one) is refused by its own argument spec, which runs once everything
+    imported."""
+    _members, env, work = installed
+    tasks = [{"name": name, "gangplank.platform." + name: {"no_such_option": 1}, "ignore_errors": True,
+              "register": "result_" + name} for name in MODULES]
+    tasks.append({"name": "Read a cluster state folder", "gangplank.platform.cluster_state": {
+        "path": str(work / "state"), "action": "read"}, "register": "state_read"})
+    tasks.append({"name": "Probe nothing", "gangplank.platform.health_wait": {"probes": []}, "register": "probed"})
+    playbook = work / "modules.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False,
+                                         "tasks": tasks}]))
+    done = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-e",
+                "ansible_python_interpreter=" + sys.executable, str(playbook)], cwd=str(work),
+               env=dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json"))
+    answer = json.loads(done.stdout)
+    results = {task["task"]["name"]: task["hosts"]["localhost"] for task in answer["plays"][0]["tasks"]}
+    for name in MODULES:
+        result = results[name]
+        assert result.get("failed") is True, (name, result)
+        message = result.get("msg", "")
+        assert "no_such_option" in message or message.startswith("missing required arguments: "), (name, message)
+    assert results["Read a cluster state folder"].get("failed") is not True, results["Read a cluster state folder"]
+    assert results["Probe nothing"].get("healthy") is True, results["Probe nothing"]
+    assert done.returncode == 0, done.stderr
