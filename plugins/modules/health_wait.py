@@ -19,10 +19,6 @@ description:
     then the probe sleeps O(probes[].interval) and tries again, until O(probes[].retries) failures are used up.
   - Fails when any probe is unhealthy, with one line per unhealthy probe in C(msg) and the per-probe results.
   - Never changes anything on the host, so it always reports C(changed=false).
-  - 'The action plugin runs the probes as a plain Python script on the host, sent on the standard input of the host''s
-    Python (no module payload: site.yml probes every host''s kept containers); where that cannot work, the module runs,
-    with the same result. The task''s C(environment) is set for the script as for the module.'
-  - Set the variable C(gangplank_host_scripts) to C(false) (for example in group_vars) to run the module every time.
 options:
   probes:
     description:
