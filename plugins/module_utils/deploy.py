@@ -131,12 +131,21 @@ def redact(text, containers, secret_values=None):
     return text
 
 
+def parse_catalog(services):
+    """(the scheduler's services, each service's deploy spec), or DeployError naming every mistake of the catalog."""
+    try:
+        return split_catalog(services)
+    except ValueError as error:
+        raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
+
+
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                       gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR):
+                       gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR, catalog=None):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
 
     With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
-    (its ``cpus`` and ``memory``); without, both are None.
+    (its ``cpus`` and ``memory``); without, both are None. ``catalog``: ``services`` as parse_catalog() returns it,
+    for a caller that parsed it once for every host (``services`` is then not read).
     """
     if gpu_mode not in GPU_MODES:
         raise DeployError("gpu_mode: got %r; expected one of %s" % (gpu_mode, ", ".join(GPU_MODES)))
@@ -145,10 +154,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
     if not valid_host_name(host):
         # The host names containers and the directories of their config files: "../x" must not reach a path.
         raise DeployError("host %s: the inventory name is not %s" % (show(host), HOST_NAME_EXPECTED))
-    try:
-        scheduling, specs = split_catalog(services)
-    except ValueError as error:
-        raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
+    scheduling, specs = catalog if catalog is not None else parse_catalog(services)
     missing = sorted({binding["service"] for binding in instances.values() if not (specs.get(binding["service"]) or {}).get("image")}
                      | {sidecar for binding in instances.values() for sidecar in binding.get("sidecars") or []
                         if not (specs.get(sidecar) or {}).get("image")})
@@ -186,17 +192,20 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
     return containers
 
 
-def desired_on_hosts(settings, services):
+def desired_on_hosts(settings, services, catalog=None):
     """``desired_containers()`` of every host at once: ``settings`` maps each host to its ``instances``, ``data_dir``
     and the optional arguments of ``desired_containers()`` (``publish_address``, ``probe_address``, ``gpu_mode``,
-    ``engine``, ``limits``, ``secret_dir``). Returns host -> its containers; an error names the host."""
+    ``engine``, ``limits``, ``secret_dir``). Returns host -> its containers; an error names the host. ``catalog``: as
+    for desired_containers(); otherwise ``services`` is parsed once, for the first host."""
     if not isinstance(settings, dict):
         raise DeployError("expected a mapping of hosts to their settings, got %s" % type(settings).__name__)
     desired = {}
     for host, entry in settings.items():
         try:
             entry = _settings(entry)
-            desired[host] = desired_containers(host, entry["instances"], services, **{
+            # Parsed once for every host; an error still names the first host, as each host's own parse did.
+            catalog = catalog or parse_catalog(services)
+            desired[host] = desired_containers(host, entry["instances"], services, catalog=catalog, **{
                 key: value for key, value in entry.items() if key != "instances"})
         except DeployError as error:
             # A name that could mislead is shown quoted and bounded, as the error for it says.
@@ -343,6 +352,9 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
     planned, spec_hash_of = [], {}
     for container in containers:
         labels = dict(container["labels"])
+        unrendered = [entry["path"] for entry in container["config"] if entry["path"] not in rendered]
+        if unrendered:
+            raise DeployError("container %s: config file %s was not rendered" % (container["name"], unrendered[0]))
         config = [[entry["dest"], rendered[entry["path"]]] for entry in container["config"]]
         try:
             # No config files, nothing to hide: the plain digest of [], so such containers keep their hash.
@@ -390,8 +402,21 @@ def _ordinal(instance):
     return int(ordinal) if _ascii_digits(ordinal) else 0
 
 
+def restart_settings(catalog):
+    """What the waves of a rollout read of each service, from parse_catalog()'s result: whether it is ``stateful`` and
+    its ``max_unavailable``. Plain data, so that a later step decides the waves without the catalog."""
+    scheduling, specs = catalog
+    return {name: {"stateful": (scheduling.get(name) or {}).get("stateful") is True,
+                   "max_unavailable": spec.get("max_unavailable", 1)} for name, spec in specs.items()}
+
+
 def waves(rollouts, services):
-    """The cluster-wide order of a rollout, from every host's ``rollout()``.
+    """rollout_waves() with the catalog ``services``."""
+    return rollout_waves(rollouts, restart_settings(parse_catalog(services)))
+
+
+def rollout_waves(rollouts, restarts):
+    """The cluster-wide order of a rollout, from every host's ``rollout()`` and each service's restart_settings().
 
     Returns ``active_ranks`` (the ranks where some host creates, recreates or starts a container, or evicts a
     stale one: only these need a rollout step), ``waves`` (per active rank, as a string key, how many waves it
@@ -403,10 +428,6 @@ def waves(rollouts, services):
     stateless ones in ascending ordinal order, stateful ones in descending order. New and stopped instances start
     in wave 0, with the first restarts.
     """
-    try:
-        scheduling, specs = split_catalog(services)
-    except ValueError as error:
-        raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
     replicas, restarting, members, active = {}, {}, {}, set()
     for plan in rollouts:
         for entry in plan.get("evict") or []:
@@ -428,9 +449,10 @@ def waves(rollouts, services):
         by_service.setdefault((rank, service), []).append((instance, main))
     wave_of, count = {}, {}
     for (rank, service), entries in sorted(by_service.items()):
-        stateful = (scheduling.get(service) or {}).get("stateful") is True
+        settings = restarts.get(service) or {}
+        stateful = settings.get("stateful") is True
         entries.sort(key=lambda entry: (-_ordinal(entry[0]) if stateful else _ordinal(entry[0]), entry[0]))
-        size = unavailable_count((specs.get(service) or {}).get("max_unavailable", 1), replicas.get(service, len(entries)))
+        size = unavailable_count(settings.get("max_unavailable", 1), replicas.get(service, len(entries)))
         for position, (_instance, main) in enumerate(entries):
             wave = position // size
             count[rank] = max(count.get(rank, 1), wave + 1)
@@ -453,21 +475,25 @@ def _names(names):
     return "[%s]" % ", ".join(repr(str(name)) for name in names)
 
 
-def decide(hosts, containers, rendered, existing, services, secret_hashes=None, hash_key=None, notes=None,
-           check_mode=False):
+def decide(hosts, containers, rendered, existing, services=None, secret_hashes=None, hash_key=None, notes=None,
+           check_mode=False, restarts=None, stale_secrets=None):
     """The rollout of every host at once, on the controller (one task instead of one per host).
 
     ``containers``, ``rendered``, ``existing`` and ``notes`` are lists in the order of ``hosts``: each host's
     desired containers, rendered config files, existing containers (as for ``rollout()``) and the note its line
-    ends with (the engine that cannot enforce limits). Returns ``rollouts`` (host -> ``rollout()``), ``waves``
-    (``waves()`` over all of them), ``lines`` (host -> its summary line), ``idle`` (the hosts with no container in a
-    rank that changes and nothing to remove) and ``kept`` (host -> its containers with a probe in the ranks that do
-    not change, for the hosts that have some: what the kept containers' probe checks), so that the tasks per host
-    decide on one lookup.
+    ends with (the engine that cannot enforce limits). The waves read the catalog ``services``, or, where it was
+    parsed before, its ``restarts`` (restart_settings()). ``stale_secrets`` maps a host to the secrets no container
+    uses any more there (deploy_read.stale_secrets): its line names them, and it is not idle.
+
+    Returns ``rollouts`` (host -> ``rollout()``), ``waves`` (``rollout_waves()`` over all of them), ``lines`` (host ->
+    its summary line), ``idle`` (the hosts with no container in a rank that changes and nothing to remove) and
+    ``kept`` (host -> its containers with a probe in the ranks that do not change, for the hosts that have some: what
+    the kept containers' probe checks), so that the tasks per host decide on one lookup.
     """
     columns = [containers, rendered, existing] + ([notes] if notes is not None else [])
     if any(len(column) != len(hosts) for column in columns):
         raise DeployError("decide: %d hosts, but %s entries" % (len(hosts), "/".join(str(len(c)) for c in columns)))
+    stale_secrets = stale_secrets or {}
     rollouts, lines = {}, {}
     for index, host in enumerate(hosts):
         try:
@@ -477,12 +503,17 @@ def decide(hosts, containers, rendered, existing, services, secret_hashes=None, 
             raise DeployError("%s: %s" % (host, error)) from None
         rollouts[host] = plan
         lines[host] = summary_line(plan["summary"], check_mode, notes[index] if notes is not None else "")
-    order = waves(list(rollouts.values()), services)
+        if stale_secrets.get(host):
+            lines[host] += "; %s unused secrets: %s" % ("would remove" if check_mode else "remove",
+                                                       ", ".join(stale_secrets[host]))
+    order = rollout_waves(list(rollouts.values()), restarts if restarts is not None else
+                          restart_settings(parse_catalog(services)))
     active = set(order["active_ranks"])
     idle, kept = [], {}
     for host in hosts:
         containers_here = rollouts[host]["containers"]
-        if not rollouts[host]["stale"] and not any(c["rank"] in active for c in containers_here):
+        changes = any(c["rank"] in active for c in containers_here)
+        if not rollouts[host]["stale"] and not stale_secrets.get(host) and not changes:
             idle.append(host)
         probed = [c for c in containers_here if c["rank"] not in active and c["probe"]]
         if probed:

@@ -271,7 +271,7 @@ def stale_secrets(found, desired, engine):
     """The secrets of this host's read (``found["secrets"]``) that no container uses any more, sorted: Podman's names,
     Docker's files ``<container>/<secret>`` (below the host's secret directory).
 
-    ``desired`` is the host's containers (deploy_hosts_containers), each with its ``secrets`` as container_secrets()
+    ``desired`` is the host's containers (deploy_plan.containers_step), each with its ``secrets`` as container_secrets()
     gives them. A secret of a container that stays is kept only while that container still has it (once the
     container is recreated without it, nothing uses it); a secret of a container the engine still has that is not
     wanted here is left to the removal of that container (tasks/containers_remove.yml: not while it may be kept, with
@@ -440,7 +440,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
 
 
 def deploy_entry(host, found, settings, instances, ranks, fact_file="", limits=False, check_mode=False):
-    """What the deploy decides from for one host: ``settings`` (as deploy_hosts_containers takes them, with its
+    """What the deploy decides from for one host: ``settings`` (as deploy.desired_on_hosts takes them, with its
     ``instances`` and whether ``limits`` are enforced), ``ranks``, ``missing`` (why the host cannot be deployed: its
     bindings, or its engine, which only check mode may find missing, before the runtime role installed it) and
     ``note`` (the engine cannot enforce the limits: the host's line says so)."""

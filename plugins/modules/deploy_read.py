@@ -54,7 +54,7 @@ options:
     type: path
   settings:
     description:
-      - This host's settings as the P(gangplank.platform.deploy_hosts_containers#filter) filter takes them (data_dir,
+      - This host's settings as M(gangplank.platform.deploy_plan) takes them (data_dir,
         publish_address, probe_address, gpu_mode, engine, secret_dir). Given, the result adds RV(settings), RV(ranks),
         RV(missing) and RV(note).
     type: dict
@@ -162,7 +162,7 @@ secrets:
     - The secrets gangplank made for the containers named C(<name_prefix>...), by name only, never a value, sorted.
       With Podman, the engine's secrets C(<container>.<secret>) (C(podman secret ls)); with Docker, the private files
       C(<container>/<secret>) below O(settings)'s C(secret_dir).
-    - The deploy role removes those that no container uses any more (gangplank.platform.deploy_stale_secrets).
+    - The deploy role removes those that no container uses any more (M(gangplank.platform.deploy_plan) finds them).
   returned: always
   type: list
   elements: str

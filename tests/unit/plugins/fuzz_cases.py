@@ -297,7 +297,7 @@ _DEPLOY_SERVICES = {"web": {"image": "localhost/web:1", "config": [{"dest": "/et
 
 
 def deploy_hosts_case(choose):
-    """Each host's settings as the deploy role fills them (deploy_hosts_containers), one value or host name hostile."""
+    """Each host's settings as the deploy role fills them (deploy_plan.containers_step), one value or host name hostile."""
     settings = {}
     for host in ("node-a", "node-b"):
         settings[host] = {"instances": {"web-%s" % host[-1]: {"service": "web", "ordinal": 0, "node": host, "rank": 0,

@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gangplank.platform.deploy_plan: the deploy of every host at once, decided on the controller
+(plugins/module_utils/deploy_plan.py). Runs once (run_once); reads each host's read and rendered files from hostvars."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
+
+ARGUMENT_SPEC = {
+    "step": {"type": "str", "required": True, "choices": ["containers", "rollout"]},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "services": {"type": "dict"},
+    "containers": {"type": "dict"},
+    "secret_hashes": {"type": "dict", "default": {}},
+    "hash_key": {"type": "str", "no_log": True},
+    "probe_kept": {"type": "bool", "default": True},
+    "read_var": {"type": "str", "default": "deploy__read"},
+    "rendered_var": {"type": "str", "default": "deploy__rendered"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    # It decides and changes nothing: check mode decides too (the lines then say "would").
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(
+            argument_spec=ARGUMENT_SPEC,
+            required_if=[("step", "containers", ["services"]), ("step", "rollout", ["containers"])])
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        hosts = args["hosts"]
+        try:
+            reads = {host: _host_var(hostvars, host, args["read_var"]) for host in hosts}
+            if args["step"] == "containers":
+                result.update(containers_step(hosts, reads, args["services"]))
+            else:
+                rendered = {host: _host_var(hostvars, host, args["rendered_var"], {}) for host in hosts}
+                result.update(rollout_step(hosts, reads, rendered, args["containers"],
+                                           secret_hashes=args["secret_hashes"], hash_key=args["hash_key"],
+                                           check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"]))
+        except DeployError as error:
+            return dict(result, failed=True, changed=False, msg=str(error))
+        return dict(result, changed=False)
+
+
+def _host_var(hostvars, host, name, default=None):
+    """A variable of ``host`` (what an earlier task registered or set there), or ``default``; else DeployError."""
+    if host not in hostvars:
+        raise DeployError("host %s: no host variables (not in the inventory)" % host)
+    values = hostvars[host]
+    if name in values:
+        return values[name]
+    if default is not None:
+        return default
+    raise DeployError("%s: %s is not set (the deploy role's read of the host runs first)" % (host, name))

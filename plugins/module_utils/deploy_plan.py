@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy of every host at once, decided on the controller (gangplank.platform.deploy_plan), in two steps around the
+one thing that must happen per host, the rendering of the config files (a template sees the host's variables):
+
+- ``containers_step`` parses the catalog, once, and turns each host's read (gangplank.platform.deploy_read: its
+  settings and instances) into its containers, the config files to render, and what the waves need of the catalog;
+- ``rollout_step`` takes that result (the catalog is not parsed again), every host's read and rendered files, and
+  returns ready lists per host: the line it shows, whether it ends the role early, the kept containers to probe, and
+  per rank and wave what to make, write, clear, start and probe, then the stale containers and secrets to remove.
+
+Lists hold names, paths, variables and specs, never a secret's value: the tasks that deliver a secret look the value
+up by its variable. Standard library only; plain data in and out (what Ansible registers).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+    DeployError, decide, desired_on_hosts, parse_catalog, restart_settings,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
+
+# What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
+_MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
+# A published port "address:host:container" or "host:container", as a read names a forwarding rule's destination.
+_CONTAINER_PORT = re.compile(r":[0-9]+$")
+
+
+def _read_of(reads, host):
+    read = reads.get(host)
+    if not isinstance(read, dict) or not isinstance(read.get("settings"), dict):
+        raise DeployError("%s: no read of the host with its settings (gangplank.platform.deploy_read with settings)"
+                          % host)
+    return read
+
+
+def containers_step(hosts, reads, services):
+    """Every host's containers from its read, the catalog parsed once.
+
+    Returns ``missing`` (why some host cannot be deployed, one sentence per host; '' when every host can: then nothing
+    else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
+    config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
+    which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
+    rollout_step does not parse the catalog again)."""
+    hosts = list(hosts)
+    missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
+    if missing:
+        return {"missing": missing, "containers": {}, "render": {}, "restarts": {}}
+    catalog = parse_catalog(services)
+    desired = desired_on_hosts({host: reads[host]["settings"] for host in hosts}, services, catalog=catalog)
+    render = {host: [{"path": entry["path"], "dest": entry["dest"], "src": entry.get("src"),
+                      "content": entry.get("content"), "instance": container}
+                     for container in desired[host] for entry in container["config"]] for host in hosts}
+    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog)}
+
+
+def hosts_stale_secrets(hosts, reads, desired, engines=None):
+    """Host -> the secrets on it that no container uses any more (deploy_read.stale_secrets), for the hosts that have
+    some: ``reads`` and ``engines`` in the order of ``hosts`` (without ``engines``, each read's ``settings.engine``),
+    ``desired`` each host's containers. A host whose read found no engine has none."""
+    hosts, reads = list(hosts), list(reads)
+    engines = list(engines) if engines is not None else [
+        ((read.get("settings") or {}).get("engine") if isinstance(read, dict) else None) for read in reads]
+    if not len(hosts) == len(reads) == len(engines) or not isinstance(desired, dict):
+        raise DeployError("stale secrets: %d hosts, but %d reads and %d engines"
+                          % (len(hosts), len(reads), len(engines)))
+    stale = {}
+    for host, read, engine in zip(hosts, reads, engines):
+        if not isinstance(read, dict) or not read.get("engine_found"):
+            continue
+        names = stale_secrets(read, desired.get(host) or [], engine)
+        if names:
+            stale[host] = names
+    return stale
+
+
+def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_key=None, check_mode=False,
+                 probe_kept=True):
+    """The decision over every host, as ready lists (the module's documentation, RETURN, describes each).
+
+    ``containers`` is containers_step()'s result; ``reads`` and ``rendered`` map each host to its read and its rendered
+    config files (path -> text). ``probe_kept``: probe the kept containers of the unchanged ranks (not in check mode).
+    """
+    hosts = list(hosts)
+    desired = containers["containers"]
+    host_reads = [_read_of(reads, host) for host in hosts]
+    unused = hosts_stale_secrets(hosts, host_reads, desired)
+    decision = decide(hosts, [desired.get(host) or [] for host in hosts], [rendered.get(host) or {} for host in hosts],
+                      [read.get("containers") or [] for read in host_reads], secret_hashes=secret_hashes,
+                      hash_key=hash_key, notes=[read.get("note") or "" for read in host_reads], check_mode=check_mode,
+                      restarts=containers["restarts"], stale_secrets=unused)
+    order = decision["waves"]
+    plans = {}
+    for host, read in zip(hosts, host_reads):
+        kept = decision["kept"].get(host) or []
+        done = host in decision["idle"]
+        probed = kept if probe_kept and not check_mode else []
+        plans[host] = {
+            "end_before_probe": done and not probed,
+            "end_after_probe": done,
+            "kept": _report_entries(probed),
+            "kept_probes": [container["probe"] for container in probed],
+            "ranks": {str(rank): _rank(decision["rollouts"][host], rank, order, read)
+                      for rank in order["active_ranks"]},
+            "stale": decision["rollouts"][host]["stale"],
+            "stale_secrets": unused.get(host) or [],
+        }
+    _keep_one_for_the_lock(hosts, plans)
+    return {"lines": decision["lines"], "waves": order, "hosts": plans}
+
+
+def _keep_one_for_the_lock(hosts, plans):
+    """The lock is released by a run_once task at the role's end, which only a host still in the role runs: when every
+    host would end the role early, the play's first host stays (``releases_lock``) to run it."""
+    if hosts and all(plans[host]["end_after_probe"] for host in hosts):
+        plans[hosts[0]].update(end_before_probe=False, end_after_probe=False, releases_lock=True)
+    for host in hosts:
+        plans[host].setdefault("releases_lock", False)
+
+
+def _report_entries(containers):
+    """What the failure report (templates/rank_failure.j2) reads of each container, by name."""
+    return {container["name"]: {"instance": container["instance"], "probe": container["probe"]}
+            for container in containers}
+
+
+def _unique(items):
+    return list(dict.fromkeys(items))
+
+
+def _rank(plan, rank, order, read):
+    """One rank on one host: what its tasks (tasks/rank.yml) make, write and remove, and its waves."""
+    settings = read["settings"]
+    engine, data_dir = settings.get("engine"), settings.get("data_dir")
+    here = [container for container in plan["containers"] if container["rank"] == rank]
+    files = [entry for container in here for entry in container["config"]]
+    config_dirs = [posixpath.dirname(entry["path"]) for entry in files]
+    secret_files = [entry for container in here for entry in container["secrets"] if entry["path"]] \
+        if engine == "docker" else []
+    secret_dirs = _unique([settings.get("secret_dir")] + [posixpath.dirname(entry["path"]) for entry in secret_files]) \
+        if secret_files else []
+    count = order["waves"][str(rank)]
+    return {
+        "containers": _report_entries(here),
+        # Each instance's directory and its config directory, private: the rendered files may hold secrets.
+        "config_dirs": _unique(([data_dir] if config_dirs else []) + [posixpath.dirname(path) for path in config_dirs]
+                               + config_dirs),
+        "nvme_dirs": _unique(path for container in here for path in container["directories"]),
+        "config_files": [entry for entry in files if not entry.get("diff")],
+        "config_files_shown": [entry for entry in files if entry.get("diff")],
+        "secret_dirs": secret_dirs,
+        "secret_files": secret_files,
+        "evict": [entry["name"] for entry in plan["evict"] if entry["rank"] == rank],
+        "waves": [_wave([container for container in here
+                         if order["wave_of"].get(container["name"], 0) == wave], read) for wave in range(count)],
+    }
+
+
+def _wave(containers, read):
+    """One wave of a rank on one host (tasks/wave.yml)."""
+    engine = read["settings"].get("engine")
+    starting = [container for container in containers if container["action"] != "keep"]
+    # Without the engine (check mode before the runtime role ran), the host's line already says what would start.
+    started = starting if read.get("engine_found") else []
+    return {
+        # A sidecar shares its instance's network namespace, which the engine will not remove under it.
+        "remove_sidecars": [container["name"] for container in containers
+                            if container["sidecar"] and container["action"] == "recreate"],
+        "podman_secrets": [entry for container in started if container["action"] in ("create", "recreate")
+                           for entry in container["secrets"]] if engine == "podman" else [],
+        "leftovers": _leftovers(starting, read) if engine == "podman" else [],
+        "start": started,
+        "probes": [container["probe"] for container in containers if container["probe"]],
+    }
+
+
+def _leftovers(starting, read):
+    """What a killed run left of the containers that start (deploy_read.parse: ``leftovers``, ``forwards``): a
+    leftover named after one of them (as is, ``broken:<name>`` or ``<pid>:<id>:<name>``), then ``forward:<rule>`` for
+    each stale forwarding rule to an address and port they publish."""
+    names = {container["name"] for container in starting}
+
+    def theirs(leftover):
+        candidates = [leftover]
+        if leftover.startswith("broken:"):
+            candidates.append(leftover[len("broken:"):])
+        monitor = _MONITOR_PREFIX.match(leftover)
+        if monitor:
+            candidates.append(leftover[monitor.end():])
+        return any(candidate in names for candidate in candidates)
+
+    publishing = {_CONTAINER_PORT.sub("", port) for container in starting for port in container["ports"]}
+    return ([leftover for leftover in read.get("leftovers") or [] if theirs(leftover)]
+            + ["forward:" + entry["rule"] for entry in read.get("forwards") or [] if entry["published"] in publishing])

@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+---
+module: deploy_plan
+short_description: Decide the deploy of every host at once, as ready lists per host, rank and wave
+version_added: 0.1.0
+description:
+  - The gangplank.platform.deploy role's decision over every host of the play, on the controller, in two steps around
+    the rendering of the config files, which stays a task per host (a template sees the host's variables).
+  - O(step=containers) parses the catalog O(services) once and turns each host's read (the result of
+    M(gangplank.platform.deploy_read) with C(settings), the variable O(read_var) of each host) into its containers and
+    the config files to render there. When a host cannot be deployed (no bindings, no engine), it returns why in
+    RV(missing) and nothing else.
+  - O(step=rollout) takes the first step's result as O(containers) (the catalog is not parsed again), each host's read
+    and rendered config files (the variable O(rendered_var), path to text) and the secrets' keyed hashes, and returns
+    per host the line it shows, whether it ends the role early, the kept containers to probe, and per rank and wave the
+    lists the role's tasks loop over. Secrets appear by name, variable, path and mode only, never a value.
+  - Both results hold the catalog's C(env) and the second the containers' specs, so run it with C(no_log)
+    (docs/secrets.md).
+  - This is an action plugin; run it once (C(run_once)). It changes nothing.
+options:
+  step:
+    description: Which step (see the description).
+    type: str
+    required: true
+    choices: [containers, rollout]
+  hosts:
+    description: The hosts to deploy (usually C(ansible_play_hosts)), in order. Each must have O(read_var) set.
+    type: list
+    elements: str
+    required: true
+  services:
+    description: The catalog (C(gangplank_services)). Required with O(step=containers).
+    type: dict
+  containers:
+    description: The result of O(step=containers). Required with O(step=rollout).
+    type: dict
+  secret_hashes:
+    description: Each secret's variable mapped to its keyed hash (C(cluster_secret_hashes)).
+    type: dict
+    default: {}
+  hash_key:
+    description: The site's secret hash key (C(cluster_secret_hash_key)), which keys the config files' hash.
+    type: str
+  probe_kept:
+    description: Probe the kept containers of the ranks that do not change (never in check mode).
+    type: bool
+    default: true
+  read_var:
+    description: The variable each host registered its M(gangplank.platform.deploy_read) result in.
+    type: str
+    default: deploy__read
+  rendered_var:
+    description: The variable that holds each host's rendered config files, host path to text; none is no files.
+    type: str
+    default: deploy__rendered
+attributes:
+  action:
+    support: full
+    description: Runs on the controller.
+  check_mode:
+    support: full
+    description: It changes nothing; in check mode the lines say C(would).
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: all
+    description: Needs nothing from the hosts; reads their variables.
+author:
+  - Gangplank maintainers (@gangplank)
+"""
+
+EXAMPLES = r"""
+- name: Work out every host's containers
+  gangplank.platform.deploy_plan:
+    step: containers
+    hosts: "{{ ansible_play_hosts }}"
+    services: "{{ gangplank_services }}"
+  run_once: true
+  no_log: true
+  register: containers
+
+- name: Decide what to start, restart and stop
+  gangplank.platform.deploy_plan:
+    step: rollout
+    hosts: "{{ ansible_play_hosts }}"
+    containers: "{{ containers }}"
+    secret_hashes: "{{ cluster_secret_hashes }}"
+    hash_key: "{{ cluster_secret_hash_key }}"
+  run_once: true
+  no_log: true
+  register: plan
+"""
+
+RETURN = r"""
+missing:
+  description: O(step=containers) only. Why some hosts cannot be deployed, one sentence each; empty when all can.
+  returned: with O(step=containers)
+  type: str
+containers:
+  description: O(step=containers) only. Host to its containers' specs, in rank order, each instance before its sidecars.
+  returned: with O(step=containers)
+  type: dict
+render:
+  description:
+    - O(step=containers) only. Host to the config files to render there, each with C(path) (on the host), C(dest) (in
+      the container), C(src) (a template) or C(content), and the container's spec as C(instance).
+  returned: with O(step=containers)
+  type: dict
+restarts:
+  description:
+    - O(step=containers) only. Per service, what the waves read of the catalog (C(stateful), C(max_unavailable)).
+  returned: with O(step=containers)
+  type: dict
+lines:
+  description:
+    - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), with C(would)
+      before it in check mode, and C(; remove unused secrets) followed by their names where some secret is no
+      longer used.
+  returned: with O(step=rollout)
+  type: dict
+waves:
+  description:
+    - O(step=rollout) only. C(active_ranks) (the ranks where some host starts or restarts a container, or removes one
+      that holds a port), C(waves) (per active rank, as a string, its number of waves) and C(wave_of) (container to
+      its wave, for the restarts after the first wave).
+  returned: with O(step=rollout)
+  type: dict
+hosts:
+  description:
+    - O(step=rollout) only. Per host, C(end_before_probe) and C(end_after_probe) (it has nothing to change, and nothing
+      to probe), C(releases_lock) (every host would end the role early, and this one, the play's first, stays to
+      release the lock), C(kept) and C(kept_probes) (the kept containers to probe, name to instance and probe, and
+      their probes), C(stale) (containers no longer placed here, in removal order), C(stale_secrets) (secrets no
+      container uses any more) and C(ranks).
+    - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
+      C(config_dirs), C(nvme_dirs), C(config_files) (written with their text hidden), C(config_files_shown) (opted
+      into diffs), C(secret_dirs) and C(secret_files) (Docker's, with path, var, mode, uid, gid), C(evict) (stale
+      containers holding a port this rank needs) and C(waves), one entry per wave of the rank.
+    - Each wave has C(remove_sidecars) (recreated sidecars, removed first), C(podman_secrets) (name, var of the secrets
+      of the containers created), C(leftovers) (what a killed run left of the containers that start, as the role's
+      leftovers script takes them), C(start) (the specs to create, recreate or start; none without the engine) and
+      C(probes).
+  returned: with O(step=rollout)
+  type: dict
+"""
