@@ -720,7 +720,7 @@ def waves_case(choose):
 
 
 def run_waves(case):
-    """deploy.waves (the deploy_waves filter): DeployError, or waves of at least 1 and wave numbers below them."""
+    """deploy.waves (the waves of gangplank.platform.deploy_plan): DeployError, or waves of at least 1 and wave numbers below them."""
     rollouts, services = case
     try:
         result = waves(rollouts, services)
