@@ -31,8 +31,13 @@ options:
     description: >-
       Per host, its fact file as read (a mapping), or null or an empty mapping when it was not read or could not be
       (Jinja2's C(map(attribute=..., default=none)) is no default: give C(default={})).
+      Give this or O(hostvars).
     type: dict
-    required: true
+  hostvars:
+    description: >-
+      Ansible's C(hostvars): each host's fact file is then read from its C(ansible_facts.gangplank_node_bindings) (as
+      M(gangplank.platform.facts_cache) sets it), and taken as not read where that is not set. Give this or O(read).
+    type: dict
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -41,10 +46,12 @@ EXAMPLES = r"""
 - name: Work out which hosts need their fact file written
   ansible.builtin.set_fact:
     to_write: >-
-      {{ plan | gangplank.platform.bindings_to_write(hosts=ansible_play_hosts, read=dict(ansible_play_hosts
-         | zip(ansible_play_hosts | map('extract', hostvars) | map(attribute='ansible_facts', default={})
-               | map(attribute='gangplank_node_bindings', default={})))) }}
+      {{ plan | gangplank.platform.bindings_to_write(hosts=ansible_play_hosts, hostvars=hostvars) }}
   run_once: true
+
+- name: The same, from fact files read some other way
+  ansible.builtin.set_fact:
+    to_write: "{{ plan | gangplank.platform.bindings_to_write(hosts=['n1'], read={'n1': n1_fact_file}) }}"
 """
 
 RETURN = r"""
@@ -55,6 +62,7 @@ _value:
 """
 
 import json
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
@@ -76,9 +84,29 @@ def _holds(read, share):
     return all(read[key] == share[key] for key in SHARE_KEYS)
 
 
-def bindings_to_write(plan, hosts, read):
+def _read_from_hostvars(hostvars, hosts):
+    """Each host's fact file as the facts role read it (ansible_facts.gangplank_node_bindings), {} where not set."""
+    read = {}
+    for host in hosts:
+        facts = hostvars[host].get("ansible_facts") if host in hostvars else None
+        read[host] = facts.get("gangplank_node_bindings") if isinstance(facts, Mapping) else None
+    return read
+
+
+# read=None is a read that is not a mapping (an error), not a read left out.
+_NOT_GIVEN = object()
+
+
+def bindings_to_write(plan, hosts, read=_NOT_GIVEN, hostvars=None):
     if not isinstance(plan, dict) or not isinstance(plan.get("hosts"), dict):
         raise AnsibleFilterError("bindings_to_write: expected a gang_schedule result with hosts, got %s" % type(plan).__name__)
+    if (read is _NOT_GIVEN) == (hostvars is None):
+        raise AnsibleFilterError("bindings_to_write: give either read or hostvars")
+    if hostvars is not None:
+        if not isinstance(hostvars, Mapping):
+            raise AnsibleFilterError("bindings_to_write: hostvars: expected Ansible's hostvars, got %s"
+                                     % type(hostvars).__name__)
+        read = _read_from_hostvars(hostvars, hosts)
     if not isinstance(read, dict):
         raise AnsibleFilterError("bindings_to_write: read: expected a mapping of host to fact file, got %s" % type(read).__name__)
     changed = set(plan.get("hosts_changed") or [])

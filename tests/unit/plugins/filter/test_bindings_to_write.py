@@ -50,3 +50,21 @@ def test_bad_input_is_a_clear_error():
         bindings_to_write([], ["n1"], {})
     with pytest.raises(AnsibleFilterError, match="read: expected a mapping"):
         bindings_to_write(PLAN, ["n1"], None)
+
+
+def test_the_fact_files_are_read_from_hostvars_as_the_facts_role_set_them():
+    hostvars = {"n1": {"ansible_facts": {"gangplank_node_bindings": file_of("n1")}},
+                "n2": {"ansible_facts": {}}, "n3": {}}
+    plan = dict(PLAN, hosts=dict(PLAN["hosts"], n3={"labels": {}, "instances": {}}))
+    assert bindings_to_write(plan, ["n1", "n2", "n3"], hostvars=hostvars) == ["n2", "n3"]
+    hostvars["n2"]["ansible_facts"]["gangplank_node_bindings"] = file_of("n2")
+    assert bindings_to_write(plan, ["n1", "n2"], hostvars=hostvars) == []
+
+
+def test_read_and_hostvars_are_one_or_the_other():
+    with pytest.raises(AnsibleFilterError, match="give either read or hostvars"):
+        bindings_to_write(PLAN, ["n1"])
+    with pytest.raises(AnsibleFilterError, match="give either read or hostvars"):
+        bindings_to_write(PLAN, ["n1"], {}, hostvars={})
+    with pytest.raises(AnsibleFilterError, match="hostvars: expected Ansible's hostvars, got list"):
+        bindings_to_write(PLAN, ["n1"], hostvars=[])

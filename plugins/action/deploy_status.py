@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for gangplank.platform.deploy_status: the deploy role's status action (tasks/status.yml) in two
+steps, one per host (its containers, one probe of each on the host, its rows) and one over every host (the table,
+the hosts that are down, the picture), worked out in plugins/module_utils/status.py."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
+from ansible_collections.gangplank.platform.plugins.module_utils.status import (
+    down_instances, host_status, status_probes, status_report,
+)
+
+SETTINGS = {
+    "data_dir": {"type": "str", "required": True},
+    "publish_address": {"type": "str", "default": ""},
+    "probe_address": {"type": "str", "default": "127.0.0.1"},
+    "gpu_mode": {"type": "str", "default": "cdi", "choices": ["cdi", "simulated"]},
+    "engine": {"type": "str", "default": "podman", "choices": ["podman", "docker"]},
+}
+ARGUMENT_SPEC = {
+    "step": {"type": "str", "required": True, "choices": ["host", "report"]},
+    "instances": {"type": "dict", "default": {}},
+    "existing": {"type": "list", "elements": "dict", "default": []},
+    "hardware": {"type": "str", "default": ""},
+    "services": {"type": "dict"},
+    "settings": {"type": "dict", "options": SETTINGS},
+    "hosts": {"type": "list", "elements": "str"},
+    "inventory": {"type": "list", "elements": "str", "default": []},
+    "record": {"type": "dict", "default": {}},
+    "picture": {"type": "bool", "default": False},
+    "status_var": {"type": "str", "default": "deploy__status"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    # A look: it changes nothing, and probes in check mode too.
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(
+            argument_spec=ARGUMENT_SPEC,
+            required_if=[("step", "host", ["services", "settings"]), ("step", "report", ["hosts"])])
+        task_vars = task_vars or {}
+        try:
+            if args["step"] == "host":
+                result.update(self._host(args, task_vars))
+            else:
+                result.update(_report(args, task_vars.get("hostvars") or {}))
+        except DeployError as error:
+            return dict(result, failed=True, changed=False, msg=str(error))
+        except PictureError as error:
+            return dict(result, failed=True, changed=False, msg="the status picture cannot be drawn: %s" % error)
+        return dict(result, changed=False)
+
+    def _host(self, args, task_vars):
+        host = task_vars.get("inventory_hostname", "")
+        settings = args["settings"]
+        containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"],
+                                        publish_address=settings["publish_address"],
+                                        probe_address=settings["probe_address"], gpu_mode=settings["gpu_mode"],
+                                        engine=settings["engine"])
+        probes = status_probes(containers)
+        # A probe that fails is a row that says so, not a failed status: the result is read whatever it is.
+        checked = self._execute_module(module_name="gangplank.platform.health_wait", module_args={"probes": probes},
+                                       task_vars=task_vars) if probes else {}
+        return host_status(host, containers, args["existing"], checked.get("probes") or {}, args["instances"],
+                           args["hardware"])
+
+
+def _report(args, hostvars):
+    statuses = {}
+    for host in args["hosts"]:
+        values = hostvars[host] if host in hostvars else {}
+        if args["status_var"] not in values:
+            raise DeployError("%s: %s is not set (the step=host task runs on every host first)"
+                              % (host, args["status_var"]))
+        statuses[host] = values[args["status_var"]]
+    down = down_instances(args["record"], args["hosts"], args["inventory"])
+    return status_report(args["hosts"], statuses, down, picture=args["picture"])
