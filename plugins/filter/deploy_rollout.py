@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Adds the C(gangplank.io/config-hash) label (the hash of the rendered config files) and the C(gangplank.io/spec-hash)
     label (the hash of everything the container is made from) to each container from
-    P(gangplank.platform.deploy_containers#filter), and compares them with the containers that exist.
+    a host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(step=containers)), and compares
+    them with the containers that exist.
   - 'Each container gets an action: C(create) (missing), C(recreate) (its spec hash changed, or its instance was recreated,
     for a sidecar), C(start) (same spec, not running) or C(keep).'
   - Stale containers are those labelled as managed on this host that are no longer wanted, sidecars first, then the highest ordinals.
@@ -21,7 +22,7 @@ description:
   - Fails when a wanted name is taken by a container that gangplank does not manage.
 options:
   _input:
-    description: The host's containers from P(gangplank.platform.deploy_containers#filter).
+    description: The host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(step=containers)).
     type: list
     elements: dict
     required: true

@@ -49,7 +49,7 @@ options:
   health:
     description:
       - Live state per instance name, shown on the instances (a mark, healthy, failing or unknown, and the full state
-        on hover); or the status rows of the C(status_table) filter, one per
+        on hover); or the status rows of M(gangplank.platform.deploy_status), one per
         container, from which each instance's state is taken.
     type: raw
     default: {}

@@ -61,7 +61,7 @@ options:
         type: str
         default: 127.0.0.1
       gpu_mode:
-        description: C(cdi) or C(simulated) (see P(gangplank.platform.deploy_containers#filter)).
+        description: C(cdi) passes GPUs as CDI devices; C(simulated) passes only the environment (hosts with simulated GPUs).
         type: str
         default: cdi
         choices: [cdi, simulated]
