@@ -40,7 +40,8 @@ def installed(tmp_path_factory):
     env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     # --no-deps: containers.podman and community.docker come with the `ansible` package, as in the venv.
-    done = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps",
+    # --force: a gangplank.platform found elsewhere (this checkout on sys.path) does not count as installed here.
+    done = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force",
                 "-p", str(collections), str(tarball)], cwd=str(work), env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (collections / "ansible_collections" / "gangplank" / "platform" / "MANIFEST.json").exists(), done.stdout
