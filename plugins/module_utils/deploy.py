@@ -506,8 +506,9 @@ def decide(hosts, containers, rendered, existing, services=None, secret_hashes=N
         if stale_secrets.get(host):
             lines[host] += "; %s unused secrets: %s" % ("would remove" if check_mode else "remove",
                                                        ", ".join(stale_secrets[host]))
-    order = rollout_waves(list(rollouts.values()), restarts if restarts is not None else
-                          restart_settings(parse_catalog(services)))
+    if restarts is None:
+        restarts = restart_settings(parse_catalog(services))
+    order = rollout_waves(list(rollouts.values()), restarts)
     active = set(order["active_ranks"])
     idle, kept = [], {}
     for host in hosts:

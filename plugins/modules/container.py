@@ -60,6 +60,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs on POSIX hosts with Podman or Docker.
 author:
   - Gangplank maintainers (@gangplank)
 """

@@ -67,6 +67,7 @@ attributes:
     description: It changes nothing; in check mode the lines say C(would).
   diff_mode:
     support: none
+    description: It changes nothing, so it has no diff.
   platform:
     support: full
     platforms: all

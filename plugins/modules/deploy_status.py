@@ -100,9 +100,11 @@ attributes:
     description: It changes nothing; it probes in check mode too.
   diff_mode:
     support: none
+    description: It changes nothing, so it has no diff.
   platform:
     support: full
     platforms: posix
+    description: Probes POSIX hosts.
 author:
   - Gangplank maintainers (@gangplank)
 """

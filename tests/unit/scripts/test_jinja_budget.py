@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The Jinja budget (issue 37): selection logic belongs in tested Python, so no Jinja expression in roles/,
+"""The Jinja budget: selection logic belongs in tested Python, so no Jinja expression in roles/,
 playbooks/ or awx/ is longer than 120 characters or applies more than three filters.
 
 An expression is every ``{{ ... }}`` and ``{% ... %}`` in any string, and every bare condition (``when``,
@@ -37,16 +37,11 @@ TASK_LIST_KEYS = frozenset({"tasks", "pre_tasks", "post_tasks", "handlers", "blo
 # (file, task name) -> why that logic cannot move to Python. Keep it short; a stale entry fails the test.
 ALLOWED: dict[tuple[str, str], str] = {
     ("roles/deploy/molecule/default/verify.yml",
-     "Check both containers run with their labels, the sidecar in the instance's network"):
-        "a molecule verify reads the engine's inspect output itself: a check hidden in a plugin would test the plugin",
+     "Check both containers run with their labels, the sidecar in the instance's network"): (
+        "a molecule verify reads the engine's inspect output itself: a check hidden in a plugin would test the plugin"),
 }
 
-# The deploy rollout (issue 37 goal 2) is being rewritten by another change; its current offenders are listed
-# here until that lands, and the lead empties this set then. Everything else passes without it.
-IN_PROGRESS: frozenset[tuple[str, str]] = frozenset({
-})
-
-# Offenders outside the deploy rollout whose logic has not been moved yet (issue 37 goal 2, still open): the runtime
+# Offenders outside the deploy rollout whose logic has not been moved yet: the runtime
 # role's engine settings and state probe, the facts role's reuse decision, the cluster role's shared variables and
 # secret key. Each is to move to a filter or module_utils function, or to ALLOWED with its reason; not a place to add.
 NOT_YET_MOVED: frozenset[tuple[str, str]] = frozenset({
@@ -230,7 +225,7 @@ def over_budget(root: str = ROOT) -> list[Expression]:
 
 
 def test_every_expression_is_within_budget_or_allowed():
-    exempt = set(ALLOWED) | IN_PROGRESS | NOT_YET_MOVED
+    exempt = set(ALLOWED) | NOT_YET_MOVED
     offenders = [expression for expression in over_budget() if (expression.path, expression.task) not in exempt]
     assert not offenders, (f"Jinja over budget (> {MAX_LENGTH} chars or > {MAX_FILTERS} filters): move the logic "
                            "to a filter, action or module_utils function:\n"
@@ -239,7 +234,7 @@ def test_every_expression_is_within_budget_or_allowed():
 
 def test_every_exemption_still_matches_an_expression_over_budget():
     matched = {(expression.path, expression.task) for expression in over_budget()}
-    stale = sorted((set(ALLOWED) | IN_PROGRESS | NOT_YET_MOVED) - matched)
+    stale = sorted((set(ALLOWED) | NOT_YET_MOVED) - matched)
     assert not stale, f"exemptions that match nothing over budget any more (remove them): {stale}"
 
 
@@ -326,7 +321,7 @@ def report(root: str = ROOT) -> int:
     per_file: dict[str, list[Expression]] = {}
     for expression in offenders:
         per_file.setdefault(expression.path, []).append(expression)
-    exempt = set(ALLOWED) | IN_PROGRESS | NOT_YET_MOVED
+    exempt = set(ALLOWED) | NOT_YET_MOVED
     for path, found in per_file.items():
         long_ones = sum(1 for expression in found if expression.length > MAX_LENGTH)
         heavy = sum(1 for expression in found if expression.filters > MAX_FILTERS)
@@ -334,8 +329,7 @@ def report(root: str = ROOT) -> int:
               f"longest {max(expression.length for expression in found)}")
         for expression in found:
             entry = (expression.path, expression.task)
-            mark = (" [allowed]" if entry in ALLOWED else " [in progress]" if entry in IN_PROGRESS
-                    else " [not yet moved]" if entry in NOT_YET_MOVED else "")
+            mark = " [allowed]" if entry in ALLOWED else " [not yet moved]" if entry in NOT_YET_MOVED else ""
             print(f"  {expression.length:4d} chars {expression.filters:2d} filters  {expression.task}{mark}: "
                   f"{expression.text[:60]}")
     longest = max(expressions, key=lambda expression: expression.length, default=None)
