@@ -504,8 +504,8 @@ def decide(hosts, containers, rendered, existing, services=None, secret_hashes=N
         rollouts[host] = plan
         lines[host] = summary_line(plan["summary"], check_mode, notes[index] if notes is not None else "")
         if stale_secrets.get(host):
-            lines[host] += "; %s unused secrets: %s" % ("would remove" if check_mode else "remove",
-                                                       ", ".join(stale_secrets[host]))
+            verb = "would remove" if check_mode else "remove"
+            lines[host] += "; %s unused secrets: %s" % (verb, ", ".join(stale_secrets[host]))
     if restarts is None:
         restarts = restart_settings(parse_catalog(services))
     order = rollout_waves(list(rollouts.values()), restarts)
