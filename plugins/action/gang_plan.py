@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import exact_seconds_error, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import Missing, SecretError, Unreadable, read_values
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 

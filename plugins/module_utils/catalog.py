@@ -1,12 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The app catalog: what the scheduler places, and how each service runs as a container.
+"""The app catalog's parser: what the scheduler places, and how each service runs as a container.
 
-A catalog entry is a scheduling problem's service (docs/problem-format.md) plus the
-keys below, which only the deploy role reads (docs/catalog.md). ``split_catalog``
-checks the deploy keys with the same wording as the scheduler's parser and hands
-the scheduler only its own keys, so each side stays strict about what it owns.
+A catalog entry is a scheduling problem's service (docs/problem-format.md) plus the deploy keys
+(DEPLOY_KEYS), which only the deploy side reads (docs/catalog.md). This parser checks the deploy keys
+with the same wording as the scheduler's parser and hands the scheduler only its own keys, so each side
+stays strict about what it owns. It imports nothing of the scheduler: planning a catalog is planning.py's.
+
+Parse once and pass the value:
+
+- ``parse_catalog(services) -> Catalog``, or ProblemError naming every mistake of the deploy keys (and every
+  entry that is not a mapping). What the deploy side calls.
+- ``read_catalog(services) -> Catalog`` with the mistakes in ``errors`` instead, and an entry that is not a
+  mapping left in ``scheduling`` for the scheduler's parser to name (planning.py reports both sides together).
+- ``split_catalog(services) -> (scheduling, deploy)``: parse_catalog's two fields, for older callers.
+
+``Catalog`` (a NamedTuple, so ``scheduling, deploy, errors = read_catalog(...)`` also works):
+
+- ``scheduling``: service name -> the entry's scheduler keys (SERVICE_KEYS), plus ``image`` once checked here:
+  a problem's ``services`` (docs/problem-format.md).
+- ``deploy``: service name -> its deploy spec, a dict with ``image`` (str or None), ``command`` (argv list or
+  None), ``env`` (name -> text), ``init`` (bool), ``stop_timeout`` (s), ``restart_policy`` (RESTART_POLICIES),
+  ``health`` (the probe: ``type`` http/tcp/command, ``timeout``, ``interval``, ``retries``, ``start_period``, and
+  ``port``, ``path``, ``expect_status`` or ``argv``; or None), ``config`` (files: ``dest``, ``mode``, ``group``,
+  ``diff``, and ``src`` or ``content``), ``secrets`` (each: ``name``, ``var``, ``delivery`` file/env, ``env``,
+  ``target``, ``mode``, ``uid``, ``gid``), ``nvme_path``, ``max_unavailable`` (int or "N%"), ``down_grace`` (s or
+  None) and ``ports`` (the service's ports, for the probe).
+- ``errors``: [(path, message), ...] of the deploy keys; always empty from parse_catalog.
 """
 
 from __future__ import annotations
@@ -14,15 +35,15 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+from typing import NamedTuple
 
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe, printable, show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import (
-    ProblemError, Reader, SERVICE_KEYS, join_path,
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
+    MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES, SERVICE_KEYS,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
@@ -46,7 +67,7 @@ _IMAGE = re.compile(r"(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?"
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
 _IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
 _MAX_IMAGE = 512
-_MAX_NUMBER_DIGITS = 64         # as a label value (scheduler/problem.py)
+_MAX_NUMBER_DIGITS = 64         # as a label value (reader.py)
 _PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
 _CONTROL = re.compile(r"[\x00\n\r]")
@@ -462,11 +483,19 @@ def plain_data(value, path):
     return copy(value, 0)
 
 
+class Catalog(NamedTuple):
+    """A catalog read once: what the scheduler places, and how each service runs (see the module's docstring)."""
+    scheduling: dict
+    deploy: dict
+    errors: list
+
+
 def read_catalog(services):
-    """(the scheduler's services, each service's deploy spec, [(path, message), ...]).
+    """The Catalog of ``services`` (the catalog's mapping of service name to entry), with the deploy keys' mistakes
+    in ``errors`` rather than raised.
 
     Only the deploy keys and unknown keys are checked here; the scheduler's parser checks the rest,
-    so a caller can report both sides' mistakes at once.
+    so a caller can report both sides' mistakes at once (planning.py does).
     """
     reader = Reader()
     raw = reader.mapping(services, "services", optional_none=False, maximum=MAX_SERVICES)
@@ -483,63 +512,25 @@ def read_catalog(services):
         deploy[name] = _deploy_spec(reader, entry, path)
         if deploy[name]["image"] is not None:
             scheduling[name]["image"] = deploy[name]["image"]     # checked here; user plugins may read it
-    return scheduling, deploy, reader.errors
+    return Catalog(scheduling, deploy, reader.errors)
+
+
+def parse_catalog(services):
+    """The Catalog of ``services`` (its ``errors`` empty), or ProblemError naming every mistake of its deploy keys.
+
+    Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
+    the deploy side reads the entries without that parser."""
+    catalog = read_catalog(services)
+    # null is an empty entry, as the scheduler's parser reads it.
+    errors = catalog.errors + [(str(join_path("services", name if isinstance(name, str) else printable(name))),
+                                "got %s; expected a mapping" % show(entry))
+                               for name, entry in catalog.scheduling.items() if entry is not None and not isinstance(entry, dict)]
+    if errors:
+        raise ProblemError(errors)
+    return catalog
 
 
 def split_catalog(services):
-    """(the scheduler's services, each service's deploy spec), or ProblemError naming every mistake here.
-
-    Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
-    the deploy side (deploy_waves, desired_containers) reads the entries without that parser."""
-    scheduling, deploy, errors = read_catalog(services)
-    # null is an empty entry, as the scheduler's parser reads it.
-    errors = errors + [(str(join_path("services", name if isinstance(name, str) else printable(name))),
-                        "got %s; expected a mapping" % show(entry))
-                       for name, entry in scheduling.items() if entry is not None and not isinstance(entry, dict)]
-    if errors:
-        raise ProblemError(errors)
-    return scheduling, deploy
-
-
-MAX_EXACT_SECONDS = 3600
-
-
-def exact_seconds_error(seconds):
-    """Why ``seconds`` cannot be the exact solver's time limit, or None."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_EXACT_SECONDS:
-        return "got %s; expected seconds from 0 to %d" % (show(seconds), MAX_EXACT_SECONDS)     # NaN fails 0 <= NaN
-    return None
-
-
-def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
-    """The scheduler's plan() for a problem whose services may carry deploy keys; ``profile`` a parsed
-    scheduler profile (scheduler/profiles.py) or None for the default.
-
-    Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
-    """
-    return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile))
-
-
-def rebalance_catalog(problem, max_moves, exact_seconds, profile=None):
-    """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys, under
-    ``profile`` (a parsed scheduler profile, or None for the default) as plan_catalog."""
-    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
-
-    return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds,
-                                                                      profile=profile))
-
-
-def _without_deploy_keys(problem, run):
-    """``run`` (a scheduler entry point) on the problem with its services' deploy keys read off; one ProblemError
-    with the deploy keys' mistakes and the scheduler's together."""
-    errors = []
-    if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
-        scheduling, _deploy, errors = read_catalog(problem["services"])
-        problem = dict(problem, services=scheduling)
-    try:
-        result = run(problem)
-    except ProblemError as error:
-        raise ProblemError(errors + error.errors)
-    if errors:
-        raise ProblemError(errors)
-    return result
+    """(the scheduler's services, each service's deploy spec): parse_catalog's, as a pair."""
+    catalog = parse_catalog(services)
+    return catalog.scheduling, catalog.deploy

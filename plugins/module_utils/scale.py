@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_INSTANCES
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS
 
 # ASCII digits only: str.isdigit() also accepts "²", which int() refuses. The whole string, after ASCII blanks

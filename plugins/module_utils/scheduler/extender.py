@@ -39,7 +39,7 @@ import urllib.parse
 import uuid
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import SHOW_LIMIT, show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import join_path
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 MAX_EXTENDERS = 8

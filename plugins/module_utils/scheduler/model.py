@@ -24,23 +24,7 @@ SERVICE_LABEL_PREFIX = "gangplank.io/service."
 # Quota dimensions: what a group of services may request in total.
 QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 
-# Upper bounds of a problem (docs/problem-format.md, "Bounds"; quantity.py bounds each amount). They keep
-# every input plannable in bounded time and memory, and every total a 64-bit integer for the exact solver.
-MAX_NODES = 10000
-MAX_SERVICES = 10000
-MAX_INSTANCES = 100000          # replicas summed over all services; also the bound of one service's replicas
-MAX_PREVIOUS = 100000           # entries of previous (stale ones included)
-MAX_DEVICES = 64                # GPUs, NVMe devices per node; GPUs per request
-MAX_PORTS = 1024                # host ports per service
-MAX_ITEMS = 1024                # any other list or mapping: labels, taints, tolerations, sidecars, quotas, ...
-MAX_TOTAL = 2 ** 62             # a sum over the cluster or over all requests, in millicores or bytes
-MAX_ENTRIES = 1000000           # list items and mapping entries read in all: YAML aliases cannot multiply the work
-MAX_ERRORS = 100                # mistakes listed; reading stops after them
-MAX_PRIORITY = 1000000000       # |priority| of a service (kube's PriorityClass values are of this order)
-# Checks of every-node eligibility (every_node_work): every-node services x (nodes x (1 + selector entries) + the
-# nodes' NoSchedule/NoExecute taints). 2e7 set lookups take a few seconds here; a real cluster needs far fewer
-# (100 every-node services on 10,000 nodes with a 2-entry selector and a taint each: 4e6).
-MAX_EVERY_NODE_WORK = 20000000
+# A problem's bounds (MAX_NODES, MAX_INSTANCES, ...) are in ../problem_format.py, which the catalog's parser shares.
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,11 @@ import os
 import sys
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import framework as fw
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import parse_extenders
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import extender_class
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 POINTS = {"pre_filter": fw.PreFilterPlugin, "filter": fw.FilterPlugin, "score": fw.ScorePlugin}

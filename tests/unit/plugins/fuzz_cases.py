@@ -26,9 +26,7 @@ import subprocess
 import tempfile
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
-    GPU_VISIBILITY_VARIABLES, plan_catalog, rebalance_catalog, split_catalog,
-)
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import GPU_VISIBILITY_VARIABLES, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     DeployError, decide, desired_containers, desired_on_hosts, waves,
 )
@@ -37,8 +35,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.health import P
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     NodeFactsError, facts_table, scheduler_node,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog, rebalance_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides, takes_replicas
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value

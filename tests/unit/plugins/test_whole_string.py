@@ -26,8 +26,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts impor
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, valid_host_name
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, join_path, parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_value
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed

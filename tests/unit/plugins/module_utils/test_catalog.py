@@ -1,23 +1,22 @@
 # -*- coding: utf-8 -*-
-"""The catalog's deploy keys: defaults, every mistake with its path and wording, and planning with them."""
+"""The catalog's deploy keys: defaults, every mistake with its path and wording (planning with them: test_planning.py)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
     DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
-    plan_catalog, read_catalog, split_catalog, unavailable_count,
+    Catalog, parse_catalog, read_catalog, split_catalog, unavailable_count,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, SERVICE_KEYS
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-DEMO_CATALOG = os.path.join(ROOT, "inventories", "local", "group_vars", "all", "catalog.yml")
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import SERVICE_KEYS
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 
 NODES = {"n1": {"cpu": 4, "memory": "8Gi"}}
 ARGV_EXPECTED = "a non-empty list of strings (the command and its arguments, run without a shell)"
@@ -330,69 +329,6 @@ def test_what_only_the_scheduler_can_name_is_left_to_it():
     assert read_catalog(None)[2] == [("services", "got null; expected a mapping")]
 
 
-# -- planning a catalog -----------------------------------------------------------------------------------------------
-
-def test_plan_catalog_plans_a_catalog_with_deploy_keys():
-    result = plan_catalog({"nodes": NODES, "services": {
-        "db": {"ports": [5432], "stateful": True, "image": "localhost/db:1", "health": {"tcp": {"port": 5432}}},
-        "api": api(replicas=2, ports=[], depends_on=["db"], env={"A": 1}, config=[{"dest": "/etc/a", "content": "x"}],
-                   sidecars=["log"]),
-        "log": {"sidecar": True, "image": "localhost/log:1", "command": ["sleep", "infinity"]},
-    }})
-    assert result["feasible"] is True
-    assert sorted(result["placements"]) == ["api-0", "api-1", "db-0"]
-    assert result["placements"]["api-0"]["sidecars"] == ["log"]
-    assert result["ranks"] == [["db"], ["api"]]
-
-
-def test_plan_catalog_reports_deploy_and_scheduler_mistakes_together():
-    with pytest.raises(ProblemError) as caught:
-        plan_catalog({"nodes": NODES, "services": {
-            "api": api(replicas=-1, image=3, health={"http": {"port": 81}}),
-            "web": api(depends_on=["db"]),
-        }})
-    assert caught.value.errors == [
-        ("services.api.image", "got 3; expected an image reference such as localhost/app:1"),
-        ("services.api.health.http.port", "got 81; expected one of the service's ports (8080)"),
-        ("services.api.replicas", "got -1; expected an integer >= 0"),
-        ("services.web.depends_on[0]", 'got "db"; expected a service defined under services'),
-    ]
-
-
-def test_plan_catalog_raises_deploy_mistakes_of_a_plannable_catalog():
-    with pytest.raises(ProblemError) as caught:
-        plan_catalog({"nodes": NODES, "services": {"api": api(command="serve")}})
-    assert caught.value.errors == [("services.api.command", 'got "serve"; expected ' + ARGV_EXPECTED)]
-
-
-def test_plan_catalog_leaves_a_malformed_problem_to_the_scheduler():
-    with pytest.raises(ProblemError) as caught:
-        plan_catalog({"nodes": NODES, "services": ["api"]})
-    assert caught.value.errors == [("services", 'got ["api"]; expected a mapping')]
-    with pytest.raises(ProblemError) as caught:
-        plan_catalog({"nodes": NODES, "services": {"api": api(ports=8080)}})
-    assert ("services.api.ports", "got 8080; expected a list") in caught.value.errors
-
-
-def test_the_demo_catalog_is_valid_and_plans():
-    with open(DEMO_CATALOG, encoding="utf-8") as stream:
-        demo = yaml.safe_load(stream)
-    # Ansible renders "{{ demo_image }}" before the catalog reaches split_catalog.
-    services = yaml.safe_load(yaml.safe_dump(demo["gangplank_services"]).replace("{{ demo_image }}", demo["demo_image"]))
-    scheduling, deploy = split_catalog(services)
-    assert set(scheduling) == set(deploy) == set(services)
-    assert deploy["infer"]["nvme_path"] == "/cache"
-    assert {name: (spec["health"] or {}).get("type") for name, spec in deploy.items()} == {
-        "db": "tcp", "queue": "command", "api": "http", "worker": "command", "infer": "http", "logshipper": None}
-    nodes = {name: {"cpu": 8, "memory": "16Gi",
-                    "gpus": [{"index": 0, "uuid": "GPU-%s" % name, "model": "NVIDIA A100", "memory": "40Gi"}],
-                    "nvme": [{"name": "nvme0n1", "size": "100Gi", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]}
-             for name in ("node-a", "node-b")}
-    result = plan_catalog({"nodes": nodes, "services": services, "quotas": demo["gangplank_quotas"]})
-    assert result["feasible"] is True, result.get("unschedulable")
-    assert result["ranks"] == [["db", "queue"], ["api"], ["infer", "worker"]]
-
-
 # -- max_unavailable --------------------------------------------------------------------------------------------------
 
 def test_max_unavailable_defaults_to_one_for_stateful_and_a_quarter_for_stateless():
@@ -454,3 +390,24 @@ def test_no_mistake_in_an_env_value_ever_shows_it(secret, spoiler, position):
     assert errors_of({"a": api(env={"TOKEN": value})}) == {
         "services.a.env.TOKEN": "got a value of type str (not shown: it may be a secret); expected a string, a boolean or a "
                                 "number of at most 64 digits, as text without NUL, line breaks or lone surrogates"}
+
+
+# -- the typed value, and what the parser stands on ------------------------------------------------------------------
+
+def test_a_catalog_is_parsed_into_one_typed_value():
+    catalog = parse_catalog({"api": api(env={"A": 1}), "log": None})
+    assert isinstance(catalog, Catalog) and catalog.errors == []
+    assert catalog.scheduling == {"api": {"replicas": 1, "ports": [8080], "image": "localhost/app:1"}, "log": None}
+    assert catalog.deploy["api"]["env"] == {"A": "1"} and set(catalog.deploy) == {"api"}
+    assert split_catalog({"api": api(env={"A": 1}), "log": None}) == (catalog.scheduling, catalog.deploy)
+    with pytest.raises(ProblemError) as caught:
+        parse_catalog({"web": "nginx"})
+    assert caught.value.errors == [("services.web", 'got "nginx"; expected a mapping')]
+
+
+def test_the_catalogs_parser_does_not_load_the_scheduler():
+    # The deploy side reads the catalog: it must not stand on the planner (the CP-SAT model, the framework).
+    code = ("import sys; import ansible_collections.gangplank.platform.plugins.module_utils.catalog; "
+            "print(sorted(name for name in sys.modules if '.module_utils.scheduler' in name))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
+    assert loaded.stdout.strip() == "[]"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 
 SERVICES = {"db": {"stateful": True}, "worker": {"replicas": 3, "scalable": True}, "infer": {"scalable": True}}
 

@@ -14,7 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.catalog import 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     CONFIG_HASH, DeployError, SPEC_HASH, desired_containers, rollout,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
     MAX_SECRET_BYTES, MAX_TOTAL_SECRET_BYTES, Missing, SecretError, Unreadable, container_secrets, keyed_hash,
     read_values,
