@@ -41,30 +41,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "a molecule verify reads the engine's inspect output itself: a check hidden in a plugin would test the plugin"),
 }
 
-# Offenders outside the deploy rollout whose logic has not been moved yet: the runtime
-# role's engine settings and state probe, the facts role's reuse decision, the cluster role's shared variables and
-# secret key. Each is to move to a filter or module_utils function, or to ALLOWED with its reason; not a place to add.
-NOT_YET_MOVED: frozenset[tuple[str, str]] = frozenset({
-    ("roles/cluster/defaults/main.yml", "cluster_control_hosts"),
-    ("roles/cluster/vars/main.yml", "cluster_control_state_dirs"),
-    ("roles/cluster/tasks/secrets.yml", "Keep the first control host's key, or make one"),
-    ("roles/deploy/defaults/main.yml", "deploy_status_html"),
-    ("roles/facts/tasks/main.yml", "Check the roles' inputs on this host, and reuse the hardware facts of the last full "
-                                   "gathering while the hardware is unchanged"),
-    ("roles/facts/tasks/main.yml", "Gather the CPU, memory and platform facts the node entry needs"),
-    ("roles/facts/vars/main.yml", "facts__reused_hosts"),
-    ("roles/runtime/tasks/bundles.yml", "Check which bundled images are missing"),
-    ("roles/runtime/tasks/cdi.yml", "Generate the CDI spec (nvidia.com/gpu=<uuid> for every GPU)"),
-    ("roles/runtime/tasks/docker.yml", "Combine them with the detected settings and runtime_docker_settings"),
-    ("roles/runtime/tasks/install.yml", "Choose the packages this host lacks"),
-    ("roles/runtime/tasks/install.yml", "Install the bundle's packages without any repository"),
-    ("roles/runtime/tasks/main.yml", "Work out what this host needs"),
-    ("roles/runtime/tasks/main.yml", "Store the fingerprint, so that the next run finding the same does nothing"),
-    ("roles/runtime/tasks/podman.yml", "Combine the detected settings with runtime_podman_settings"),
-    ("roles/runtime/vars/main.yml", "runtime__state_argv"),
-    ("roles/runtime/vars/main.yml", "runtime__limits_answer"),
-})
-
 _ENV = jinja2.Environment()
 
 
@@ -225,8 +201,7 @@ def over_budget(root: str = ROOT) -> list[Expression]:
 
 
 def test_every_expression_is_within_budget_or_allowed():
-    exempt = set(ALLOWED) | NOT_YET_MOVED
-    offenders = [expression for expression in over_budget() if (expression.path, expression.task) not in exempt]
+    offenders = [expression for expression in over_budget() if (expression.path, expression.task) not in ALLOWED]
     assert not offenders, (f"Jinja over budget (> {MAX_LENGTH} chars or > {MAX_FILTERS} filters): move the logic "
                            "to a filter, action or module_utils function:\n"
                            + "\n".join(expression.describe() for expression in offenders))
@@ -234,7 +209,7 @@ def test_every_expression_is_within_budget_or_allowed():
 
 def test_every_exemption_still_matches_an_expression_over_budget():
     matched = {(expression.path, expression.task) for expression in over_budget()}
-    stale = sorted((set(ALLOWED) | NOT_YET_MOVED) - matched)
+    stale = sorted(set(ALLOWED) - matched)
     assert not stale, f"exemptions that match nothing over budget any more (remove them): {stale}"
 
 
@@ -321,7 +296,6 @@ def report(root: str = ROOT) -> int:
     per_file: dict[str, list[Expression]] = {}
     for expression in offenders:
         per_file.setdefault(expression.path, []).append(expression)
-    exempt = set(ALLOWED) | NOT_YET_MOVED
     for path, found in per_file.items():
         long_ones = sum(1 for expression in found if expression.length > MAX_LENGTH)
         heavy = sum(1 for expression in found if expression.filters > MAX_FILTERS)
@@ -329,14 +303,14 @@ def report(root: str = ROOT) -> int:
               f"longest {max(expression.length for expression in found)}")
         for expression in found:
             entry = (expression.path, expression.task)
-            mark = " [allowed]" if entry in ALLOWED else " [not yet moved]" if entry in NOT_YET_MOVED else ""
+            mark = " [allowed]" if entry in ALLOWED else ""
             print(f"  {expression.length:4d} chars {expression.filters:2d} filters  {expression.task}{mark}: "
                   f"{expression.text[:60]}")
     longest = max(expressions, key=lambda expression: expression.length, default=None)
     print(f"total: {len(expressions)} expressions in {len(yaml_files(root))} files; "
           f"{sum(1 for expression in offenders if expression.length > MAX_LENGTH)} over {MAX_LENGTH} chars, "
           f"{sum(1 for expression in offenders if expression.filters > MAX_FILTERS)} over {MAX_FILTERS} filters, "
-          f"{sum(1 for expression in offenders if (expression.path, expression.task) not in exempt)} not exempt"
+          f"{sum(1 for expression in offenders if (expression.path, expression.task) not in ALLOWED)} not allowed"
           + (f"; longest {longest.length} ({longest.path}: {longest.task!r})" if longest else ""))
     return 1 if offenders else 0
 
