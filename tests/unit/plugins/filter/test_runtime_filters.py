@@ -230,8 +230,8 @@ def test_debs_to_install_name_a_file_without_path():
 
 def test_the_role_checks_images_with_the_engines_command():
     given = variables(item=[{"path": "/b.tar"}, "localhost/a:1"])
-    assert render("runtime__image_check[cluster_engine] + [item.1]", given) == ["podman", "image", "exists",
-                                                                                 "localhost/a:1"]
+    expected = ["podman", "image", "exists", "localhost/a:1"]
+    assert render("runtime__image_check[cluster_engine] + [item.1]", given) == expected
     given.update(gangplank_container_engine="docker")
     assert render("runtime__image_check[cluster_engine] + [item.1]", given) == [
         "docker", "image", "inspect", "--format", "present", "localhost/a:1"]
