@@ -53,6 +53,11 @@ SKIPPED = Status(SKIP)
 class CycleState(dict):
     """Scratch data for one instance's scheduling cycle.
 
+    As in kube (framework/cycle_state.go), each plugin keeps its data under a key of its own, its ``STATE_KEY``
+    (kube's ``"PreFilter" + name`` for what its PreFilter writes), and reads no other plugin's key: a plugin that
+    depends on another's data reads it through that plugin's documented accessor (gpu.gpu_choice). A plain dict,
+    read as ``cycle[KEY]``: plugins read it for every node tried.
+
     ``node_names`` is kube's PreFilterResult: when a PreFilter restricts the
     candidates, only those nodes are tried and the others are reported with
     ``outside_reason``.

@@ -382,24 +382,48 @@ def _search(builder, seconds, began, drained):
     return best
 
 
-def _drained(builder, placements, max_moves):  # noqa: C901 (one greedy pass, its checks one after the other)
+def _drained(builder, placements, max_moves):
     """A greedy start for the search: empty the GPUs with the fewest instances, moving each of their instances to
     the fullest other GPU it may use that has room (best fit; node CPU, memory, host ports and an NVMe device
     checked), within max_moves. Only stateless instances of one GPU with a memory request and no anti-affinity
     are moved. CP-SAT takes the result only if it is valid. The placements with the moves applied, or None."""
-    problem = builder.problem
-    by_name = {placement.instance.name: placement for placement in placements}
-    state = {"gpu": {}, "node": {}, "nvme": {}, "ports": {}}
-    users = {}
-    for name, node in problem.nodes.items():
-        state["node"][name] = [node.cpu, node.memory]
-        state["ports"][name] = set()
-        for device in node.gpus:
-            state["gpu"][name, device.uuid] = device.memory
-        for device in node.nvme:
-            state["nvme"][name, device.name] = device.size
-    for placement in placements:
-        request = builder.requests[placement.instance.service.name]
+    return _Drain(builder, placements).run(max_moves)
+
+
+def _drain_movable(service):
+    """Whether _drained may move an instance of ``service``: stateless, one GPU with a memory request, no
+    anti-affinity."""
+    gpu = service.resources.gpu
+    return (not service.stateful and not service.anti_affinity and gpu is not None and gpu.count == 1
+            and gpu.memory is not None)
+
+
+class _Drain:
+    """_drained's greedy pass: what is free per GPU, node (CPU, memory), NVMe device and node's host ports, and who
+    uses each GPU, as the moves change them."""
+
+    def __init__(self, builder, placements):
+        self.builder = builder
+        self.problem = problem = builder.problem
+        self.placements = placements
+        self.by_name = {placement.instance.name: placement for placement in placements}
+        self.state = {"gpu": {}, "node": {}, "nvme": {}, "ports": {}}
+        self.users = {}         # (node, GPU uuid) -> names of the instances on it
+        for name, node in problem.nodes.items():
+            self.state["node"][name] = [node.cpu, node.memory]
+            self.state["ports"][name] = set()
+            for device in node.gpus:
+                self.state["gpu"][name, device.uuid] = device.memory
+            for device in node.nvme:
+                self.state["nvme"][name, device.name] = device.size
+        for placement in placements:
+            self._take(self.state, placement)
+        self.positions = {(name, device.uuid): position for name, node in problem.nodes.items()
+                          for position, device in enumerate(node.gpus)}
+
+    def _take(self, state, placement):
+        """Count ``placement`` as using its node, NVMe device and GPUs in ``state``."""
+        request = self.builder.requests[placement.instance.service.name]
         state["node"][placement.node][0] -= request.cpu
         state["node"][placement.node][1] -= request.memory
         state["ports"][placement.node].update(request.ports)
@@ -407,33 +431,86 @@ def _drained(builder, placements, max_moves):  # noqa: C901 (one greedy pass, it
             state["nvme"][placement.node, placement.nvme.name] -= placement.nvme_size
         for claim in placement.gpus:
             state["gpu"][placement.node, claim.device.uuid] -= claim.memory
-            users.setdefault((placement.node, claim.device.uuid), []).append(placement.instance.name)
-    positions = {(name, device.uuid): position for name, node in problem.nodes.items() for position, device in enumerate(node.gpus)}
+            self.users.setdefault((placement.node, claim.device.uuid), []).append(placement.instance.name)
 
-    def movable(name):
-        service = by_name[name].instance.service
-        gpu = service.resources.gpu
-        return not service.stateful and not service.anti_affinity and gpu is not None and gpu.count == 1 and gpu.memory is not None
+    def run(self, max_moves):
+        left, drained = max_moves, set()
+        users = self.users
+        for source in sorted(users, key=lambda key: (len(users[key]), -self.state["gpu"][key], key)):
+            names = users[source]
+            if not names or len(names) > left or \
+                    not all(_drain_movable(self.by_name[name].instance.service) for name in names):
+                continue
+            trial = {kind: {key: (list(value) if isinstance(value, list) else set(value) if isinstance(value, set)
+                                  else value) for key, value in values.items()} for kind, values in self.state.items()}
+            moved = self._moves_off(trial, source, names, drained)
+            if moved is None:
+                continue
+            self._commit(trial, source, moved)
+            drained.add(source)
+            left -= len(names)
+        if left == max_moves:
+            return None
+        return [self.by_name[placement.instance.name] for placement in self.placements]
 
-    def nvme_on(trial, placement, node_name):
+    def _moves_off(self, trial, source, names, drained):
+        """Each instance of ``names`` on the fullest other GPU that takes it (GPUs already drained and unused ones
+        left out), applied to ``trial``: name -> new placement, or None when one of them fits on none."""
+        moved = {}
+        for name in names:
+            placement = self.by_name[name]
+            targets = sorted((key for key in trial["gpu"]
+                              if key != source and key not in drained and self.users.get(key)),
+                             key=lambda key: (trial["gpu"][key], key))
+            for key in targets:
+                result = self._place(trial, placement, key)
+                if result:
+                    moved[name] = result
+                    break
+            else:
+                return None
+        return moved
+
+    def _commit(self, trial, source, moved):
+        """Keep the moves off ``source``: what they free on their old nodes is given back; ``trial`` becomes the
+        state."""
+        for name, placement in moved.items():
+            old = self.by_name[name]
+            if old.node != placement.node:     # what it frees on its old node
+                request = self.builder.requests[old.instance.service.name]
+                trial["node"][old.node][0] += request.cpu
+                trial["node"][old.node][1] += request.memory
+                trial["ports"][old.node].difference_update(request.ports)
+                if old.nvme is not None:
+                    trial["nvme"][old.node, old.nvme.name] += old.nvme_size
+            trial["gpu"][source] += old.gpus[0].memory
+            self.by_name[name] = placement
+            self.users[placement.node, placement.gpus[0].device.uuid].append(name)
+        self.state = trial
+        self.users[source] = []
+
+    def _nvme_on(self, trial, placement, node_name):
         """The NVMe device an instance would use on ``node_name`` (its own when it stays), or False when none fits."""
         request = placement.instance.service.resources.nvme
         if request is None:
             return None
         if node_name == placement.node:
             return placement.nvme
-        fits = [device for device in problem.nodes[node_name].nvme
+        fits = [device for device in self.problem.nodes[node_name].nvme
                 if request.label in device.labels and trial["nvme"][node_name, device.name] >= request.size]
         return min(fits, key=lambda device: (trial["nvme"][node_name, device.name], device.name)) if fits else False
 
-    def place(trial, placement, key):
+    def _place(self, trial, placement, key):
         """Move ``placement`` onto GPU ``key`` in ``trial``; False when it does not fit."""
+        builder = self.builder
         memory = placement.gpus[0].memory
         request = builder.requests[placement.instance.service.name]
         node_name = key[0]
-        if trial["gpu"][key] < memory or (builder.index_of(placement.instance.name), node_name, positions[key]) not in builder.gpu:
+        if trial["gpu"][key] < memory:
             return False
-        nvme = nvme_on(trial, placement, node_name)
+        if (builder.index_of(placement.instance.name), node_name, self.positions[key]) not in builder.gpu:
+            return False
+        nvme = self._nvme_on(trial, placement, node_name)
         if nvme is False:
             return False
         if node_name != placement.node:
@@ -446,49 +523,8 @@ def _drained(builder, placements, max_moves):  # noqa: C901 (one greedy pass, it
             if nvme is not None:
                 trial["nvme"][node_name, nvme.name] -= placement.nvme_size
         trial["gpu"][key] -= memory
-        device = problem.nodes[node_name].gpus[positions[key]]
+        device = self.problem.nodes[node_name].gpus[self.positions[key]]
         return dataclasses.replace(placement, node=node_name, gpus=(GPUClaim(device, memory),), nvme=nvme)
-
-    left, drained = max_moves, set()
-    for source in sorted(users, key=lambda key: (len(users[key]), -state["gpu"][key], key)):
-        names = users[source]
-        if not names or len(names) > left or not all(movable(name) for name in names):
-            continue
-        trial = {kind: ({key: (list(value) if isinstance(value, list) else set(value) if isinstance(value, set) else value)
-                         for key, value in values.items()}) for kind, values in state.items()}
-        moved = {}
-        for name in names:
-            placement = by_name[name]
-            targets = sorted((key for key in trial["gpu"] if key != source and key not in drained and users.get(key)),
-                             key=lambda key: (trial["gpu"][key], key))
-            for key in targets:
-                result = place(trial, placement, key)
-                if result:
-                    moved[name] = result
-                    break
-            else:
-                break
-        if len(moved) != len(names):
-            continue
-        for name, placement in moved.items():
-            old = by_name[name]
-            if old.node != placement.node:     # what it frees on its old node
-                request = builder.requests[old.instance.service.name]
-                trial["node"][old.node][0] += request.cpu
-                trial["node"][old.node][1] += request.memory
-                trial["ports"][old.node].difference_update(request.ports)
-                if old.nvme is not None:
-                    trial["nvme"][old.node, old.nvme.name] += old.nvme_size
-            trial["gpu"][source] += old.gpus[0].memory
-            by_name[name] = placement
-            users[placement.node, placement.gpus[0].device.uuid].append(name)
-        state = trial
-        users[source] = []
-        drained.add(source)
-        left -= len(names)
-    if left == max_moves:
-        return None
-    return [by_name[placement.instance.name] for placement in placements]
 
 
 def _current_placements(problem, current):

@@ -42,7 +42,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
-from ansible_collections.gangplank.platform.plugins.modules import cluster_state
+from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.plugins.modules import facts_cache as facts_cache_module
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
@@ -479,16 +479,16 @@ LOCK = {"owner": "root@ctl pid 1", "job_id": "old-job", "started_at": "2025-01-3
 def run_lock_file(content):
     """A lock file holding ``content`` (bytes): break_lock always takes it once it is older than lock_timeout."""
     with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, cluster_state.LOCK_FILE)
+        path = os.path.join(directory, cluster_lock.LOCK_FILE)
         with open(path, "wb") as handle:
             handle.write(content)
         os.utime(path, (1000000000, 1000000000))        # an old file: the lock is stale by any clock
-        cluster_state.read_state(directory)
+        cluster_lock.read_state(directory)
         try:
-            cluster_state.take_lock(directory, "me", "new-job", 3600, False, False)
-        except cluster_state.StateError:
+            cluster_lock.take_lock(directory, "me", "new-job", 3600, False, False)
+        except cluster_lock.StateError:
             pass
-        taken = cluster_state.take_lock(directory, "me", "new-job", 3600, True, False)
+        taken = cluster_lock.take_lock(directory, "me", "new-job", 3600, True, False)
         if taken["lock"]["job_id"] != "new-job":
             return "violation: break_lock did not take the lock: %r" % taken
         json.dumps(taken, allow_nan=False)
@@ -512,18 +512,18 @@ def lock_contents(choose):
 def run_record_file(content):
     """A placement record holding ``content``: every action either works or fails with StateError; unlock works."""
     with tempfile.TemporaryDirectory() as directory:
-        with open(os.path.join(directory, cluster_state.PLACEMENT_FILE), "wb") as handle:
+        with open(os.path.join(directory, cluster_lock.PLACEMENT_FILE), "wb") as handle:
             handle.write(content)
         outcome = "ok"
-        for action in (lambda: cluster_state.read_state(directory),
-                       lambda: cluster_state.take_lock(directory, "me", "job", 3600, False, False),
-                       lambda: cluster_state.write_record(directory, "job", {"placement": {"web-0": {"node": "a"}}}, 5, False)):
+        for action in (lambda: cluster_lock.read_state(directory),
+                       lambda: cluster_lock.take_lock(directory, "me", "job", 3600, False, False),
+                       lambda: cluster_lock.write_record(directory, "job", {"placement": {"web-0": {"node": "a"}}}, 5, False)):
             try:
                 action()
-            except cluster_state.StateError:
+            except cluster_lock.StateError:
                 outcome = "rejected"
-        cluster_state.release_lock(directory, "job", False)      # unlock works whatever the record holds
-        if os.path.exists(os.path.join(directory, cluster_state.LOCK_FILE)):
+        cluster_lock.release_lock(directory, "job", False)      # unlock works whatever the record holds
+        if os.path.exists(os.path.join(directory, cluster_lock.LOCK_FILE)):
             return "violation: unlock left the lock in place"
         return outcome
 

@@ -25,7 +25,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scale import sc
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import build_problem
-from ansible_collections.gangplank.platform.plugins.modules import cluster_state
+from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_cases
 
 NODE = {"cpu": 4, "memory": "8Gi"}
@@ -280,14 +280,14 @@ def test_host_names_that_would_become_paths_are_refused(host):
                                      b'{"job_id": "x", "started_epoch": 1e20}', b'{"job_id": "x", "started_epoch": 1e400}',
                                      b'{"job_id": "x", "started_epoch": -5}', b"[" * 100000])
 def test_a_lock_with_any_timestamp_can_be_broken(tmp_path, content):
-    path = tmp_path / cluster_state.LOCK_FILE
+    path = tmp_path / cluster_lock.LOCK_FILE
     path.write_bytes(content)
     os.utime(path, (1000000000, 1000000000))
-    holder = cluster_state.read_state(str(tmp_path))["lock"]
+    holder = cluster_lock.read_state(str(tmp_path))["lock"]
     assert holder["started_epoch"] == 1000000000
-    with pytest.raises(cluster_state.StateError, match="locked by"):
-        cluster_state.take_lock(str(tmp_path), "me", "new", 3600, False, False)
-    taken = cluster_state.take_lock(str(tmp_path), "me", "new", 3600, True, False)
+    with pytest.raises(cluster_lock.StateError, match="locked by"):
+        cluster_lock.take_lock(str(tmp_path), "me", "new", 3600, False, False)
+    taken = cluster_lock.take_lock(str(tmp_path), "me", "new", 3600, True, False)
     assert taken["lock"]["job_id"] == "new" and json.loads(path.read_text())["job_id"] == "new"
 
 
@@ -297,8 +297,8 @@ def test_state_files_hold_only_json(tmp_path):
         path.write_bytes(text)
         with pytest.raises(ValueError, match="is not valid JSON"):
             state_files.read_json(str(path))
-    with pytest.raises(cluster_state.StateError, match="cannot be stored as JSON"):
-        cluster_state.check_content({"placement": {"a": math.nan}}, cluster_state.empty_record())
+    with pytest.raises(cluster_lock.StateError, match="cannot be stored as JSON"):
+        cluster_lock.check_content({"placement": {"a": math.nan}}, cluster_lock.empty_record())
 
 
 def test_a_write_killed_midway_is_cleaned_up_by_the_next(tmp_path):

@@ -32,6 +32,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_value
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
+from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
 from ansible_collections.gangplank.platform.tests.unit.plugins.modules.module_harness import FailJson, capture_module_exits
 
@@ -361,12 +362,12 @@ def test_m8_a_huge_integer_anywhere_is_an_error_at_its_path(where, run, path):
                                              ("\u00b3", False), (HUGE, False)],
                          ids=["digits", "newline", "spaces", "NUL", "LSEP", "superscript", "huge"])
 def test_the_records_replica_counts_take_ascii_blanks_and_refuse_the_rest(count, accepted):
-    current = {key: kind() for key, kind in cluster_state.CONTENT_TYPES.items()}
+    current = {key: kind() for key, kind in cluster_lock.CONTENT_TYPES.items()}
     if accepted:
-        assert cluster_state.check_content({"replicas": {"web": count}}, current)["replicas"] == {"web": 3}
+        assert cluster_lock.check_content({"replicas": {"web": count}}, current)["replicas"] == {"web": 3}
         return
-    with pytest.raises(cluster_state.StateError) as raised:
-        cluster_state.check_content({"replicas": {"web": count}}, current)
+    with pytest.raises(cluster_lock.StateError) as raised:
+        cluster_lock.check_content({"replicas": {"web": count}}, current)
     assert str(raised.value).startswith("record.replicas.web must be a whole number of 0 or more, got ")
     assert not has_control(str(raised.value))
 
@@ -386,10 +387,10 @@ def test_the_lock_owner_and_job_id_are_one_line(tmp_path, monkeypatch, name, con
 
 
 def test_a_huge_integer_elsewhere_in_the_record_is_a_clear_error():
-    current = {key: kind() for key, kind in cluster_state.CONTENT_TYPES.items()}
-    with pytest.raises(cluster_state.StateError, match=r"^record cannot be stored as JSON: it holds an integer of more than "
+    current = {key: kind() for key, kind in cluster_lock.CONTENT_TYPES.items()}
+    with pytest.raises(cluster_lock.StateError, match=r"^record cannot be stored as JSON: it holds an integer of more than "
                                                        r"4,300 digits$"):
-        cluster_state.check_content({"placement": {"web-0": {"rank": HUGE}}}, current)
+        cluster_lock.check_content({"placement": {"web-0": {"rank": HUGE}}}, current)
 
 
 @pytest.mark.parametrize("control", CONTROLS[:-1], ids=CONTROL_IDS[:-1])

@@ -6,6 +6,9 @@
 The rule is symmetric (A listing B also keeps B off A's nodes), covers sidecars,
 and a service that lists itself spreads its replicas one per node. It is read
 from the gangplank.io/service.<name> labels the scheduler plants on each node.
+
+Reserve records on the node the instance's service and its sidecars' (model.pod_requests), kept per service by the
+plugin itself (its own view): it keeps nothing in the cycle state.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self._conflicts = service_conflicts(problem.services)
+        self._members = {name: requests.services for name, requests in problem.requests().items()}
 
     def pre_filter(self, cycle, cluster, instance):
         return OK if self._conflicts[instance.service.name] else SKIPPED
@@ -43,8 +47,8 @@ class AntiAffinity(PreFilterPlugin, FilterPlugin, ReservePlugin):
         return OK
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.add_services(cycle["requests"].services)
+        node_state.add_services(self._members[instance.service.name])
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
         # Replicas of a service may share a node: the service leaves it with the last of them.
-        node_state.remove_services(cycle["requests"].services)
+        node_state.remove_services(self._members[instance.service.name])

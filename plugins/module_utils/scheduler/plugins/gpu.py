@@ -20,6 +20,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
 INSUFFICIENT_WHOLE = "Insufficient free GPUs"
+# The GPU plugin's cycle state: node name -> (node version, the devices chosen there), written by gpu_choice.
+STATE_KEY = "GPU"
 
 
 def choose_gpus(node_state, request, preferred=()):
@@ -53,14 +55,17 @@ def preferred_uuids(instance, node_name):
 
 
 def gpu_choice(cycle, instance, node_state):
-    """choose_gpus for this instance, remembered in its cycle for the node's current version
-    (Filter, Score, Reserve and the Quota plugin all ask)."""
-    key = ("GPU", node_state.name)
-    cached = cycle.get(key)
+    """choose_gpus for this instance, remembered in its cycle (under the GPU plugin's STATE_KEY) for the node's current
+    version. Filter, Score and Reserve ask; so do Quota and GPUFragmentation, which count the devices GPU would take:
+    this is how they read the GPU plugin's cycle state."""
+    choices = cycle.get(STATE_KEY)
+    if choices is None:
+        choices = cycle[STATE_KEY] = {}
+    cached = choices.get(node_state.name)
     if cached is not None and cached[0] == node_state.version:
         return cached[1]
     chosen = choose_gpus(node_state, instance.service.resources.gpu, preferred_uuids(instance, node_state.name))
-    cycle[key] = (node_state.version, chosen)
+    choices[node_state.name] = (node_state.version, chosen)
     return chosen
 
 

@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NodePorts: a host port has one user per node (the instance or one of its sidecars)."""
+"""NodePorts: a host port has one user per node (the instance or one of its sidecars).
+
+The ports an instance takes with its sidecars (model.pod_requests) depend on its service alone: the plugin keeps them
+per service (its own view, built once per problem), so its PreFilter is asked once per service and it keeps nothing
+in the cycle state.
+"""
 
 from __future__ import annotations
 
@@ -15,21 +20,21 @@ class NodePorts(PreFilterPlugin, FilterPlugin, ReservePlugin):
 
     def __init__(self, problem):
         super().__init__(problem)
-        self._requests = problem.requests()
+        self._ports = {name: requests.ports for name, requests in problem.requests().items()}
 
     def pre_filter(self, cycle, cluster, instance):
-        return OK if self._requests[instance.service.name].ports else SKIPPED
+        return OK if self._ports[instance.service.name] else SKIPPED
 
     def filter(self, cycle, cluster, instance, node_state):
-        for port in cycle["requests"].ports:
+        for port in self._ports[instance.service.name]:
             if port in node_state.ports:
                 return Status.unschedulable("node(s) didn't have free ports for the requested host ports",
                                             self.name)
         return OK
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.ports.update(cycle["requests"].ports)
+        node_state.ports.update(self._ports[instance.service.name])
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
         # A host port is one instance's on a node (Filter), so it is this one's to give back.
-        node_state.ports.difference_update(cycle["requests"].ports)
+        node_state.ports.difference_update(self._ports[instance.service.name])

@@ -14,14 +14,23 @@ Except on GPU nodes when the catalog has GPU work: there a node's CPU and memory
 GPUs need, and packing them first strands the GPUs (on the openb trace, most rejected GPU pods
 were "Insufficient cpu" with GPUs idle). Those nodes score 0 here and GPUFragmentation, which
 weighs free CPU and memory against the GPU work expected, decides.
+
+PreFilter writes the instance's request, its sidecars' CPU and memory included (model.pod_requests, as kube's
+resource.PodRequests folds a pod's sidecar containers into its request), under this plugin's own cycle-state key
+(kube's fit.go ``preFilterStateKey``); Filter, Score and Reserve read it there.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import OK, FilterPlugin, ReservePlugin, ScorePlugin, Status
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
+    OK, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
+)
+
+# This plugin's cycle state (kube's "PreFilter" + plugin name): the instance's request, sidecars included.
+STATE_KEY = "PreFilterNodeResourcesFit"
 
 
-class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
     name = "NodeResourcesFit"
     node_local = True
 
@@ -35,6 +44,10 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
         # A profile's plugin_config: LeastAllocated spreads (kube's noderesources/least_allocated.go).
         self.least_allocated = args.get("strategy") == "LeastAllocated"
 
+    def pre_filter(self, cycle, cluster, instance):
+        cycle[STATE_KEY] = self._requests[instance.service.name]
+        return OK
+
     def filter_static(self, instance, node, staying):
         requests = self._requests[instance.service.name]
         if requests.cpu > node.cpu:
@@ -44,7 +57,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
         return OK
 
     def filter(self, cycle, cluster, instance, node_state):
-        requests = cycle["requests"]
+        requests = cycle[STATE_KEY]
         node = node_state.node
         if node_state.cpu_used + requests.cpu > node.cpu:
             return Status.unschedulable("Insufficient cpu", self.name)
@@ -53,7 +66,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
         return OK
 
     def score(self, cycle, cluster, instance, node_state):
-        requests = cycle["requests"]
+        requests = cycle[STATE_KEY]
         node = node_state.node
         if node.gpus and self._gpu_work:
             return 0.0
@@ -69,9 +82,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, ReservePlugin):
         return 100.0 * sum(shares) / len(shares)
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.cpu_used += cycle["requests"].cpu
-        node_state.memory_used += cycle["requests"].memory
+        requests = cycle[STATE_KEY]
+        node_state.cpu_used += requests.cpu
+        node_state.memory_used += requests.memory
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.cpu_used -= cycle["requests"].cpu
-        node_state.memory_used -= cycle["requests"].memory
+        requests = cycle[STATE_KEY]
+        node_state.cpu_used -= requests.cpu
+        node_state.memory_used -= requests.memory

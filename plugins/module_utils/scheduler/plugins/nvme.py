@@ -13,6 +13,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
     OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
 )
 
+# The NVMe plugin's cycle state: node name -> (node version, the device chosen there), written by nvme_choice.
+STATE_KEY = "NVMe"
+
 
 def choose_nvme(node_state, request, preferred=None):
     """The position of the device an instance would use on this node, or None."""
@@ -32,14 +35,16 @@ def preferred_device(instance, node_name):
 
 
 def nvme_choice(cycle, instance, node_state):
-    """choose_nvme for this instance (its previous device first), remembered in its cycle for the node's current
-    version (Filter, Score and Reserve all ask)."""
-    key = ("NVMe", node_state.name)
-    cached = cycle.get(key)
+    """choose_nvme for this instance (its previous device first), remembered in its cycle (under the NVMe
+    plugin's STATE_KEY) for the node's current version (Filter, Score and Reserve all ask)."""
+    choices = cycle.get(STATE_KEY)
+    if choices is None:
+        choices = cycle[STATE_KEY] = {}
+    cached = choices.get(node_state.name)
     if cached is not None and cached[0] == node_state.version:
         return cached[1]
     chosen = choose_nvme(node_state, instance.service.resources.nvme, preferred_device(instance, node_state.name))
-    cycle[key] = (node_state.version, chosen)
+    choices[node_state.name] = (node_state.version, chosen)
     return chosen
 
 

@@ -27,20 +27,18 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.quota import Quota
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.repack import Repack
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.sidecars import Sidecars
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.stickiness import Stickiness
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.taint_toleration import TaintToleration
 
 PLUGINS = (
     HeavyFirst,           # QueueSort
-    Sidecars,             # PreFilter: the instance's total request, sidecars included
     Stickiness,           # PreFilter, Score
     EveryNode,            # PreFilter: an every-node instance goes to its own node
     NodeUnschedulable,    # Filter
     TaintToleration,      # Filter, Score
     NodeSelector,         # Filter
     NodePorts,            # PreFilter, Filter, Reserve
-    NodeResourcesFit,     # Filter, Score, Reserve
+    NodeResourcesFit,     # PreFilter (the instance's request, sidecars included), Filter, Score, Reserve
     GPU,                  # PreFilter, Filter, Score, Reserve
     GPUFragmentation,     # Score
     NVMe,                 # PreFilter, Filter, Score, Reserve

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import multiprocessing
 import os
 import stat
 
@@ -16,6 +14,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gangplank.platform.tests.unit.plugins.modules.module_harness import ExitJson, FailJson, capture_module_exits
 
+from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.plugins.modules import cluster_state
 
 T0 = 1_700_000_000  # 2023-11-14T22:13:20Z
@@ -33,7 +32,7 @@ def clock(monkeypatch):
     class Clock:
         now = T0
 
-    monkeypatch.setattr(cluster_state, "_now", lambda: Clock.now)
+    monkeypatch.setattr(cluster_lock, "_now", lambda: Clock.now)
     return Clock
 
 
@@ -354,7 +353,7 @@ def test_a_corrupt_record_fails_and_is_kept(state, clock, text, says):
         assert str(state / "placement.json") in result["msg"] and says in result["msg"]
         assert "The previous revisions are inside it, under 'history'" in result["msg"]
     assert not (state / "lock.json").exists()
-    (state / "lock.json").write_text(json.dumps(cluster_state.new_lock("alice", "j1", T0)))
+    (state / "lock.json").write_text(json.dumps(cluster_lock.new_lock("alice", "j1", T0)))
     assert write(state, content(1))["failed"] is True
     assert (state / "placement.json").read_text() == text
     result = unlock(state)
@@ -382,7 +381,7 @@ def sleeps(monkeypatch, clock):
         seen.append(seconds)
         clock.now += seconds
 
-    monkeypatch.setattr(cluster_state, "_sleep", sleep)
+    monkeypatch.setattr(cluster_lock, "_sleep", sleep)
     return seen
 
 
@@ -397,7 +396,7 @@ def test_a_held_lock_is_waited_for_and_taken_once_released(state, clock, sleeps,
             released_after.append(clock.now - T0)
             assert unlock(state)["changed"] is True
 
-    monkeypatch.setattr(cluster_state, "_sleep", sleep)
+    monkeypatch.setattr(cluster_lock, "_sleep", sleep)
     result = lock(state, job_id="j2", owner="bob", lock_wait=60)
     assert not result.get("failed") and result["changed"] is True
     assert result["lock"]["job_id"] == "j2" and result["waited"] == int(released_after[0])
@@ -427,80 +426,11 @@ def test_waiting_for_the_own_lock_does_not_happen(state, clock, sleeps):
     assert result["changed"] is False and sleeps == [] and "waited" not in result
 
 
-@pytest.mark.parametrize("value", [-1, cluster_state.MAX_LOCK_WAIT + 1])
+@pytest.mark.parametrize("value", [-1, cluster_lock.MAX_LOCK_WAIT + 1])
 def test_lock_wait_out_of_bounds_is_refused(state, value):
     result = lock(state, lock_wait=value)
     assert result["failed"] is True and "lock_wait must be 0 to 86400 seconds, got %d" % value in result["msg"]
     assert not state.exists()
-
-
-def _queue(directory, job_id, barrier, results):
-    barrier.wait()
-    try:
-        cluster_state.take_lock(directory, "owner-" + job_id, job_id, 3600, False, False, lock_wait=60)
-        with open(os.path.join(directory, "lock.json")) as handle:
-            assert json.load(handle)["job_id"] == job_id
-        cluster_state.release_lock(directory, job_id, False)
-        results.put((job_id, "ran"))
-    except (cluster_state.StateError, AssertionError) as error:
-        results.put((job_id, str(error)))
-
-
-def at_once(target, directory, jobs, timeout):
-    """Runs target(directory, job_id, barrier, results) in one real process per job, released together by the
-    barrier; every job's outcome by job id. Each process must end cleanly."""
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(len(jobs))
-    results = context.Queue()
-    processes = [context.Process(target=target, args=(directory, job_id, barrier, results)) for job_id in jobs]
-    for process in processes:
-        process.start()
-    outcomes = dict(results.get(timeout=timeout) for _job in jobs)
-    for process in processes:
-        process.join(timeout=30)
-        assert process.exitcode == 0
-    return outcomes
-
-
-def test_runs_that_wait_all_get_the_lock_one_after_another(tmp_path):
-    """Four real processes with lock_wait: each takes the lock in turn (never two at once) and none fails."""
-    jobs = ["q%d" % number for number in range(4)]
-    outcomes = at_once(_queue, str(tmp_path / "gangplank"), jobs, timeout=60)
-    assert outcomes == {job_id: "ran" for job_id in jobs}
-
-
-def _race(directory, job_id, barrier, results):
-    barrier.wait()
-    try:
-        cluster_state.take_lock(directory, "owner-" + job_id, job_id, 3600, False, False)
-        results.put((job_id, "won"))
-    except cluster_state.StateError as error:
-        results.put((job_id, str(error)))
-
-
-def race(directory):
-    """Eight processes take the lock at once; returns the winner's job id and every job's outcome."""
-    outcomes = at_once(_race, directory, ["j%d" % number for number in range(8)], timeout=30)
-    winners = [job_id for job_id, outcome in outcomes.items() if outcome == "won"]
-    assert len(winners) == 1, outcomes
-    with open(os.path.join(directory, "lock.json")) as handle:
-        assert json.load(handle)["job_id"] == winners[0]
-    return winners[0], outcomes
-
-
-@pytest.mark.parametrize("attempt", range(3))
-def test_racing_runs_exactly_one_gets_the_lock(tmp_path, attempt):
-    winner, outcomes = race(str(tmp_path / "gangplank"))
-    for job_id, outcome in outcomes.items():
-        if job_id != winner:
-            assert "is locked by owner-%s (job %s)" % (winner, winner) in outcome
-
-
-@pytest.mark.parametrize("attempt", range(3))
-def test_racing_without_the_directory_lock_still_one_wins(tmp_path, monkeypatch, attempt):
-    """O_EXCL alone decides when the runs do not take turns through the flock."""
-    monkeypatch.setattr(cluster_state, "_guard", lambda directory, shared=False: contextlib.nullcontext())
-    race(str(tmp_path / "gangplank"))
 
 
 def test_min_revision_lets_a_control_host_that_missed_writes_catch_up_with_the_same_number(state, clock):

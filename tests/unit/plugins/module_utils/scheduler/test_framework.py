@@ -6,10 +6,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
     OK, SKIPPED, FilterPlugin, Framework, PreFilterPlugin, Status,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins import gpu as gpu_plugin
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins import node_resources_fit
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import node, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
 
 
 class _ServiceOnly(PreFilterPlugin):
@@ -89,3 +92,22 @@ def test_run_filters_is_given_only_the_filters_that_read_the_node_state():
     assert [plugin.name for plugin in filters.dynamic] == ["Dynamic"]
     refused = framework.run_filters(filters.dynamic, cycle, cluster, instance, cluster.nodes["a"])
     assert (refused.ok, refused.reasons) == (False, ("node(s) said no",))
+
+
+def test_each_plugin_keeps_its_cycle_state_under_its_own_key():
+    problem = parse_problem({"nodes": {"a": node(gpus=[gpu(0)])}, "services": {
+        "web": service(cpu=2, resources={"gpu": {"memory": "10Gi"}}, sidecars=["log"]),
+        "log": {"sidecar": True, "resources": {"cpu": "500m", "memory": "1Gi"}}}})
+    framework = Framework(problem, PLUGINS, WEIGHTS)
+    cluster = ClusterState(problem)
+    instance = Instance(problem.services["web"], 0, None)
+    status, cycle, filters = framework.run_pre_filter(cluster, instance)
+    assert status.ok
+    # NodeResourcesFit's PreFilter wrote the instance's request with its sidecar's, under its own key alone.
+    assert list(cycle) == [node_resources_fit.STATE_KEY]
+    assert (cycle[node_resources_fit.STATE_KEY].cpu, cycle[node_resources_fit.STATE_KEY].services) == (2500, ("web", "log"))
+    assert framework.run_filters(filters.dynamic, cycle, cluster, instance, cluster.nodes["a"]).ok
+    # GPU remembered its choice for the node under its own key; Quota and GPUFragmentation read it through gpu_choice.
+    assert sorted(cycle) == sorted([node_resources_fit.STATE_KEY, gpu_plugin.STATE_KEY])
+    assert cycle[gpu_plugin.STATE_KEY] == {"a": (cluster.nodes["a"].version, [(0, 10 * 2 ** 30)])}
+    assert gpu_plugin.gpu_choice(cycle, instance, cluster.nodes["a"]) == [(0, 10 * 2 ** 30)]

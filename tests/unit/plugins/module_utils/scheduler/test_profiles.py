@@ -142,7 +142,7 @@ def test_refused_user_plugins(tmp_path, filename, expected):
 @pytest.mark.parametrize("profile, path, expected", [
     ({"plugins": {"filter": {"disabled": ["Nope"]}}}, "profile.plugins.filter.disabled[0]", "expected a filter plugin"),
     ({"plugins": {"filter": {"disabled": ["GPU"]}}}, "profile.plugins.filter.disabled[0]", "a static filter"),
-    ({"plugins": {"pre_filter": {"disabled": ["Sidecars"]}}}, "profile.plugins.pre_filter.disabled[0]", "a user plugin"),
+    ({"plugins": {"pre_filter": {"disabled": ["NodeResourcesFit"]}}}, "profile.plugins.pre_filter.disabled[0]", "a user plugin"),
     ({"plugins": {"score": {"enabled": [{"name": "GPU", "weight": -1}]}}},
      "profile.plugins.score.enabled[0].weight", "got -1; expected an integer from 0 to 1000"),
     ({"plugins": {"score": {"enabled": ["GPU"]}}}, "profile.plugins.score.enabled[0]", "a mapping"),

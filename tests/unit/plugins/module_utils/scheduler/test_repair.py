@@ -11,6 +11,7 @@ import importlib.util
 import os
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import STATE_KEY
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import Attempt, plan
@@ -148,5 +149,5 @@ def test_a_placed_instance_is_never_lost_or_doubled_by_the_repair():
     total = {}
     for placement in attempt.placements:
         _status, cycle, _filters = attempt.framework.run_pre_filter(attempt.cluster, placement.instance)
-        total[placement.node] = total.get(placement.node, 0) + cycle["requests"].cpu
+        total[placement.node] = total.get(placement.node, 0) + cycle[STATE_KEY].cpu
     assert {name: total.get(name, 0) for name in used} == used
