@@ -77,7 +77,6 @@ class Attempt:
             counts[service.name] = by_class[key]
         return counts
 
-
     def run(self):
         """The greedy pass: running preemptible work kept where it is, the instances that stay in place, the rest in
         queue order; then the repair pass for what fits nowhere, and the preemptible work into what is left."""
@@ -260,7 +259,6 @@ class Attempt:
             return (0.0, node_state.name)
         score = self.framework.run_score(self.framework.scorers, cycle, self.cluster, instance, node_state)
         return (score, node_state.name)
-
 
     def _fail(self, instance, status, cycle, filters):
         """Record why ``instance`` fits nowhere: a preemptible one is left out, a gang member is unplaced (and the
