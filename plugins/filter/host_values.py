@@ -14,22 +14,11 @@ description:
     with a default for the hosts where it is not defined - what a task delegated to another host needs, since it sees
     the variables of the host it runs for.
 options:
-  _input:
-    description: The hosts.
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: C(hostvars).
-    type: dict
-    required: true
-  path:
-    description: The variable's name, or a dotted path into it (C(facts__cache.valid)).
-    type: str
-    required: true
   default:
     description: The value where the variable (or a key on the path) is not defined.
     type: raw
+extends_documentation_fragment:
+  - gangplank.platform.hostvars_lookup
 author:
   - Gangplank maintainers (@gangplank)
 """

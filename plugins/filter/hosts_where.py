@@ -12,20 +12,8 @@ version_added: 0.1.0
 description:
   - Keeps, in order, the hosts whose variable at a dotted path is true (Jinja's truth - a non-empty string or list
     counts); a host where it is not defined is left out.
-options:
-  _input:
-    description: The hosts.
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: C(hostvars).
-    type: dict
-    required: true
-  path:
-    description: The variable's name, or a dotted path into it (C(facts__cache.valid)).
-    type: str
-    required: true
+extends_documentation_fragment:
+  - gangplank.platform.hostvars_lookup
 author:
   - Gangplank maintainers (@gangplank)
 """
