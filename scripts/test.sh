@@ -8,6 +8,8 @@
 #   5. molecule     molecule test in each role: converge, idempotence, verify on this machine
 #   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
 #   7. lint         ansible-lint, profile production (.ansible-lint)
+#   8. docs         antsibull-changelog lint (changelogs/), the site's guides up to date with docs/*.md
+#                   (scripts/docs_guides.py --check), antsibull-docs lint-collection-docs --plugin-docs
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -200,6 +202,21 @@ end
 # --------------------------------------------------------------------------------------------------
 begin lint "ansible-lint (profile production, .ansible-lint)"
 ansible-lint
+end
+
+# --------------------------------------------------------------------------------------------------
+begin docs "antsibull-changelog lint, docs_guides.py --check, antsibull-docs lint-collection-docs"
+# The changelog fragments and changelogs/changelog.yaml (CONTRIBUTING.md, "Changelog fragments").
+antsibull-changelog lint
+antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+# docs/docsite/rst/ is written from docs/*.md by scripts/docs.sh; every guide is listed in extra-docs.yml.
+python scripts/docs_guides.py --check
+# Every module's, plugin's and role's documentation as the docs site renders it (schema, markup, references),
+# and the guides (rstcheck, their references). antsibull-docs reads the collection at
+# ansible_collections/gangplank/platform: the shim of venv.sh; the collections galaxy.yml depends on come from
+# ANSIBLE_COLLECTIONS_PATH (the `ansible` package).
+(cd "$REPO_ROOT/.build/collections/ansible_collections/gangplank/platform" &&
+    antsibull-docs lint-collection-docs --plugin-docs --check-extra-docs-refs .)
 end
 
 summary="$(printf '%s, ' "${SUMMARY[@]}")"

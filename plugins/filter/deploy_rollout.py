@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Adds the C(gangplank.io/config-hash) label (the hash of the rendered config files) and the C(gangplank.io/spec-hash)
     label (the hash of everything the container is made from) to each container from
-    a host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(step=containers)), and compares
+    a host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(gangplank.platform.deploy_plan#module:step=containers)), and compares
     them with the containers that exist.
   - 'Each container gets an action: C(create) (missing), C(recreate) (its spec hash changed, or its instance was recreated,
     for a sidecar), C(start) (same spec, not running) or C(keep).'
@@ -22,7 +22,7 @@ description:
   - Fails when a wanted name is taken by a container that gangplank does not manage.
 options:
   _input:
-    description: The host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(step=containers)).
+    description: The host's container specs (C(containers) of M(gangplank.platform.deploy_plan) with O(gangplank.platform.deploy_plan#module:step=containers)).
     type: list
     elements: dict
     required: true

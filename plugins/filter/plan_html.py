@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: plan_html
 short_description: Render a gang plan as one self-contained HTML page
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Turns the result of M(gangplank.platform.gang_plan) or M(gangplank.platform.gang_schedule) (its C(plan)) into one
     HTML document with inline CSS and SVG only (no script, no network); per node a card with CPU and memory bars, each

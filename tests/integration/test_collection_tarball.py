@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The collection as Galaxy ships it: `ansible-galaxy collection build`, then install the tarball into an empty
-collections path; the tarball leaves the benchmarks and the tests out, and every module runs by its FQCN from the
-installed copy (not from this checkout)."""
+collections path; the tarball leaves the benchmarks, the tests and their data out, and every module, a filter and a
+role run by their FQCN from the installed copy (not from this checkout)."""
 
 from __future__ import annotations
 
@@ -48,13 +48,29 @@ def installed(tmp_path_factory):
     return members, env, work
 
 
+def only_the_installed_copy(env):
+    """env, where the only gangplank.platform Ansible finds is the installed one: this checkout is not on sys.path
+    (PYTHONPATH holds the shim when pytest runs; the `ansible` package's collections in site-packages stay, for the
+    json callback)."""
+    env = {key: value for key, value in env.items() if key != "PYTHONPATH"}
+    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    return env
+
+
 def test_the_tarball_holds_what_a_site_runs_and_no_benchmark_or_test(installed):
     members, _env, _work = installed
     tops = {name.split("/", 1)[0] for name in members}
     assert {"plugins", "roles", "playbooks", "docs", "meta", "MANIFEST.json", "FILES.json"} <= tops
-    assert "benchmarks" not in tops
-    assert not [name for name in members if name.startswith(("tests/unit", "tests/integration", "tests/e2e"))]
+    assert {"README.md", "CHANGELOG.md", "changelogs/changelog.yaml", "docs/docsite/extra-docs.yml",
+            "docs/docsite/links.yml"} <= set(members)
+    # No benchmark, test, test data (molecule scenarios, the test beds' inventories), script or build tooling.
+    assert not tops & {"benchmarks", "tests", "inventories", "scripts", "requirements-test.txt", "ansible.cfg"}
+    assert not [name for name in members if "/molecule" in name or name.startswith("changelogs/fragments")
+                or name.endswith((".pyc", ".tar.gz", ".plugin-cache.yaml"))]
     assert {"plugins/modules/%s.py" % name for name in MODULES} <= set(members)
+    guides = {"docs/docsite/rst/%s.rst" % name[:-3] for name in os.listdir(os.path.join(ROOT, "docs"))
+              if name.endswith(".md")}
+    assert guides <= set(members)
 
 
 def test_the_manifest_names_only_the_collections_the_roles_use(installed):
@@ -111,3 +127,51 @@ def test_every_module_runs_by_its_fqcn_from_the_installed_copy(installed):
     assert results["Read a cluster state folder"].get("failed") is not True, results["Read a cluster state folder"]
     assert results["Probe nothing"].get("healthy") is True, results["Probe nothing"]
     assert done.returncode == 0, done.stderr
+
+
+def test_a_filter_and_a_role_run_by_their_fqcn_from_the_installed_copy(installed):
+    """The facts role (with the cluster role it depends on) on this machine over a local connection, with simulated
+    GPUs and NVMe: it only reads. Then the plan_table filter renders what gang_plan planned from the example problem
+    of the installed copy's own examples/."""
+    _members, env, work = installed
+    collection = work / "collections" / "ansible_collections" / "gangplank" / "platform"
+    with open(collection / "examples" / "cluster.yml", encoding="utf-8") as handle:
+        problem = yaml.safe_load(handle)
+    play = {
+        "hosts": "sim", "gather_facts": False,
+        "vars": {
+            "gangplank_simulated_gpus": [{"model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"}],
+            "gangplank_simulated_nvme": [{"name": "nvme0n1", "size": "3576Gi", "mount": "/mnt/nvme0n1",
+                                          "free": "3000Gi"}],
+            "gangplank_nvme_labels": {"nvme0n1": ["cache"]},
+            # Nothing on this machine's paths: the role reads a fact file and a cache that are not there.
+            "gangplank_state_dir": str(work / "state"),
+            "gangplank_fact_path": str(work / "facts.d"),
+        },
+        "roles": ["gangplank.platform.facts"],
+        "post_tasks": [
+            {"name": "Plan the example problem", "gangplank.platform.gang_plan": {"problem": problem},
+             "register": "planned"},
+            {"name": "Render the plan", "ansible.builtin.debug": {
+                "msg": "{{ planned | gangplank.platform.plan_table }}"}},
+        ],
+    }
+    playbook = work / "role.yml"
+    playbook.write_text(yaml.safe_dump([play]))
+    inventory = work / "role-hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"sim": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    done = run([os.path.join(BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)], cwd=str(work),
+               env=only_the_installed_copy(env))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    answer = json.loads(done.stdout)
+    tasks = {task["task"]["name"].split(" : ", 1)[-1]: task["hosts"]["sim"] for task in answer["plays"][0]["tasks"]}
+    gpus = tasks["Read the GPUs"]["ansible_facts"]["gangplank_gpus"]
+    assert [(gpu["model"], gpu["source"]) for gpu in gpus] == [("NVIDIA A100-SXM4-80GB", "simulated")]
+    facts = tasks["Work out the node labels and the scheduler's node entry"]["ansible_facts"]
+    assert facts["facts_node_labels"]["nvidia.com/gpu.count"] == "1"
+    assert [gpu["model"] for gpu in facts["facts_node"]["gpus"]] == ["NVIDIA A100-SXM4-80GB"]
+    assert tasks["Plan the example problem"]["feasible"] is True
+    table = "\n".join(tasks["Render the plan"]["msg"])
+    assert all(node in table for node in problem["nodes"]), table
+    assert not (work / "state").exists() or not any((work / "state").iterdir())
