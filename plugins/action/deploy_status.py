@@ -12,7 +12,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
-    down_instances, host_status, status_probes, status_report,
+    down_instances, gpu_status, has_gpu_instances, host_status, status_probes, status_report,
 )
 
 SETTINGS = {
@@ -34,6 +34,8 @@ ARGUMENT_SPEC = {
     "record": {"type": "dict", "default": {}},
     "picture": {"type": "bool", "default": False},
     "status_var": {"type": "str", "default": "deploy__status"},
+    "watchdog_state": {"type": "str", "default": ""},
+    "sharing": {"type": "str", "default": "none", "choices": ["mps", "none"]},
 }
 
 
@@ -71,8 +73,14 @@ class ActionModule(ActionBase):
         # A probe that fails is a row that says so, not a failed status: the result is read whatever it is.
         checked = self._execute_module(module_name="gangplank.platform.health_wait", module_args={"probes": probes},
                                        task_vars=task_vars) if probes else {}
-        return host_status(host, containers, args["existing"], checked.get("probes") or {}, args["instances"],
-                           args["hardware"])
+        status = host_status(host, containers, args["existing"], checked.get("probes") or {}, args["instances"],
+                             args["hardware"])
+        if args["watchdog_state"] and has_gpu_instances(args["instances"]):
+            # The GPU watchdog's last poll (docs/gpu-sharing.md), read only where an instance has GPUs.
+            read = self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": args["watchdog_state"]},
+                                        task_vars=task_vars)
+            status.update(gpu_status(host, args["instances"], read, args["watchdog_state"], args["sharing"]))
+        return status
 
 
 def _report(args, hostvars):

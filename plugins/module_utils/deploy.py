@@ -8,7 +8,9 @@ Pure functions behind the deploy role (docs/deploy.md):
 - ``desired_containers`` turns the host's instances and the catalog into container specs:
   image, command, env, published ports, GPUs by CDI name, the NVMe directory, config files,
   labels and the health probe. A sidecar shares its instance's network namespace, so the
-  instance's container publishes the sidecar's ports too.
+  instance's container publishes the sidecar's ports too. On a host that enforces GPU shares
+  with CUDA MPS (``gpu_sharing="mps"``), each share instance gets its own MPS control daemon
+  container (module_utils/mps.py says why and how), listed just before the instance.
 - ``rollout`` compares them with the containers that exist and says, per container, whether it
   is created, recreated, started or kept, and which containers of this host are stale.
 - ``waves`` looks at every host's rollout at once and says which ranks have anything to do and, within
@@ -28,6 +30,7 @@ import posixpath
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog, unavailable_count
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
+from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
@@ -38,6 +41,8 @@ LABEL = "gangplank.io/"
 MANAGED, NODE, INSTANCE, SERVICE, RANK, SIDECAR_OF = (LABEL + key for key in (
     "managed", "node", "instance", "service", "rank", "sidecar-of"))
 CONFIG_HASH, SPEC_HASH = LABEL + "config-hash", LABEL + "spec-hash"
+# A share instance's MPS control daemon (module_utils/mps.py): the name of the instance's container.
+MPS_OF = mps.MPS_OF
 GPU_MODES = ("cdi", "simulated")
 ENGINES = ("podman", "docker")
 
@@ -111,7 +116,7 @@ def _environment(binding, name, service, ports, host, gpus=True):
 
 # The variables gangplank sets itself (_environment): names, ports and GPU ids, not secrets.
 _OWN_VARIABLES = ("GANGPLANK_INSTANCE", "GANGPLANK_SERVICE", "GANGPLANK_ORDINAL", "GANGPLANK_NODE", "GANGPLANK_PORTS",
-                  "GANGPLANK_GPU_MEMORY", "GANGPLANK_NVME_DIR", "NVIDIA_VISIBLE_DEVICES")
+                  "GANGPLANK_GPU_MEMORY", "GANGPLANK_GPU_ENFORCED", "GANGPLANK_NVME_DIR", "NVIDIA_VISIBLE_DEVICES")
 MASK = "********"
 _SHORTEST_MASKED = 4
 
@@ -140,17 +145,36 @@ def parse_catalog(services):
 
 
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
-                       gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR, catalog=None):
+                       gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR, catalog=None,
+                       gpu_sharing=None, mps_control="", mps_dir=mps.DEFAULT_DIR, mps_image="",
+                       mps_ready_timeout=mps.DEFAULT_READY_TIMEOUT):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
 
     With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
     (its ``cpus`` and ``memory``); without, both are None. ``catalog``: ``services`` as parse_catalog() returns it,
     for a caller that parsed it once for every host (``services`` is then not read).
+
+    ``gpu_sharing`` is the host's sharing mode (``mps`` or ``none``; the deploy role always gives it): each share
+    instance (a GPU request with ``memory``) gets ``GANGPLANK_GPU_ENFORCED`` (``true`` or ``false``), and with ``mps``
+    its own MPS control daemon container just before it (module_utils/mps.py): ``mps_control`` is the control binary's
+    path on the host, ``mps_dir`` the host directory of the daemons' directories, ``mps_image`` the daemon's image
+    (empty: the instance's), ``mps_ready_timeout`` the seconds an instance waits for its daemon's limits. Without
+    ``gpu_sharing`` (None) the specs are those of a collection without MPS.
     """
     if gpu_mode not in GPU_MODES:
         raise DeployError("gpu_mode: got %r; expected one of %s" % (gpu_mode, ", ".join(GPU_MODES)))
     if engine not in ENGINES:
         raise DeployError("engine: got %r; expected one of %s" % (engine, ", ".join(ENGINES)))
+    if gpu_sharing is not None and gpu_sharing not in mps.SHARING_MODES:
+        raise DeployError("gpu_sharing: got %s; expected one of %s" % (show(gpu_sharing), ", ".join(mps.SHARING_MODES)))
+    if gpu_sharing == "mps":
+        try:
+            mps.check_settings(mps_control, mps_dir, mps_image, mps_ready_timeout)
+        except mps.MpsError as error:
+            raise DeployError(str(error)) from None
+        if gpu_mode == "simulated" and not mps_control:
+            raise DeployError("mps_control: simulated GPUs under MPS need the path of a control binary (the test bed's "
+                              "stand-in) to mount in the daemons")
     if not valid_host_name(host):
         # The host names containers and the directories of their config files: "../x" must not reach a path.
         raise DeployError("host %s: the inventory name is not %s" % (show(host), HOST_NAME_EXPECTED))
@@ -180,6 +204,13 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             main["directories"].append(source)
             main["volumes"].append("%s:%s" % (source, spec["nvme_path"]))
             main["env"].setdefault("GANGPLANK_NVME_DIR", spec["nvme_path"])     # the catalog's env wins, as everywhere
+        gpu_request = ((scheduling.get(binding["service"]) or {}).get("resources") or {}).get("gpu")
+        if gpu_sharing is not None and mps.is_share(gpu_request, binding):
+            # Whether the host holds the instance to its grant: set by the host, over the catalog's env.
+            main["env"]["GANGPLANK_GPU_ENFORCED"] = "true" if gpu_sharing == "mps" else "false"
+            if gpu_sharing == "mps":
+                containers.append(_mps_daemon(instance, binding, gpu_request, main, gpu_mode, mps_control, mps_dir,
+                                              mps_image, mps_ready_timeout))
         containers.append(main)
         for sidecar in sidecars:
             side = _container(host, instance, binding, sidecar, specs[sidecar], data_dir, probe_address, engine, secret_dir)
@@ -190,6 +221,17 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
                                **specs[sidecar]["env"])
             containers.append(side)
     return containers
+
+
+def _mps_daemon(instance, binding, gpu_request, main, gpu_mode, control, directory, image, ready_timeout):
+    """The MPS control daemon of the share instance ``main`` (mps.daemon), and ``main`` made its client."""
+    try:
+        entries, cores = mps.limits(instance, binding, gpu_request)
+    except mps.MpsError as error:
+        raise DeployError(str(error)) from None
+    daemon = mps.daemon(main, entries, cores, control, directory, image, gpu_mode == "simulated")
+    mps.client(main, daemon, ready_timeout)
+    return daemon
 
 
 def desired_on_hosts(settings, services, catalog=None):
@@ -215,7 +257,8 @@ def desired_on_hosts(settings, services, catalog=None):
 
 # What desired_on_hosts() takes per host, and the type of each (the deploy role fills them from the host's variables).
 _SETTING_TYPES = {"instances": dict, "data_dir": str, "publish_address": str, "probe_address": str, "gpu_mode": str,
-                  "engine": str, "limits": bool, "secret_dir": str}
+                  "engine": str, "limits": bool, "secret_dir": str, "gpu_sharing": str, "mps_control": str,
+                  "mps_dir": str, "mps_image": str, "mps_ready_timeout": int}
 
 
 def _settings(entry):
@@ -323,9 +366,11 @@ def _evictions(planned, stale, current):
 
 def _removal_order(name, labels):
     # Sidecars first: an instance cannot be removed while a sidecar shares its network. Then, per
-    # service, the highest ordinals first, as a scale-down takes them.
+    # service, the highest ordinals first, as a scale-down takes them. MPS daemons last: Podman does not
+    # remove a container that another (its instance) requires.
     service, _dash, ordinal = labels.get(INSTANCE, "").rpartition("-")
-    return (SIDECAR_OF not in labels, service, -int(ordinal) if _ascii_digits(ordinal) else 0, name)
+    kind = 2 if MPS_OF in labels else int(SIDECAR_OF not in labels)
+    return (kind, service, -int(ordinal) if _ascii_digits(ordinal) else 0, name)
 
 
 def _secret_trace(container, secret_hashes):
@@ -338,6 +383,17 @@ def _secret_trace(container, secret_hashes):
         trace.append([secret["name"], secret["delivery"], secret["env"], secret["target"], secret["mode"], secret["uid"],
                       secret["gid"], secret_hashes[secret["var"]]])
     return trace
+
+
+def _restart_mps_clients(planned):
+    """An MPS daemon that starts anew (killed, removed, stopped) leaves its running instance without a server: the
+    instance is made anew (with its sidecars, which share its network namespace) in the same wave, after the daemon."""
+    daemons = {container["labels"][MPS_OF] for container in planned
+               if MPS_OF in container["labels"] and container["action"] != "keep"}
+    restart = {container["name"] for container in planned if container["name"] in daemons and container["action"] == "keep"}
+    for container in planned:
+        if container["action"] == "keep" and (container["name"] in restart or container["labels"].get(SIDECAR_OF) in restart):
+            container["action"] = "recreate"
 
 
 def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=None):
@@ -364,8 +420,12 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
             raise DeployError("%s; nothing was changed" % error) from None
         shape = {key: container[key] for key in ("image", "command", "env", "ports", "devices", "volumes", "network",
                                                  "init", "stop_timeout", "restart_policy")}
-        # Limits count only when set, so hosts whose engine cannot enforce them keep their hashes.
-        shape.update({key: container[key] for key in ("cpus", "memory") if container.get(key) is not None})
+        # Limits (and an MPS daemon's user) count only when set, so hosts whose engine cannot enforce them keep their
+        # hashes.
+        shape.update({key: container[key] for key in ("cpus", "memory", "user") if container.get(key) is not None})
+        # A share instance is an MPS client of its daemon: it is recreated with it (its connection would be gone).
+        if container.get("mps_client"):
+            shape["mps"] = spec_hash_of.get(container["mps_client"]["daemon"])
         # Secrets count only when there are some, so containers without them keep their hashes.
         if secrets:
             shape["secrets"] = secrets
@@ -386,6 +446,7 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
         else:
             action = "keep"
         planned.append(dict(container, labels=labels, action=action))
+    _restart_mps_clients(planned)
     wanted = {container["name"] for container in containers}
     stale = sorted((name for name, now in current.items()
                     if now["labels"].get(MANAGED) == "true" and now["labels"].get(NODE) == host and name not in wanted),
@@ -415,6 +476,11 @@ def waves(rollouts, services):
     return rollout_waves(rollouts, restart_settings(parse_catalog(services)))
 
 
+def _owner(container):
+    """The instance container a container belongs to: a sidecar's or an MPS daemon's instance, else itself."""
+    return container["labels"].get(SIDECAR_OF) or container["labels"].get(MPS_OF) or container["name"]
+
+
 def rollout_waves(rollouts, restarts):
     """The cluster-wide order of a rollout, from every host's ``rollout()`` and each service's restart_settings().
 
@@ -435,13 +501,13 @@ def rollout_waves(rollouts, restarts):
         for container in plan["containers"]:
             if container["action"] != "keep":
                 active.add(container["rank"])
-            main = container["labels"].get(SIDECAR_OF) or container["name"]
+            main = _owner(container)
             members.setdefault(main, []).append(container["name"])
-            if not container["sidecar"]:
+            if not container["sidecar"] and MPS_OF not in container["labels"]:
                 replicas[container["service"]] = replicas.get(container["service"], 0) + 1
         for container in plan["containers"]:
             if container["action"] == "recreate":
-                main = container["labels"].get(SIDECAR_OF) or container["name"]
+                main = _owner(container)
                 owner = next(item for item in plan["containers"] if item["name"] == main)
                 restarting[main] = (owner["rank"], owner["service"], owner["instance"])
     by_service = {}

@@ -19,8 +19,9 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    DeployError, decide, desired_on_hosts, parse_catalog, restart_settings,
+    MPS_OF, DeployError, decide, desired_on_hosts, parse_catalog, restart_settings,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
 
@@ -108,9 +109,21 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
                       for rank in order["active_ranks"]},
             "stale": decision["rollouts"][host]["stale"],
             "stale_secrets": unused.get(host) or [],
+            "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
         }
     _keep_one_for_the_lock(hosts, plans)
     return {"lines": decision["lines"], "waves": order, "hosts": plans}
+
+
+def _stale_mps_dirs(stale, read):
+    """The MPS directories (mps.host_dir) of the stale MPS daemons of a host, removed with them."""
+    labels = {}
+    for item in read.get("containers") or []:
+        name = str(item.get("Name") or (item.get("Names") or [""])[0]).lstrip("/")
+        labels[name] = (item.get("Config") or {}).get("Labels") or item.get("Labels") or {}
+    directory = read["settings"].get("mps_dir") or mps.DEFAULT_DIR
+    found = [mps.stale_dir(name, labels.get(name) or {}, directory) for name in stale]
+    return [path for path in found if path]
 
 
 def _keep_one_for_the_lock(hosts, plans):
@@ -166,10 +179,15 @@ def _wave(containers, read):
     starting = [container for container in containers if container["action"] != "keep"]
     # Without the engine (check mode before the runtime role ran), the host's line already says what would start.
     started = starting if read.get("engine_found") else []
+    # An MPS daemon made anew: Podman does not remove a container that another requires, so its instance (recreated
+    # with it: the spec hash chains them) goes first.
+    daemons = {container["labels"][MPS_OF] for container in containers
+               if MPS_OF in container["labels"] and container["action"] == "recreate"}
     return {
         # A sidecar shares its instance's network namespace, which the engine will not remove under it.
         "remove_sidecars": [container["name"] for container in containers
-                            if container["sidecar"] and container["action"] == "recreate"],
+                            if container["sidecar"] and container["action"] == "recreate"]
+        + [container["name"] for container in containers if container["name"] in daemons and container["action"] == "recreate"],
         "podman_secrets": [entry for container in started if container["action"] in ("create", "recreate")
                            for entry in container["secrets"]] if engine == "podman" else [],
         "leftovers": _leftovers(starting, read) if engine == "podman" else [],

@@ -25,9 +25,14 @@ def _set_if(arguments, key, value):
 def podman_arguments(spec, recreate=False):
     """containers.podman.podman_container's arguments that start ``spec`` (made anew with ``recreate``).
 
-    Its secrets are Podman's (``--secret`` options naming the secrets made before, gangplank.platform.deploy role)."""
+    Its secrets are Podman's (``--secret`` options naming the secrets made before, gangplank.platform.deploy role).
+    An MPS client (a GPU share, module_utils/mps.py) ``requires`` its daemon: Podman starts the daemon first whenever
+    it starts the instance, and does not remove the daemon under it."""
     arguments = {"name": spec["name"], "image": spec["image"], "env": spec["env"]}
     _set_if(arguments, "command", spec["command"])
+    _set_if(arguments, "user", spec.get("user"))
+    if spec.get("mps_client"):
+        arguments["requires"] = [spec["mps_client"]["daemon"]]
     _set_if(arguments, "publish", spec["ports"])
     _set_if(arguments, "device", spec["devices"])
     _set_if(arguments, "volume", spec["volumes"])
@@ -47,7 +52,8 @@ def docker_arguments(spec, secret_values, recreate=False):
     Docker has no secrets without Swarm: an env secret is set as a variable (docs/catalog.md: visible to docker
     inspect), its value from ``secret_values`` (variable -> value), winning over the catalog's env; a file secret is a
     private file, bind-mounted read-only (``mounts``). GPUs by CDI name as a device request; images are loaded from a
-    bundle, never pulled (air-gapped hosts)."""
+    bundle, never pulled (air-gapped hosts). Docker has no start dependency: an MPS client starts after its daemon
+    because gangplank.platform.container waits for the daemon's limits first."""
     env = dict(spec["env"])
     for secret in spec.get("secrets") or []:
         if secret["delivery"] != "env":
@@ -59,6 +65,7 @@ def docker_arguments(spec, secret_values, recreate=False):
         env[secret["env"]] = secret_values[secret["var"]]
     arguments = {"name": spec["name"], "image": spec["image"], "pull": "never", "env": env}
     _set_if(arguments, "command", spec["command"])
+    _set_if(arguments, "user", spec.get("user"))
     _set_if(arguments, "published_ports", spec["ports"])
     if spec["devices"]:
         arguments["device_requests"] = [{"driver": "cdi", "device_ids": spec["devices"]}]

@@ -11,6 +11,7 @@ and is tested without it. Only the standard library and this collection are impo
 from __future__ import annotations
 
 import csv
+import os
 import socket
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
@@ -23,6 +24,8 @@ SIMULATED_REASON = "simulated by " + SIMULATED_VAR
 NOTHING_REASON = "nvidia-ml-py (pynvml) is not installed and nvidia-smi was not found"
 
 MIB = 1024 * 1024
+# The CUDA MPS control binary (the driver's user-space tools): where it is found, the host enforces GPU shares with MPS.
+MPS_CONTROL = "nvidia-cuda-mps-control"
 
 # nvidia-smi --help-query-gpu names; the order is the order of the CSV columns.
 NVIDIA_SMI_FIELDS = (
@@ -379,6 +382,26 @@ class GpuFactCollector:
             return [], driver_entry(False, "nvidia-ml-py (pynvml) is not installed and nvidia-smi exited with %d: %s" % (rc, said))
         gpus, driver_version = parse_nvidia_smi(out or "")
         return gpus, driver_entry(True, None, "nvidia-smi", driver_version, None, len(gpus))
+
+
+def mps_control_path(name, gpus, which):
+    """gangplank_gpu_driver.mps_control: the absolute path of the CUDA MPS control binary, or None.
+
+    ``name``: a bare command name, looked up with ``which`` (e.g. AnsibleModule.get_bin_path: PATH), or an absolute
+    path, taken when it is an executable regular file; empty (or None) looks nothing up. A host without GPUs (none read and none
+    simulated) has no use for MPS: None. Simulated GPUs look it up too, so a test bed may name a stand-in.
+    Raises ValueError for another name (a relative path, a control character)."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or has_control(name) or ("/" in name and not name.startswith("/")):
+        raise ValueError("mps_control: got %s; expected a command name (looked up on PATH) or an absolute path"
+                         % show(name))
+    if not gpus or not name:
+        return None
+    if name.startswith("/"):
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    found = which(name) if which is not None else None
+    return found if isinstance(found, str) and found.startswith("/") else None
 
 
 def collect(nvml=None, run_command=None, which=None, simulated=None, hostname=None):

@@ -7,8 +7,8 @@ Input is one host's variables (``hostvars[host]``): ``ansible_facts`` from setup
 (processor_vcpus, memtotal_mb, architecture, system), ``gangplank_gpus`` /
 ``gangplank_gpu_driver`` / ``gangplank_nvme`` from this collection's facts modules,
 and the operator's host variables ``gangplank_labels``, ``gangplank_taints``,
-``gangplank_unschedulable`` and ``gangplank_reserved`` ({cpu, memory} kept for the
-system). Pure functions; no Ansible import.
+``gangplank_unschedulable``, ``gangplank_reserved`` ({cpu, memory} kept for the
+system) and ``gangplank_gpu_sharing`` (mps or none). Pure functions; no Ansible import.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import re
 from collections import Counter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
+    GPU_SHARING_MODES, GPU_SHARING_MPS, GPU_SHARING_NONE,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
     BLANKS, format_size, parse_cpu, parse_size,
 )
@@ -249,6 +252,21 @@ def _reserved(hostvars, host):
     return cpu, memory
 
 
+def gpu_sharing(hostvars):
+    """How the host enforces GPU shares, as the cluster role's cluster_gpu_sharing says: ``gangplank_gpu_sharing``
+    when set, else mps where the facts found the MPS control binary (gangplank_gpu_driver.mps_control), else none."""
+    host = _host(hostvars)
+    if hostvars.get("gangplank_gpu_sharing") is not None:
+        value = hostvars["gangplank_gpu_sharing"]
+        if not isinstance(value, str) or value not in GPU_SHARING_MODES:
+            raise NodeFactsError("%s: gangplank_gpu_sharing: got %s; expected %s (how the host enforces GPU shares)"
+                                 % (host, show(value), " or ".join(GPU_SHARING_MODES)))
+        return value
+    driver = _facts(hostvars).get("gangplank_gpu_driver")
+    found = driver.get("mps_control") if isinstance(driver, dict) else None
+    return GPU_SHARING_MPS if found else GPU_SHARING_NONE
+
+
 def scheduler_node(hostvars):
     """The scheduler's ``nodes.<host>`` entry (docs/problem-format.md) for one host."""
     host = _host(hostvars)
@@ -274,6 +292,7 @@ def scheduler_node(hostvars):
         "nvme": [{"name": device["name"], "size": device["size"], "labels": list(device.get("labels") or []),
                   "mount": device["mount"]}
                  for device in sorted(usable_nvme(hostvars), key=lambda device: device["name"])],
+        "gpu_sharing": gpu_sharing(hostvars),
     }
     return node
 

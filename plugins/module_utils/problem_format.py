@@ -27,6 +27,12 @@ MAX_TOTAL = 2 ** 62             # a sum over the cluster or over all requests, i
 MAX_ENTRIES = 1000000           # list items and mapping entries read in all: YAML aliases cannot multiply the work
 MAX_ERRORS = 100                # mistakes listed; reading stops after them
 MAX_PRIORITY = 1000000000       # |priority| of a service (kube's PriorityClass values are of this order)
+MAX_GPU_CORES = 100             # resources.gpu.cores: a percent of a GPU's SMs; the shares on one device add up to at most this
+# nodes.<n>.gpu_sharing: how a node enforces GPU shares. mps: a CUDA MPS server per share instance holds it to its memory
+# and cores; none: shares are advisory (and gpu.cores cannot be enforced there).
+GPU_SHARING_MPS = "mps"
+GPU_SHARING_NONE = "none"
+GPU_SHARING_MODES = (GPU_SHARING_MPS, GPU_SHARING_NONE)
 # Checks of every-node eligibility (every_node_work): every-node services x (nodes x (1 + selector entries) + the
 # nodes' NoSchedule/NoExecute taints). 2e7 set lookups take a few seconds here; a real cluster needs far fewer
 # (100 every-node services on 10,000 nodes with a 2-entry selector and a taint each: 4e6).

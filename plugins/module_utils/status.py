@@ -10,8 +10,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import render_status, status_rows
+from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
+    StateError, condition_lines, parse_state, render_share_rows, share_rows,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
     health_of, render_html, status_result,
 )
@@ -46,6 +50,34 @@ def host_status(host, containers, existing, probes, instances, hardware):
             "gpus": hardware_gpus(hardware)}
 
 
+def has_gpu_instances(instances):
+    """Whether a bound instance of the host has GPUs (only then is the GPU watchdog's state read)."""
+    return any(isinstance(binding, dict) and binding.get("gpus") for binding in (instances or {}).values())
+
+
+def gpu_status(host, instances, read, path, sharing="none", now=None):
+    """The host's GPU share rows (memory used, from the GPU watchdog's last poll, against granted; the SM share;
+    enforced or advisory) and the watchdog's lines (not polling, over a grant, bypasses), from ``read``, the slurp
+    module's result for the watchdog's state file ``path``. A state file that is missing or not what the watchdog writes
+    is a line naming it; the rows then show no use."""
+    now = time.time() if now is None else now
+    state, lines = None, []
+    if read.get("failed"):
+        reason = (str(read.get("msg") or "").splitlines() or ["cannot be read"])[0][:200]
+        if "not found" in reason or "does not exist" in reason:
+            reason = "it has not run here (no %s)" % path
+        lines.append("%s: GPU watchdog: %s" % (host, reason))
+    else:
+        try:
+            state = parse_state(base64.b64decode(read.get("content") or "", validate=True), path)
+        except (binascii.Error, ValueError) as error:
+            message = str(error) if isinstance(error, StateError) else "the GPU watchdog's state file %s is not base64" % path
+            lines.append("%s: %s" % (host, message))
+        if state is not None:
+            lines += condition_lines(host, state, now)
+    return {"shares": share_rows(host, instances, state, sharing), "watchdog_lines": lines}
+
+
 def down_instances(record, live_hosts, inventory_hosts):
     """{host: {instance: placement}} of the record's instances on hosts of the inventory that are not live, by
     host name, each host's instances in the record's order."""
@@ -75,13 +107,22 @@ def status_page(hosts, statuses, down):
     health = health_of(rows)
     # The instances of a host that is down are not probed: they wait for it.
     health.update({str(name): "waiting: host down" for instances in down.values() for name in instances})
-    return render_html(result, title="gangplank status: %d host(s)" % len(hosts), health=health)
+    # The GPU shares (used against granted, the SM share, enforced or advisory) and the watchdog's lines, as notes.
+    return render_html(result, title="gangplank status: %d host(s)" % len(hosts), health=health, notes=gpu_lines(hosts, statuses))
+
+
+def gpu_lines(hosts, statuses):
+    """The GPU share table over every host (gpu_status's rows), then the GPU watchdog's lines."""
+    shares = [row for host in hosts for row in statuses[host].get("shares") or []]
+    return render_share_rows(shares) + [line for host in hosts for line in statuses[host].get("watchdog_lines") or []]
 
 
 def status_report(hosts, statuses, down, picture=False):
     """Over every live host: the table's lines, then a line per host that is down; and the picture when asked."""
     rows = [row for host in hosts for row in statuses[host]["rows"]]
     report = {"lines": render_status(rows) + waiting_lines(down), "down": down}
+    # The GPU shares and the GPU watchdog's lines, shown apart from the table (tasks/status.yml).
+    report["gpu_lines"] = gpu_lines(hosts, statuses)
     if picture:
         report["html"] = status_page(hosts, statuses, down)
     return report

@@ -16,6 +16,11 @@ description:
   - With Docker, an env secret becomes a variable of the container, its value from O(secret_values) (Docker has no
     secrets without Swarm); a file secret is bind-mounted read-only from its private file. With Podman, the spec names
     the Podman secrets made before.
+  - A GPU share's MPS control daemon and its instance (docs/deploy.md, GPU shares under MPS) take one step each on the
+    host first, not in check mode. Before the daemon starts, its directories are made (C(<dir>) 0700, its C(pipe),
+    C(shm) and C(log) 1777) and an earlier daemon's ready file is removed; before the instance starts, the action waits
+    for the daemon's ready file (its limits are set), at most the spec's timeout, and fails without starting the
+    instance when it does not come, with the daemon's last log lines. With Podman the instance C(requires) its daemon.
   - "Returns the module's result. A failure to start says C(<name>: <message>[ stderr: <its end>]), with every value of
     the spec's env and of O(secret_values) masked; the inspect data the module returns is never in it. Run it with
     C(no_log) all the same: the module's arguments and result hold the env."

@@ -91,6 +91,17 @@ options:
     description: O(step=report). The variable each host registered its step=host result in.
     type: str
     default: deploy__status
+  watchdog_state:
+    description:
+      - O(step=host). The GPU watchdog's state file on the host (docs/gpu-sharing.md); read (M(ansible.builtin.slurp))
+        only when a bound instance has GPUs. Empty for none.
+    type: str
+    default: ''
+  sharing:
+    description: O(step=host). The host's GPU sharing mode, for instances the watchdog has not seen (C(mps) enforced, C(none) advisory).
+    type: str
+    default: none
+    choices: [mps, none]
 attributes:
   action:
     support: full
@@ -156,6 +167,24 @@ down:
   description: O(step=report). Each down host mapped to its recorded instances (instance to its placement).
   returned: with O(step=report)
   type: dict
+shares:
+  description:
+    - O(step=host), with O(watchdog_state) and GPU instances. One row per GPU of each GPU instance, with node, instance, gpu,
+      used (bytes, the watchdog's last NVML reading; null without one), granted (bytes), cores (the SM share in percent,
+      or null), sharing (C(enforced (mps)) or C(advisory)) and watchdog (C(ok), C(over), C(warned), C(stopped), C(no data)).
+  returned: with O(step=host)
+  type: list
+  elements: dict
+watchdog_lines:
+  description: O(step=host). The GPU watchdog's findings on the host (not polling, over a grant, bypasses), one line each.
+  returned: with O(step=host)
+  type: list
+  elements: str
+gpu_lines:
+  description: O(step=report). The GPU share table over every host (used/granted GiB, SM share, enforced or advisory), then every watchdog line.
+  returned: with O(step=report)
+  type: list
+  elements: str
 html:
   description: O(step=report). The status picture, one self-contained HTML document.
   returned: with O(picture)

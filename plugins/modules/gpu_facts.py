@@ -33,6 +33,15 @@ options:
         on one machine get distinct uuids. Pass C(inventory_hostname).
       - Defaults to the host's own name. Not used for real GPUs.
     type: str
+  mps_control:
+    description:
+      - The CUDA MPS control binary, reported as RV(ansible_facts.gangplank_gpu_driver.mps_control). A command name is
+        looked up on C(PATH), an absolute path is taken when it is an executable regular file.
+      - Looked up only on hosts with GPUs (simulated ones too, so a test bed can point it at a stand-in); empty looks
+        nothing up. A relative path fails the task.
+      - Where it is found, the host enforces GPU shares with MPS by default (C(gangplank_gpu_sharing), docs/gpu-sharing.md).
+    type: str
+    default: nvidia-cuda-mps-control
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -124,6 +133,13 @@ ansible_facts:
           returned: always
           type: int
           sample: 8
+        mps_control:
+          description:
+            - The absolute path of the CUDA MPS control binary (option O(mps_control)), or null when it was not found
+              or the host has no GPUs (none read and none simulated).
+          returned: always
+          type: str
+          sample: /usr/bin/nvidia-cuda-mps-control
     gangplank_gpus:
       description: One entry per GPU, in NVML index order. Empty when the driver is not available.
       returned: always
@@ -202,7 +218,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import collect
+from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import MPS_CONTROL, collect, mps_control_path
 
 try:
     import pynvml
@@ -215,6 +231,7 @@ def main():
         argument_spec=dict(
             simulated=dict(type="list", elements="dict", default=[]),
             hostname=dict(type="str"),
+            mps_control=dict(type="str", default=MPS_CONTROL),
         ),
         supports_check_mode=True,
     )
@@ -230,6 +247,7 @@ def main():
             simulated=module.params["simulated"],
             hostname=module.params["hostname"] or socket.gethostname(),
         )
+        driver["mps_control"] = mps_control_path(module.params["mps_control"], gpus, module.get_bin_path)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, ansible_facts={"gangplank_gpus": gpus, "gangplank_gpu_driver": driver})

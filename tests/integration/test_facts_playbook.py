@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -15,6 +16,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.sched
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+if not os.path.exists(ANSIBLE_PLAYBOOK):
+    # A GPU machine with ansible-core from wheels (tests/gpu/run_on_gpu.sh): on the PATH, not beside the Python.
+    ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or ANSIBLE_PLAYBOOK
 
 SIMULATED = {
     "ansible_connection": "local",
@@ -66,13 +70,34 @@ def test_simulated_host_gets_its_devices_labels_and_node_entry(first_run):
     assert "SIMULATED GPUs and NVMe" in table[0]
 
 
-def test_this_machine_has_no_gpu_and_says_why(first_run):
+def gpus_here():
+    """The UUIDs of this machine's NVIDIA GPUs as nvidia-smi lists them; [] without a loaded driver or nvidia-smi."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None or not os.path.exists("/proc/driver/nvidia/version"):
+        return []
+    try:
+        completed = subprocess.run([smi, "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True, text=True,
+                                   timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("nvidia-smi did not answer within 60 s")
+    return [line.strip() for line in completed.stdout.splitlines() if line.strip()] if completed.returncode == 0 else []
+
+
+def test_this_machine_reports_its_gpus_as_nvidia_smi_does_or_says_why_it_has_none(first_run):
     _returncode, tasks, _stats = first_run
     facts = tasks["Read the GPUs"]["this-machine"]["ansible_facts"]
-    assert facts["gangplank_gpus"] == []
-    assert facts["gangplank_gpu_driver"]["available"] is False and facts["gangplank_gpu_driver"]["reason"]
     assert isinstance(tasks["Read the NVMe devices"]["this-machine"]["ansible_facts"]["gangplank_nvme"], list)
     table = tasks["Show the host's GPUs, NVMe devices and labels"]["this-machine"]["msg"]
+    expected = gpus_here()
+    if expected:
+        # A GPU host (tests/gpu/run_on_gpu.sh runs this there): the same GPUs, by UUID, and a driver.
+        assert [gpu["uuid"] for gpu in facts["gangplank_gpus"]] == expected
+        assert all(gpu["source"] in ("nvml", "nvidia-smi") for gpu in facts["gangplank_gpus"])
+        assert facts["gangplank_gpu_driver"]["available"] is True
+        assert not table[1].startswith("  no GPUs: ")
+        return
+    assert facts["gangplank_gpus"] == []
+    assert facts["gangplank_gpu_driver"]["available"] is False and facts["gangplank_gpu_driver"]["reason"]
     assert table[1].startswith("  no GPUs: ")
 
 

@@ -12,8 +12,9 @@ What each instance may use is not re-implemented here: the framework's PreFilter
 Filter plugins (selectors, taints, unschedulable, stateful pins, GPU models, capacities) give
 each instance's allowed nodes, exactly as in a greedy attempt. The model adds what depends on
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
-device (a whole-GPU request takes a device alone), NVMe space per device, and quotas (max per
-group; min reservations against the cluster's totals).
+device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
+GPU cores per device (at most 100 in sum), NVMe space per device, and quotas (max per group; min
+reservations against the cluster's totals).
 
 Preemptible instances that run are in the model too, each placed at most once; new preemptible work
 is not (the scheduler fills it in after, in priority order).
@@ -28,7 +29,10 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement, pod_requests
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
+    QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead, pod_requests,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
@@ -222,7 +226,7 @@ def _apply(cluster, placement, request):
     node_state.memory_used += request.memory
     node_state.ports.update(request.ports)
     node_state.add_services(request.services)
-    node_state.add_gpu_claims(placement.gpus)
+    node_state.add_gpu_claims(placement.gpus, placement.instance.service.resources.gpu)
     if placement.nvme is not None:
         node_state.add_nvme(placement.nvme, placement.nvme_size)
 
@@ -321,8 +325,9 @@ class _Model:
             if resources.gpu is not None:
                 request = resources.gpu
                 options = []
+                needed = None if request.memory is None else request.memory + gpu_overhead(node, request)
                 for position, device in enumerate(node.gpus):
-                    if request.matches(device) and (request.memory is None or device.memory >= request.memory):
+                    if request.matches(device) and (needed is None or device.memory >= needed):
                         take = device.memory if request.memory is None else request.memory
                         var = self.model.NewBoolVar("g_%d_%a_%d" % (index, name, position))
                         self.gpu[index, name, position] = (var, take)
@@ -352,9 +357,13 @@ class _Model:
         partners = {}
         for first, second in _conflicting_services(problem):
             partners.setdefault(first, []).append(second)
-        gpu_takes, nvme_takes = {}, {}
-        for (_index, node_name, position), (var, take) in self.gpu.items():
-            gpu_takes.setdefault((node_name, position), []).append((var, take))
+        gpu_takes, gpu_cores, nvme_takes = {}, {}, {}
+        for (index, node_name, position), (var, take) in self.gpu.items():
+            request = self.instances[index].service.resources.gpu
+            # The device holds the grant and, for a share on an MPS node, its server (0 elsewhere: the same model).
+            gpu_takes.setdefault((node_name, position), []).append((var, take + gpu_overhead(problem.nodes[node_name], request)))
+            if request.cores is not None:
+                gpu_cores.setdefault((node_name, position), []).append((var, request.cores))
         for (index, node_name, position), var in self.nvme.items():
             nvme_takes.setdefault((node_name, position), []).append((var, self.instances[index].service.resources.nvme.size))
         for name, node in problem.nodes.items():
@@ -383,6 +392,9 @@ class _Model:
                 takes = gpu_takes.get((name, position))
                 if takes:
                     model.Add(sum(take * var for var, take in takes) <= device.memory)
+                cores = gpu_cores.get((name, position))
+                if cores:
+                    model.Add(sum(share * var for var, share in cores) <= MAX_GPU_CORES)
             for position, device in enumerate(node.nvme):
                 takes = nvme_takes.get((name, position))
                 if takes:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import FrozenSet, Mapping, Optional, Tuple
 
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_SHARING_MPS, GPU_SHARING_NONE
+
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NO_EXECUTE = "NoExecute"
@@ -25,6 +27,9 @@ SERVICE_LABEL_PREFIX = "gangplank.io/service."
 QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 
 # A problem's bounds (MAX_NODES, MAX_INSTANCES, ...) are in ../problem_format.py, which the catalog's parser shares.
+
+# GPU memory one CUDA MPS server takes beyond its client's grant: measured per server on an H100, driver 580 (issue 38).
+MPS_SERVER_MEMORY = 66 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -74,20 +79,33 @@ class Node:
     unschedulable: bool = False
     gpus: Tuple[GPUDevice, ...] = ()
     nvme: Tuple[NVMeDevice, ...] = ()
+    gpu_sharing: str = GPU_SHARING_NONE     # mps: the host holds each share to its grant (an MPS server per share)
 
 
 @dataclass(frozen=True)
 class GPURequest:
     """``count`` distinct devices on one node, each with ``memory`` free.
 
-    ``memory`` None asks for whole, unshared devices.
+    ``memory`` None asks for whole, unshared devices. ``cores`` (shares only): the percent of each device's SMs the
+    share may use; the shares on one device ask at most 100 in sum (None counts 0).
     """
     count: int
     memory: Optional[int]
     models: Tuple[str, ...] = ()
+    cores: Optional[int] = None
 
     def matches(self, device):
         return not self.models or _model_matches(self.models, device.model)
+
+
+def gpu_overhead(node, request):
+    """The bytes a GPU request takes on each of its devices on ``node`` beyond its grant: a share on a node that
+    enforces shares with MPS runs its own MPS server there (one per instance and device); whole GPUs never use MPS.
+    This is kube's pod overhead (RuntimeClass ``overhead``): counted against the device, never part of the grant the
+    instance may use (the claim's memory) nor of its quota."""
+    if request.memory is None or node.gpu_sharing != GPU_SHARING_MPS:
+        return 0
+    return MPS_SERVER_MEMORY
 
 
 @lru_cache(maxsize=4096)

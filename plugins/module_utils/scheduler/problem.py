@@ -17,8 +17,8 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    MAX_DEVICES, MAX_EVERY_NODE_WORK, MAX_INSTANCES, MAX_NODES, MAX_PORTS, MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL,
-    SERVICE_KEYS,
+    GPU_SHARING_MODES, GPU_SHARING_NONE, MAX_DEVICES, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
+    MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL, SERVICE_KEYS,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
@@ -34,7 +34,7 @@ _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 chara
 _INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
 _TOP_KEYS = ("nodes", "services", "quotas", "previous")
-_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme")
+_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing")
 _GPU_KEYS = ("index", "uuid", "model", "memory")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
@@ -42,10 +42,12 @@ _TAINT_KEYS = ("key", "value", "effect")
 # deploy key (catalog.py checks it and hands it to the scheduler), so it is not among SERVICE_KEYS.
 _PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
-_GPU_REQUEST_KEYS = ("count", "memory", "models")
+_GPU_REQUEST_KEYS = ("count", "memory", "models", "cores")
 _NVME_REQUEST_KEYS = ("label", "size")
 _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
+# A previous placement's GPU entries as the result writes them (a share's with its cores); only uuid is read.
+_PREVIOUS_GPU_KEYS = ("index", "uuid", "model", "memory", "cores")
 _MAX_GPU_INDEX = 1023
 _MAX_IMAGE = 4096               # characters of an image reference
 
@@ -189,8 +191,19 @@ def _parse_nodes(reader, value):
             unschedulable=reader.boolean(spec.get("unschedulable"), join_path(path, "unschedulable")),
             gpus=tuple(sorted(gpus, key=lambda gpu: gpu.index)),
             nvme=tuple(sorted(devices, key=lambda device: device.name)),
+            gpu_sharing=_gpu_sharing(reader, spec.get("gpu_sharing"), join_path(path, "gpu_sharing")),
         )
     return nodes
+
+
+def _gpu_sharing(reader, value, path):
+    """nodes.<n>.gpu_sharing: mps (the host enforces shares with MPS) or none (the default: shares are advisory)."""
+    if value is None:
+        return GPU_SHARING_NONE
+    if isinstance(value, str) and value in GPU_SHARING_MODES:
+        return value
+    reader.bad(path, value, "one of %s (how the node enforces GPU shares)" % ", ".join(GPU_SHARING_MODES))
+    return GPU_SHARING_NONE
 
 
 def _parse_quota_amounts(reader, value, path):
@@ -240,8 +253,15 @@ def _parse_resources(reader, value, path):
         if gpu_spec.get("memory") is not None:
             gpu_memory = reader.size(gpu_spec["memory"], join_path(gpu_path, "memory"), positive=True)
         models = reader.names(gpu_spec.get("models"), join_path(gpu_path, "models"))
+        cores = None
+        if gpu_spec.get("cores") is not None:
+            cores = reader.integer(gpu_spec["cores"], join_path(gpu_path, "cores"), minimum=1, maximum=MAX_GPU_CORES)
+            if cores is not None and gpu_spec.get("memory") is None:
+                reader.bad(join_path(gpu_path, "cores"), cores,
+                           "only on a GPU share (with resources.gpu.memory): a whole GPU has all its cores")
+                cores = None
         if count is not None:
-            gpu = GPURequest(count, gpu_memory, models)
+            gpu = GPURequest(count, gpu_memory, models, cores)
     nvme = None
     if spec.get("nvme") is not None:
         nvme_path = join_path(path, "nvme")
@@ -437,7 +457,7 @@ def _parse_previous(reader, value):
         node = reader.string(spec.get("node"), join_path(path, "node")) if "node" in spec else None
         uuids = []
         for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"), MAX_DEVICES)):
-            gpu = reader.mapping(item, join_path(join_path(path, "gpus"), position), ("index", "uuid", "model", "memory"),
+            gpu = reader.mapping(item, join_path(join_path(path, "gpus"), position), _PREVIOUS_GPU_KEYS,
                                  required=("uuid",), optional_none=False)
             if "uuid" in gpu:
                 uuid = reader.string(gpu["uuid"], join_path(join_path(join_path(path, "gpus"), position), "uuid"))

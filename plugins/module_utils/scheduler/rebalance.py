@@ -30,7 +30,8 @@ import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import every_node_left_out
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
@@ -407,13 +408,15 @@ class _Drain:
         self.problem = problem = builder.problem
         self.placements = placements
         self.by_name = {placement.instance.name: placement for placement in placements}
-        self.state = {"gpu": {}, "node": {}, "nvme": {}, "ports": {}}
+        # Per GPU: free memory (a share's MPS server counted, model.gpu_overhead) and the cores its shares ask.
+        self.state = {"gpu": {}, "cores": {}, "node": {}, "nvme": {}, "ports": {}}
         self.users = {}         # (node, GPU uuid) -> names of the instances on it
         for name, node in problem.nodes.items():
             self.state["node"][name] = [node.cpu, node.memory]
             self.state["ports"][name] = set()
             for device in node.gpus:
                 self.state["gpu"][name, device.uuid] = device.memory
+                self.state["cores"][name, device.uuid] = 0
             for device in node.nvme:
                 self.state["nvme"][name, device.name] = device.size
         for placement in placements:
@@ -429,8 +432,10 @@ class _Drain:
         state["ports"][placement.node].update(request.ports)
         if placement.nvme is not None:
             state["nvme"][placement.node, placement.nvme.name] -= placement.nvme_size
+        request = placement.instance.service.resources.gpu
         for claim in placement.gpus:
-            state["gpu"][placement.node, claim.device.uuid] -= claim.memory
+            state["gpu"][placement.node, claim.device.uuid] -= claim.memory + gpu_overhead(self.problem.nodes[placement.node], request)
+            state["cores"][placement.node, claim.device.uuid] += request.cores or 0
             self.users.setdefault((placement.node, claim.device.uuid), []).append(placement.instance.name)
 
     def run(self, max_moves):
@@ -483,7 +488,9 @@ class _Drain:
                 trial["ports"][old.node].difference_update(request.ports)
                 if old.nvme is not None:
                     trial["nvme"][old.node, old.nvme.name] += old.nvme_size
-            trial["gpu"][source] += old.gpus[0].memory
+            gpu = old.instance.service.resources.gpu
+            trial["gpu"][source] += old.gpus[0].memory + gpu_overhead(self.problem.nodes[old.node], gpu)
+            trial["cores"][source] -= gpu.cores or 0
             self.by_name[name] = placement
             self.users[placement.node, placement.gpus[0].device.uuid].append(name)
         self.state = trial
@@ -506,7 +513,9 @@ class _Drain:
         memory = placement.gpus[0].memory
         request = builder.requests[placement.instance.service.name]
         node_name = key[0]
-        if trial["gpu"][key] < memory:
+        gpu = placement.instance.service.resources.gpu
+        taken = memory + gpu_overhead(self.problem.nodes[node_name], gpu)
+        if trial["gpu"][key] < taken or trial["cores"][key] + (gpu.cores or 0) > MAX_GPU_CORES:
             return False
         if (builder.index_of(placement.instance.name), node_name, self.positions[key]) not in builder.gpu:
             return False
@@ -522,7 +531,8 @@ class _Drain:
             trial["ports"][node_name].update(request.ports)
             if nvme is not None:
                 trial["nvme"][node_name, nvme.name] -= placement.nvme_size
-        trial["gpu"][key] -= memory
+        trial["gpu"][key] -= taken
+        trial["cores"][key] += gpu.cores or 0
         device = self.problem.nodes[node_name].gpus[self.positions[key]]
         return dataclasses.replace(placement, node=node_name, gpus=(GPUClaim(device, memory),), nvme=nvme)
 

@@ -12,6 +12,9 @@ tried; a class that found no swap is not looked at again until another swap succ
 
 from __future__ import annotations
 
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import gpu_overhead
+
 # The repair pass's bounds: (unplaced, placed) instance pairs it looks at, and swaps it tries.
 REPAIR_PAIRS = 2000000
 REPAIR_SWAPS = 20000
@@ -142,12 +145,21 @@ def swap(attempt, instance, node_state, placement):
 def gpu_room(node_state, placement, request):
     """Whether ``request`` could have its devices on this node once ``placement`` has left it: a quick bound
     before the real check (the filters)."""
-    given = {claim.device.uuid: claim.memory for claim in placement.gpus}
+    node = node_state.node
+    leaving = placement.instance.service.resources.gpu
+    # What the leaving instance gives back per device: its grant, its MPS server (model.gpu_overhead) and its cores.
+    extra = gpu_overhead(node, leaving) if leaving is not None else 0
+    given = {claim.device.uuid: claim.memory + extra for claim in placement.gpus}
+    given_cores = (leaving.cores or 0) if leaving is not None else 0
+    needed = None if request.memory is None else request.memory + gpu_overhead(node, request)
     usable = 0
-    for position, device in enumerate(node_state.node.gpus):
+    for position, device in enumerate(node.gpus):
         if not request.matches(device):
             continue
         used = node_state.gpu_used[position] - given.get(device.uuid, 0)
-        if (used == 0) if request.memory is None else (device.memory - used >= request.memory):
+        if request.cores is not None and node_state.gpu_cores[position] + request.cores - (
+                given_cores if device.uuid in given else 0) > MAX_GPU_CORES:
+            continue
+        if (used == 0) if needed is None else (device.memory - used >= needed):
             usable += 1
     return usable >= request.count

@@ -11,20 +11,24 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Set
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, gpu_overhead
 
 
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "nvme_used", "ports", "services", "version")
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "ports", "services",
+                 "version")
 
     def __init__(self, node):
         self.node = node
         self.name = node.name
         self.cpu_used = 0
         self.memory_used = 0
-        self.gpu_used = [0] * len(node.gpus)        # bytes taken, per device position
+        # Bytes taken, per device position: the grants, plus each share's MPS server on a node that enforces shares
+        # (model.gpu_overhead), as kube counts a pod's overhead against its node.
+        self.gpu_used = [0] * len(node.gpus)
+        self.gpu_cores = [0] * len(node.gpus)       # percent of the SMs the shares there ask (gpu.cores), per position
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
         self.ports = set()
         # Services (and sidecars) running here -> how many instances here bring each (Unreserve takes one away).
@@ -45,11 +49,18 @@ class NodeState:
             if not services[name]:
                 del services[name]
 
-    def add_gpu_claims(self, claims, sign=1):
-        """Take (``sign`` 1) or give back (-1) the memory of these GPU claims (model.GPUClaim) on this node's devices."""
+    def add_gpu_claims(self, claims, request, sign=1):
+        """Take (``sign`` 1) or give back (-1) these GPU claims (model.GPUClaim) of an instance of ``request``
+        (model.GPURequest) on this node's devices: their memory with the request's overhead here, and its cores."""
+        if not claims:
+            return
         positions = {device.uuid: position for position, device in enumerate(self.node.gpus)}
+        overhead = gpu_overhead(self.node, request)
+        cores = request.cores or 0
         for claim in claims:
-            self.gpu_used[positions[claim.device.uuid]] += sign * claim.memory
+            position = positions[claim.device.uuid]
+            self.gpu_used[position] += sign * (claim.memory + overhead)
+            self.gpu_cores[position] += sign * cores
 
     def add_nvme(self, device, size, sign=1):
         """Take (``sign`` 1) or give back (-1) ``size`` bytes of this node's NVMe device (model.NVMeDevice)."""

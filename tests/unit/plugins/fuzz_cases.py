@@ -148,7 +148,8 @@ PROBLEM = {
         "node-a": {"cpu": 16, "memory": "64Gi", "labels": {"zone": "east", "rack": 3, "fast": True},
                    "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"},
                             {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"}],
-                   "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]},
+                   "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"], "mount": "/mnt/nvme0n1"}],
+                   "gpu_sharing": "mps"},
         "node-b": {"cpu": "8", "memory": 34359738368, "labels": {"zone": "west", "version": 1.5},
                    "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}],
                    "gpus": [{"index": 0, "uuid": "GPU-b0", "model": "NVIDIA L4", "memory": "24Gi"}]},
@@ -160,7 +161,8 @@ PROBLEM = {
                "tolerations": [{"key": "dedicated", "value": "db"}], "image": "localhost/db:1",
                "restart_policy": "always", "health": {"tcp": {"port": 5432}, "interval": 1, "retries": 3}},
         "infer": {"replicas": 2, "scalable": True, "quota": "compute", "sidecars": ["log"], "depends_on": ["db"],
-                  "resources": {"cpu": "1", "memory": "4Gi", "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"]},
+                  "resources": {"cpu": "1", "memory": "4Gi",
+                                "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"], "cores": 40},
                                 "nvme": {"label": "cache", "size": "10Gi"}},
                   "ports": [8080], "anti_affinity": ["infer"], "node_selector": {"zone": "east"},
                   "image": "registry.local:5000/infer:2", "command": ["serve", "--port", 8080],
@@ -440,6 +442,7 @@ HOSTVARS = {
     "gangplank_taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
     "gangplank_unschedulable": "false",
     "gangplank_reserved": {"cpu": "1", "memory": "2Gi"},
+    "gangplank_gpu_sharing": "mps",
     "ansible_facts": {
         "processor_vcpus": 64, "memtotal_mb": 524288, "architecture": "x86_64", "system": "Linux",
         "gangplank_gpus": [{"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100", "memory_total": 80 * GI,
@@ -447,7 +450,8 @@ HOSTVARS = {
                             "mig_devices": [], "source": "nvml", "error": None}],
         "gangplank_nvme": [{"name": "nvme0n1", "size": 4 * 2 ** 40, "mount": "/mnt/nvme0n1", "free": 2 ** 40,
                             "labels": ["cache"], "model": "M", "source": "sysfs"}],
-        "gangplank_gpu_driver": {"driver_version": "550", "cuda_version": "12.4", "source": "nvml"},
+        "gangplank_gpu_driver": {"driver_version": "550", "cuda_version": "12.4", "source": "nvml",
+                                 "mps_control": "/usr/bin/nvidia-cuda-mps-control"},
     },
 }
 

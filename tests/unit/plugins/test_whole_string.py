@@ -133,6 +133,7 @@ ROWS = [
      lambda s: "nodes.n1.taints[0].value"),
     ("problem", "GPU uuid", lambda d, s: d["nodes"]["n1"]["gpus"][0].update(uuid="GPU-1" + s), lambda s: "nodes.n1.gpus[0].uuid"),
     ("problem", "GPU model", lambda d, s: d["nodes"]["n1"]["gpus"][0].update(model="H100" + s), lambda s: "nodes.n1.gpus[0].model"),
+    ("problem", "node gpu_sharing", lambda d, s: d["nodes"]["n1"].update(gpu_sharing="mps" + s), lambda s: "nodes.n1.gpu_sharing"),
     ("problem", "NVMe name", lambda d, s: d["nodes"]["n1"]["nvme"][0].update(name="nvme0n1" + s), lambda s: "nodes.n1.nvme[0].name"),
     ("problem", "NVMe label", lambda d, s: d["nodes"]["n1"]["nvme"][0].update(labels=["cache" + s]),
      lambda s: "nodes.n1.nvme[0].labels[0]"),

@@ -23,13 +23,18 @@ class DefaultBinder(BindPlugin):
         moves = []
         for placement in ordered:
             instance = placement.instance
+            gpus = [{"index": claim.device.index, "uuid": claim.device.uuid, "model": claim.device.model,
+                     "memory": claim.memory} for claim in placement.gpus]
+            request = instance.service.resources.gpu
+            if request is not None and request.cores is not None:
+                # Only a share that asks cores says so: every other plan stays as it was, byte for byte.
+                for entry in gpus:
+                    entry["cores"] = request.cores
             result_placements[instance.name] = {
                 "service": instance.service.name,
                 "ordinal": instance.ordinal,
                 "node": placement.node,
-                "gpus": [{"index": claim.device.index, "uuid": claim.device.uuid,
-                          "model": claim.device.model, "memory": claim.memory}
-                         for claim in placement.gpus],
+                "gpus": gpus,
                 "nvme": None if placement.nvme is None else {
                     "name": placement.nvme.name, "size": placement.nvme_size, "mount": placement.nvme.mount},
                 "sidecars": list(instance.service.sidecars),

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPU: per-device model and memory. A GPU is shared by memory; no memory asks for whole GPUs.
+"""GPU: per-device model, memory and cores. A GPU is shared by memory; no memory asks for whole GPUs.
 
 A request takes ``count`` distinct devices of one node whose model matches one of
 ``models`` (case-insensitive substring) and that each have ``memory`` free; a whole-GPU
@@ -9,6 +9,10 @@ request takes devices nobody uses. Devices are chosen best-fit (least free memor
 that still fits, then index), which keeps whole GPUs free for whole-GPU work; the
 devices an instance used before come first when it stays on its node, so it is not
 restarted on other GPUs.
+
+A share on a node with ``gpu_sharing: mps`` also needs room for its MPS server on each device
+(model.gpu_overhead, kube's pod overhead); a share that asks ``cores`` fits a device only while the
+shares there ask at most 100 in sum, and only on a node that can enforce them (mps).
 """
 
 from __future__ import annotations
@@ -16,19 +20,26 @@ from __future__ import annotations
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_SHARING_MPS, MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim, GPURequest, gpu_overhead
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
 INSUFFICIENT_WHOLE = "Insufficient free GPUs"
+INSUFFICIENT_CORES = "Insufficient GPU cores"
+CANNOT_ENFORCE_CORES = "node(s) cannot enforce GPU cores (gpu_sharing none)"
 # The GPU plugin's cycle state: node name -> (node version, the devices chosen there), written by gpu_choice.
 STATE_KEY = "GPU"
 
 
 def choose_gpus(node_state, request, preferred=()):
-    """The device positions and bytes an instance would take on this node, or None."""
+    """The device positions and bytes (the grant) an instance would take on this node, or None."""
     used = node_state.gpu_used
     wanted = request.memory
     models = request.models
+    # A share's MPS server takes room beyond the grant (0 on nodes without MPS); its cores must fit beside the others'.
+    needed = wanted if wanted is None else wanted + gpu_overhead(node_state.node, request)
+    cores = request.cores
+    taken_cores = node_state.gpu_cores
     candidates = []
     for position, device in enumerate(node_state.node.gpus):
         if models and not request.matches(device):
@@ -38,7 +49,7 @@ def choose_gpus(node_state, request, preferred=()):
                 candidates.append((device.uuid not in preferred, device.memory, device.index, position, device.memory))
         else:
             free = device.memory - used[position]
-            if free >= wanted:
+            if free >= needed and (cores is None or taken_cores[position] + cores <= MAX_GPU_CORES):
                 candidates.append((device.uuid not in preferred, free, device.index, position, wanted))
     if len(candidates) < request.count:
         return None
@@ -86,7 +97,11 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
             wanted = " or ".join(request.models) if request.models else "any model"
             return Status.unschedulable("node(s) had fewer than %d GPU(s) of %s" % (request.count, wanted),
                                         self.name)
-        large_enough = [device for device in models if request.memory is None or device.memory >= request.memory]
+        if request.cores is not None and node.gpu_sharing != GPU_SHARING_MPS:
+            # Only an MPS server holds a client to a share of the SMs; elsewhere the cores asked would be a promise.
+            return Status.unschedulable(CANNOT_ENFORCE_CORES, self.name)
+        needed = None if request.memory is None else request.memory + gpu_overhead(node, request)
+        large_enough = [device for device in models if needed is None or device.memory >= needed]
         if len(large_enough) < request.count:
             return Status.unschedulable(INSUFFICIENT_MEMORY, self.name)
         return OK
@@ -95,6 +110,8 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         request = instance.service.resources.gpu
         if gpu_choice(cycle, instance, node_state) is None:
             reason = INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY
+            if request.cores is not None and choose_gpus(node_state, _without_cores(request)) is not None:
+                reason = INSUFFICIENT_CORES      # memory would fit: the cores are what is short
             return Status.unschedulable(reason, self.name)
         return OK
 
@@ -106,8 +123,9 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         chosen = gpu_choice(cycle, instance, node_state)
         if not chosen:
             return 0.0
-        # Best fit: the share of each chosen device's free memory this request fills.
-        fills = [take / float(node_state.gpu_free(position)) for position, take in chosen]
+        # Best fit: the share of each chosen device's free memory this request fills (with its MPS server, if any).
+        overhead = gpu_overhead(node_state.node, request)
+        fills = [(take + overhead) / float(node_state.gpu_free(position)) for position, take in chosen]
         return 100.0 * sum(fills) / len(fills)
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
@@ -115,11 +133,22 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         if request is None:
             return
         chosen = gpu_choice(cycle, instance, node_state)
+        # The claim is the grant; the device also carries the share's MPS server (kube's pod overhead) and its cores.
+        overhead = gpu_overhead(node_state.node, request)
+        cores = request.cores or 0
         claims = []
         for position, take in chosen:
-            node_state.gpu_used[position] += take
+            node_state.gpu_used[position] += take + overhead
+            node_state.gpu_cores[position] += cores
             claims.append(GPUClaim(node_state.node.gpus[position], take))
         placement["gpus"] = tuple(sorted(claims, key=lambda claim: claim.device.index))
 
     def unreserve(self, cycle, cluster, instance, node_state, placement):
-        node_state.add_gpu_claims(placement.gpus, -1)
+        request = instance.service.resources.gpu
+        if request is not None:
+            node_state.add_gpu_claims(placement.gpus, request, -1)
+
+
+def _without_cores(request):
+    """The request without its cores: to tell which of memory and cores a node is short of."""
+    return GPURequest(request.count, request.memory, request.models)

@@ -32,6 +32,11 @@ onto 0..100 with the logistic function, as the paper's simulator does (a change 
 
 CPU-only work is scored too: taking a GPU node's last free cores leaves its GPUs stranded, which
 this score sees as all of that node's free GPU memory turning into fragment.
+
+GPU sharing: on a node that enforces shares with MPS (``gpu_sharing: mps``) a share also takes its MPS
+server's memory (model.gpu_overhead) on each device, so there a shape needs its memory plus that to fit,
+and a placement takes it too; such nodes are kinds of their own. GPU cores (``gpu.cores``) are left out on
+purpose: the GPU plugin keeps them within 100 per device, and the fragment is measured in memory.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from bisect import bisect_right
 from operator import itemgetter, sub, truediv
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import NormalizeScorePlugin, ScorePlugin
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_SHARING_MPS
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import MPS_SERVER_MEMORY
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
 
 MEMO_SIZE = 100000      # fragmentation values remembered at most (a few tens of MB)
@@ -139,6 +146,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         self._kind_names = {}   # sorted devices (model, memory) -> the kind: the name of the first node with them
         self._kind_devices = {}  # kind -> its devices, sorted
         self._kind_sizes = {}   # kind -> (its devices' memory as floats, as integers), sorted
+        self._kind_overhead = {}    # kind -> the bytes a share takes per device beyond its memory (an MPS server), or 0
         self._matching = {}     # (node kind, GPU request) -> positions of the devices it accepts
         self._basis = None      # GPU instances still to place when the mix was last taken from them
         self._devices_now = {}  # node name -> (state, memory used per device, free per device sorted, idle GPUs)
@@ -229,7 +237,9 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 if not positions:
                     absent += self._scarcity[request]
                     continue
-                entry = merged.setdefault((request.count, request.memory, positions), [0.0, {}])
+                # A share needs room for its MPS server too on the nodes that run one (0 elsewhere).
+                wanted = request.memory if request.memory is None else request.memory + self._kind_overhead[kind]
+                entry = merged.setdefault((request.count, wanted, positions), [0.0, {}])
                 entry[0] += weight
                 for cpu_rank, memory_rank, share in ranked:
                     entry[1][cpu_rank, memory_rank] = entry[1].get((cpu_rank, memory_rank), 0.0) + share
@@ -257,7 +267,8 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 if size is None:
                     devices = self._kind_devices[kind]
                     size = self._sizes[kind, positions] = float(max(devices[position].memory for position in positions))
-                taken = request.count * (1.0 if request.memory is None else min(1.0, request.memory / size))
+                taken = request.count * (1.0 if request.memory is None else min(
+                    1.0, (request.memory + self._kind_overhead[kind]) / size))
                 for shape_cpu, shape_memory, share in shapes:
                     cpu += share * shape_cpu
                     memory += share * shape_memory
@@ -320,8 +331,12 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         if found is None:
             order = tuple(sorted(range(len(node.gpus)), key=lambda p: (node.gpus[p].model, node.gpus[p].memory, p)))
             signature = tuple((node.gpus[p].model, node.gpus[p].memory) for p in order)
+            overhead = MPS_SERVER_MEMORY if node.gpu_sharing == GPU_SHARING_MPS else 0   # model.gpu_overhead of a share
+            if overhead:
+                signature += (node.gpu_sharing,)       # alike devices that host MPS servers fit shares differently
             kind = self._kind_names.setdefault(signature, node.name)
             if kind not in self._kind_devices:
+                self._kind_overhead[kind] = overhead
                 devices = self._kind_devices[kind] = tuple(node.gpus[p] for p in order)
                 self._kind_sizes[kind] = (tuple(float(device.memory) for device in devices),
                                           tuple(device.memory for device in devices))
@@ -424,8 +439,10 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
                 return known
         if chosen:
             free = list(free)
+            # The devices lose the grant and, for a share on an MPS node, its server's memory.
+            extra = self._kind_overhead[info[0]] if service.resources.gpu.memory is not None else 0
             for position, take in chosen:
-                free[position] -= take
+                free[position] -= take + extra
         before = now[5]
         if before is None:
             before = now[5] = self._fragmentation(info, now[3], now[4], now[2])

@@ -55,3 +55,59 @@ def test_a_failure_names_the_container_and_masks_env_and_secret_values():
 def test_a_spec_without_a_secrets_value_fails_naming_the_variable():
     result, execute = run({"engine": "docker", "spec": SPEC}, {})
     assert result["failed"] is True and "vault_token" in result["msg"] and not execute.called
+
+
+# GPU shares under MPS (module_utils/mps.py): the host steps around the engine's module.
+DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0",
+                                                                   "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
+CLIENT = dict(SPEC, name="h1-infer-0", secrets=[], mps_client={"daemon": "h1-infer-0.mps", "timeout": 7,
+                                                               "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
+
+
+def run_on_host(args, answers, check_mode=False):
+    """As run(), with the host's commands answered in turn: (rc, stdout) each; returns the commands too."""
+    task = Task()
+    task.args = args
+    task.check_mode = check_mode
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=check_mode), loader=MagicMock(), templar=MagicMock(),
+                          shared_loader_obj=None)
+    action._execute_module = MagicMock(return_value={"changed": True})
+    replies = iter(answers)
+    commands = []
+
+    def execute(command, **_kwargs):
+        commands.append(command)
+        rc, out = next(replies)
+        return {"rc": rc, "stdout": out, "stderr": ""}
+
+    action._low_level_execute_command = execute
+    return action.run(task_vars={}), action._execute_module, commands
+
+
+def test_a_daemons_directories_are_made_before_it_starts():
+    result, execute, commands = run_on_host({"engine": "podman", "spec": DAEMON}, [(0, "")])
+    assert result["changed"] is True and execute.called and len(commands) == 1
+    assert "chmod 0700 '/run/gangplank/mps/h1-infer-0'" in commands[0] and "rm -f '/run/gangplank/mps/h1-infer-0/log/ready'" in commands[0]
+    result, execute, _commands = run_on_host({"engine": "podman", "spec": DAEMON}, [(1, "mkdir: Permission denied")])
+    assert result["failed"] is True and not execute.called
+    assert result["msg"] == "h1-infer-0.mps: cannot make the MPS directory /run/gangplank/mps/h1-infer-0: mkdir: Permission denied"
+
+
+def test_an_instance_starts_only_once_its_daemon_is_ready():
+    result, execute, commands = run_on_host({"engine": "podman", "spec": CLIENT}, [(0, "pinned_mem_limit GPU-a 1024M")])
+    assert result["changed"] is True and execute.called and "no ready file after 7s" in commands[0]
+    assert execute.call_args.kwargs["module_args"]["requires"] == ["h1-infer-0.mps"]
+    result, execute, commands = run_on_host({"engine": "docker", "spec": CLIENT, "secret_values": SECRETS},
+                                            [(1, "no ready file after 7s"), (0, "gangplank-mps: h1 -d failed")])
+    assert result["failed"] is True and not execute.called
+    assert commands[1] == "docker logs --tail 10 h1-infer-0.mps 2>&1"
+    assert result["msg"] == ("h1-infer-0: its MPS control daemon h1-infer-0.mps did not set its limits "
+                             "(/run/gangplank/mps/h1-infer-0/log/ready: no ready file after 7s); not started; the daemon's "
+                             "last log lines: gangplank-mps: h1 -d failed")
+
+
+def test_check_mode_and_removal_touch_nothing_on_the_host():
+    result, execute, commands = run_on_host({"engine": "podman", "spec": CLIENT}, [], check_mode=True)
+    assert execute.called and commands == [] and not result.get("failed")
+    _result, _execute, commands = run_on_host({"engine": "podman", "name": "h1-infer-0.mps", "state": "absent"}, [])
+    assert commands == []

@@ -23,6 +23,10 @@ from fractions import Fraction
 LABEL_PREFIX = "gangplank.io/service."
 QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
+# docs: a share on a node with gpu_sharing mps also takes its MPS server's memory on each device (66 MiB); the shares on
+# one device ask at most 100 cores (percent of its SMs) in sum.
+MPS_SERVER_MEMORY = 66 * 1024 * 1024
+MAX_GPU_CORES = 100
 
 _NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _SIZE_RE = re.compile(r"^" + _NUMBER + r"(Ki|Mi|Gi|Ti|Pi|k|K|M|G|T|P)?$")
@@ -108,6 +112,7 @@ class _Model:
                 "unschedulable": bool(spec.get("unschedulable", False)),
                 "gpus": gpus,
                 "nvme": nvme,
+                "gpu_sharing": spec.get("gpu_sharing") or "none",
             }
         self.services = {}
         for name, spec in (problem.get("services") or {}).items():
@@ -119,7 +124,8 @@ class _Model:
                 g = resources["gpu"]
                 gpu = {"count": 1 if g.get("count") is None else g["count"],
                        "memory": None if g.get("memory") is None else size_bytes(g["memory"]),
-                       "models": list(g.get("models") or [])}
+                       "models": list(g.get("models") or []),
+                       "cores": g.get("cores")}
             nvme = None
             if resources.get("nvme") is not None:
                 n = resources["nvme"]
@@ -399,6 +405,8 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
         on_node[node].append((name, service_name))
 
     gpu_taken = defaultdict(list)     # (node, uuid) -> [(instance, bytes, whole)]
+    gpu_overhead = Counter()          # (node, uuid) -> bytes of MPS servers (a share on an mps node each)
+    gpu_cores = defaultdict(list)     # (node, uuid) -> [(instance, cores)] of the shares that ask cores
     nvme_taken = defaultdict(list)    # (node, device) -> [(instance, bytes)]
     instance_gpu_memory = {}          # instance -> bytes taken on GPUs (for quotas)
 
@@ -493,7 +501,17 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                         violations.append("%s: GPU %s claim of %r bytes, expected %d%s" % (
                             name, uuid, claim.get("memory"), expected, " (whole device)" if whole else ""))
                     gpu_taken[(node_name, uuid)].append((name, expected, whole))
+                    if not whole and node["gpu_sharing"] == "mps":
+                        gpu_overhead[(node_name, uuid)] += MPS_SERVER_MEMORY
+                    if request["cores"] is not None:
+                        gpu_cores[(node_name, uuid)].append((name, request["cores"]))
+                    if claim.get("cores") != request["cores"] or ("cores" in claim) != (request["cores"] is not None):
+                        violations.append("%s: GPU %s claim of %r cores, requested %r" % (
+                            name, uuid, claim.get("cores"), request["cores"]))
                     whole_memory += device["memory"]
+                if request["cores"] is not None and node["gpu_sharing"] != "mps":
+                    violations.append("%s on %s: asks GPU cores on a node that cannot enforce them (gpu_sharing %s)" % (
+                        name, node_name, node["gpu_sharing"]))
                 # Quota gpu_memory: count x memory, or the whole memory of the devices taken.
                 instance_gpu_memory[name] = whole_memory if request["memory"] is None \
                     else request["count"] * request["memory"]
@@ -525,10 +543,14 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
 
     for (node_name, uuid), takers in sorted(gpu_taken.items()):
         device = model.nodes[node_name]["gpus"][uuid]
-        total = sum(amount for _unused, amount, _unused in takers)
+        total = sum(amount for _unused, amount, _unused in takers) + gpu_overhead[(node_name, uuid)]
         if total > device["memory"]:
-            violations.append("node %s GPU %s: %d bytes taken, device has %d (%s)" % (
+            violations.append("node %s GPU %s: %d bytes taken (MPS servers included), device has %d (%s)" % (
                 node_name, uuid, total, device["memory"], ", ".join(n for n, _unused, _unused in takers)))
+        cores = sum(amount for _unused, amount in gpu_cores.get((node_name, uuid), []))
+        if cores > MAX_GPU_CORES:
+            violations.append("node %s GPU %s: %d cores asked, at most %d (%s)" % (
+                node_name, uuid, cores, MAX_GPU_CORES, ", ".join(n for n, _unused in gpu_cores[(node_name, uuid)])))
         if any(whole for _unused, _unused, whole in takers) and len(takers) > 1:
             violations.append("node %s GPU %s: whole-GPU claim shared with others (%s)" % (
                 node_name, uuid, ", ".join(n for n, _unused, _unused in takers)))
@@ -583,7 +605,7 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 violations.append("node_labels %s: got %r, expected %r" % (
                     node_name, node_labels[node_name], expected))
 
-    _check_usage(model, result.get("usage"), on_node, gpu_taken, nvme_taken, violations)
+    _check_usage(model, result.get("usage"), on_node, gpu_taken, nvme_taken, violations, gpu_overhead)
 
 
 def _check_preempted(model, result, placements, violations):
@@ -679,7 +701,7 @@ def _check_quotas(model, placements, instance_gpu_memory, violations):
                                       for g, q in sorted(model.quotas.items())), ungrouped[dim], capacity[dim]))
 
 
-def _check_usage(model, usage, on_node, gpu_taken, nvme_taken, violations):
+def _check_usage(model, usage, on_node, gpu_taken, nvme_taken, violations, gpu_overhead):
     if not isinstance(usage, dict):
         violations.append("usage: not a mapping: %r" % (usage,))
         return
@@ -700,7 +722,8 @@ def _check_usage(model, usage, on_node, gpu_taken, nvme_taken, violations):
         if set(gpus) != set(node["gpus"]):
             violations.append("usage %s gpus: devices %r, expected %r" % (node_name, sorted(gpus), sorted(node["gpus"])))
         for uuid in sorted(set(gpus) & set(node["gpus"])):
-            used = sum(amount for _unused, amount, _unused in gpu_taken.get((node_name, uuid), []))
+            # What the device holds: the grants and the shares' MPS servers.
+            used = sum(amount for _unused, amount, _unused in gpu_taken.get((node_name, uuid), [])) + gpu_overhead[(node_name, uuid)]
             device = node["gpus"][uuid]
             expected = {"index": device["index"], "uuid": uuid, "model": device["model"],
                         "used": used, "total": device["memory"]}

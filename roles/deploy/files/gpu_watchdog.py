@@ -1,0 +1,673 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gangplank's GPU watchdog: a long-running process on each GPU host (docs/gpu-sharing.md).
+
+    python3 gpu_watchdog.py CONFIG [--once]
+
+Every ``interval`` seconds it lists the compute processes of every GPU (NVML's
+nvmlDeviceGetComputeRunningProcesses: pid and used memory), maps each pid to a gangplank instance by
+the container id its /proc/<pid>/cgroup names (the engine says which container belongs to which
+instance by its ``gangplank.io/instance`` label), sums each instance's memory per GPU and compares it
+with the grant in CONFIG. An instance over its grant on some GPU for ``grace`` seconds is acted on
+per ``policy``: ``warn`` (an event) or ``stop`` (its container is stopped, and an event). A process
+on a GPU that maps to no instance bypasses the shares: it is reported (an event). MPS servers
+(``nvidia-cuda-mps-server``) are listed apart: their memory is the scheduler's per-daemon overhead.
+
+It writes its state (per instance: used bytes per GPU, over since, action; bypasses; servers; the
+last events; the last poll) atomically to ``state_file``, which the next run and status read.
+SIGHUP reloads CONFIG; SIGTERM ends it.
+
+On hosts with simulated GPUs (the test bed) ``source: simulated`` reads the processes from a JSON
+file instead of NVML (``{"processes": [{"gpu": uuid, "pid": n, "used_memory": bytes}]}``): it is
+named as simulated in the state, never as NVML.
+
+Standard library only (and pynvml, nvidia-ml-py, for ``source: nvml``); Python 3.9+. It imports
+nothing of the collection: the deploy role copies this one file to the host. The decisions are pure
+functions (parse_config, container_id, classify, decide, state_document) that the unit tests drive
+with fake process lists and fake /proc contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+VERSION = 1
+# Bounds on what is read from outside: config, /proc, NVML, the engine, the simulated file.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_STATE_BYTES = 4 << 20
+MAX_SIMULATED_BYTES = 1 << 20
+MAX_CGROUP_BYTES = 16384
+MAX_CGROUP_LINES = 64
+MAX_INSTANCES = 1024
+MAX_GPUS = 64
+MAX_PROCESSES = 4096           # per GPU
+MAX_ENGINE_BYTES = 1 << 20
+MAX_EVENTS = 50
+MAX_BYTES = 1 << 50            # 1 PiB: no GPU has more memory; a larger "used" is a sentinel, not a size
+MAX_PID = 1 << 22              # the kernel's pid_max limit
+ENGINE_TIMEOUT = 30
+STOP_TIMEOUT = 60
+POLICIES = ("warn", "stop")
+SOURCES = ("nvml", "simulated")
+ENGINES = ("podman", "docker")
+SERVER_EXE = "nvidia-cuda-mps-server"
+LABEL_NODE = "gangplank.io/node"
+LABEL_INSTANCE = "gangplank.io/instance"
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,252}")
+_UUID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_ID = re.compile(r"[0-9a-f]{64}")
+# The cgroup path components that name a container, as Podman and Docker make them (cgroupfs and systemd
+# managers): libpod-<id>, libpod-<id>.scope, docker-<id>.scope, and a bare <id> under docker/ or libpod_parent/.
+# conmon's own cgroup (libpod-conmon-<id>) is not the container's.
+_CONTAINER_COMPONENT = re.compile(r"(?:libpod-|docker-)?([0-9a-f]{64})(?:\.scope)?")
+_BARE_PARENTS = ("docker", "libpod_parent", "machine.slice", "system.slice")
+
+
+class WatchdogError(ValueError):
+    """A config, state or source that is not what is expected: the message names the file and the place."""
+
+
+# --- config ---------------------------------------------------------------------------------------
+
+
+def _number(value, low, high, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise WatchdogError("%s: expected a number from %s to %s" % (where, low, high))
+    return value
+
+
+def _integer(value, low, high, where):
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise WatchdogError("%s: expected a whole number from %d to %d" % (where, low, high))
+    return value
+
+
+def _string(value, pattern, where):
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise WatchdogError("%s: expected a name of plain characters" % where)
+    return value
+
+
+def _path(value, where, empty=False):
+    if empty and value == "":
+        return value
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > 4096 or "\0" in value or "\n" in value:
+        raise WatchdogError("%s: expected an absolute path" % where)
+    return value
+
+
+def _plain(name):
+    """A key as an error message may name it: printable, at most 80 characters."""
+    return "".join(char if char.isprintable() else "?" for char in name[:80]) if isinstance(name, str) else "?"
+
+
+def parse_config(data, path="config"):
+    """The config as a dict of checked values; WatchdogError naming ``path`` and the key when it is not one.
+
+    Keys: version (1), node, engine, policy, grace, interval, source, simulated_file, state_file,
+    instances: {name: {container, enforced, grants: {uuid: bytes}, cores: {uuid: percent}}}."""
+    where = path
+    if not isinstance(data, dict):
+        raise WatchdogError("%s: expected a JSON object" % where)
+    if data.get("version") != VERSION:
+        raise WatchdogError("%s: version: expected %d" % (where, VERSION))
+    known = {"version", "node", "engine", "policy", "grace", "interval", "source", "simulated_file", "state_file",
+             "instances"}
+    unknown = sorted(_plain(str(key))[:40] for key in data if key not in known)
+    if unknown:
+        raise WatchdogError("%s: unknown key %s" % (where, unknown[0]))
+    config = {
+        "version": VERSION,
+        "node": _string(data.get("node"), _NAME, where + ": node"),
+        "engine": data.get("engine"),
+        "policy": data.get("policy", "warn"),
+        "grace": _number(data.get("grace", 30), 0, 86400, where + ": grace"),
+        "interval": _number(data.get("interval", 5), 0.1, 3600, where + ": interval"),
+        "source": data.get("source", "nvml"),
+        "simulated_file": _path(data.get("simulated_file", ""), where + ": simulated_file", empty=True),
+        "state_file": _path(data.get("state_file"), where + ": state_file"),
+        "instances": {},
+    }
+    for key, choices in (("engine", ENGINES), ("policy", POLICIES), ("source", SOURCES)):
+        if config[key] not in choices:
+            raise WatchdogError("%s: %s: expected one of %s" % (where, key, ", ".join(choices)))
+    if config["source"] == "simulated" and not config["simulated_file"]:
+        raise WatchdogError("%s: simulated_file: required with source simulated" % where)
+    instances = data.get("instances", {})
+    if not isinstance(instances, dict) or len(instances) > MAX_INSTANCES:
+        raise WatchdogError("%s: instances: expected an object of at most %d instances" % (where, MAX_INSTANCES))
+    for name in sorted(instances):
+        entry = instances[name]
+        here = "%s: instances.%s" % (where, _plain(name))
+        _string(name, _NAME, here)
+        if not isinstance(entry, dict):
+            raise WatchdogError("%s: expected an object" % here)
+        grants = entry.get("grants")
+        if not isinstance(grants, dict) or not 0 < len(grants) <= MAX_GPUS:
+            raise WatchdogError("%s.grants: expected an object of 1 to %d GPUs" % (here, MAX_GPUS))
+        cores = entry.get("cores", {})
+        if not isinstance(cores, dict) or len(cores) > MAX_GPUS:
+            raise WatchdogError("%s.cores: expected an object of at most %d GPUs" % (here, MAX_GPUS))
+        if not isinstance(entry.get("enforced"), bool):
+            raise WatchdogError("%s.enforced: expected true or false" % here)
+        config["instances"][name] = {
+            "container": _string(entry.get("container"), _NAME, here + ".container"),
+            "enforced": entry["enforced"],
+            "grants": {_string(uuid, _UUID, here + ".grants"): _integer(size, 1, MAX_BYTES, here + ".grants." + _plain(uuid))
+                       for uuid, size in sorted(grants.items())},
+            "cores": {_string(uuid, _UUID, here + ".cores"): _integer(share, 1, 100, here + ".cores." + _plain(uuid))
+                      for uuid, share in sorted(cores.items())},
+        }
+    return config
+
+
+def read_json_file(path, limit, what):
+    """A JSON object from ``path`` (at most ``limit`` bytes); WatchdogError naming the file otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as error:
+        raise WatchdogError("%s %s cannot be read: %s" % (what, path, error.strerror or error)) from None
+    if len(raw) > limit:
+        raise WatchdogError("%s %s is larger than %d bytes" % (what, path, limit))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise WatchdogError("%s %s is not JSON" % (what, path)) from None
+    if not isinstance(data, dict):
+        raise WatchdogError("%s %s is not a JSON object" % (what, path))
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def load_config(path):
+    data, digest = read_json_file(path, MAX_CONFIG_BYTES, "the watchdog config")
+    config = parse_config(data, path)
+    config["sha256"] = digest
+    return config
+
+
+# --- processes: NVML, simulated -------------------------------------------------------------------
+
+
+def checked_processes(entries, known_gpus=None):
+    """[(uuid, pid, used)] from raw entries (dicts with gpu, pid, used_memory): a pid that is not a plain pid is left out,
+    a used size that is not a plain size (NVML's 'not available' sentinel, a negative or absurd number) is None. At most
+    MAX_PROCESSES per GPU and MAX_GPUS GPUs; returns (processes, notes)."""
+    found, per_gpu, notes = [], {}, []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            notes.append("an entry that is not an object was left out")
+            continue
+        uuid, pid, used = entry.get("gpu"), entry.get("pid"), entry.get("used_memory")
+        if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
+            notes.append("an entry without a plain GPU uuid was left out")
+            continue
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+            notes.append("an entry on %s without a plain pid was left out" % uuid)
+            continue
+        if isinstance(used, bool) or not isinstance(used, int) or not 0 <= used <= MAX_BYTES:
+            used = None
+        if uuid not in per_gpu and len(per_gpu) >= MAX_GPUS:
+            notes.append("more than %d GPUs: the rest were left out" % MAX_GPUS)
+            break
+        per_gpu[uuid] = per_gpu.get(uuid, 0) + 1
+        if per_gpu[uuid] > MAX_PROCESSES:
+            if per_gpu[uuid] == MAX_PROCESSES + 1:
+                notes.append("more than %d processes on %s: the rest were left out" % (MAX_PROCESSES, uuid))
+            continue
+        found.append((uuid, pid, used))
+    return found, sorted(set(notes))
+
+
+class SimulatedSource:
+    """Processes from a JSON file a test writes (hosts with simulated GPUs): never NVML."""
+
+    def __init__(self, path):
+        self.path = path
+        self.name = "simulated (%s)" % path
+
+    def processes(self):
+        if not os.path.exists(self.path):
+            return [], []
+        data, _digest = read_json_file(self.path, MAX_SIMULATED_BYTES, "the simulated GPU processes file")
+        entries = data.get("processes")
+        if not isinstance(entries, list):
+            raise WatchdogError("the simulated GPU processes file %s: processes: expected a list" % self.path)
+        return checked_processes(entries)
+
+
+class NvmlSource:
+    """Processes from NVML: nvmlDeviceGetComputeRunningProcesses of every device."""
+
+    name = "nvml"
+
+    def __init__(self, nvml=None):
+        self._nvml = nvml
+        self._ready = False
+
+    def _init(self):
+        if self._nvml is None:
+            try:
+                import pynvml  # pylint: disable=import-outside-toplevel
+            except ImportError:
+                raise WatchdogError("NVML is not available: the pynvml module (nvidia-ml-py) is not installed") from None
+            self._nvml = pynvml
+        if not self._ready:
+            self._nvml.nvmlInit()
+            self._ready = True
+
+    def processes(self):
+        nvml = self._nvml
+        try:
+            self._init()
+            nvml = self._nvml
+            entries = []
+            count = min(int(nvml.nvmlDeviceGetCount()), MAX_GPUS)
+            for index in range(count):
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                uuid = nvml.nvmlDeviceGetUUID(handle)
+                if isinstance(uuid, bytes):
+                    uuid = uuid.decode("ascii", "replace")
+                for process in list(nvml.nvmlDeviceGetComputeRunningProcesses(handle))[:MAX_PROCESSES]:
+                    entries.append({"gpu": uuid, "pid": getattr(process, "pid", None),
+                                    "used_memory": getattr(process, "usedGpuMemory", None)})
+        except WatchdogError:
+            raise
+        except Exception as error:  # pylint: disable=broad-except
+            # NVMLError and its kin: the next poll initialises again.
+            self._ready = False
+            raise WatchdogError("NVML: %s" % (str(error)[:200] or type(error).__name__)) from None
+        return checked_processes(entries)
+
+
+# --- /proc and the engine -------------------------------------------------------------------------
+
+
+def container_id(cgroup_text):
+    """The full id of the container a process runs in, from its /proc/<pid>/cgroup text; (id, reason) with id None
+    when it names no container, or when its lines name different ones (the innermost container of each line is
+    taken: nested engines)."""
+    if not isinstance(cgroup_text, str):
+        return None, "no cgroup"
+    lines = cgroup_text.split("\n")
+    if len(cgroup_text) > MAX_CGROUP_BYTES or len(lines) > MAX_CGROUP_LINES + 1:
+        return None, "cgroup file larger than expected"
+    found = set()
+    for line in lines:
+        if not line:
+            continue
+        parts = line.split(":", 2)
+        if len(parts) != 3 or not parts[2].startswith("/"):
+            return None, "cgroup line not in the form hierarchy:controllers:/path"
+        innermost = None
+        components = parts[2].split("/")
+        for position, component in enumerate(components):
+            match = _CONTAINER_COMPONENT.fullmatch(component)
+            if not match:
+                continue
+            bare = match.group(0) == match.group(1)
+            if bare and (position == 0 or components[position - 1] not in _BARE_PARENTS):
+                continue
+            innermost = match.group(1)
+        if innermost:
+            found.add(innermost)
+    if not found:
+        return None, "not in a container"
+    if len(found) > 1:
+        return None, "cgroup lines name different containers"
+    return found.pop(), ""
+
+
+def read_proc(pid, name, limit=MAX_CGROUP_BYTES):
+    """/proc/<pid>/<name> as text (at most ``limit`` + 1 bytes, so a larger one is seen as larger); None when gone."""
+    try:
+        with open("/proc/%d/%s" % (pid, name), "rb") as handle:
+            return handle.read(limit + 1).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def exe_name(pid):
+    try:
+        return os.path.basename(os.readlink("/proc/%d/exe" % pid))[:255]
+    except OSError:
+        return ""
+
+
+def parse_engine_containers(text, node):
+    """{container id: instance} from the lines '<id> <node label> <instance label>' the engine printed; lines of
+    another shape, other nodes or without an instance label are left out."""
+    found = {}
+    for line in text.splitlines()[:100000]:
+        parts = line.strip().split(" ")
+        if len(parts) != 3 or not _ID.fullmatch(parts[0]) or parts[1] != node or not _NAME.fullmatch(parts[2]):
+            continue
+        found[parts[0]] = parts[2]
+    return found
+
+
+def _run(argv, timeout):
+    """(returncode, stdout text) of a bounded command; (None, reason) when it cannot run or runs too long."""
+    try:
+        completed = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as error:
+        return None, str(error)[:200]
+    out = completed.stdout[:MAX_ENGINE_BYTES].decode("utf-8", "replace")
+    if completed.returncode != 0:
+        return completed.returncode, completed.stderr[:300].decode("utf-8", "replace").strip().split("\n")[0]
+    return 0, out
+
+
+def engine_containers(engine, node):
+    """{container id: instance} of this node's gangplank containers, as the engine labels them."""
+    code, out = _run([engine, "ps", "-aq", "--no-trunc", "--filter", "label=%s=%s" % (LABEL_NODE, node)], ENGINE_TIMEOUT)
+    if code != 0:
+        raise WatchdogError("%s ps: %s" % (engine, out))
+    ids = [line.strip() for line in out.splitlines() if _ID.fullmatch(line.strip())][:10000]
+    if not ids:
+        return {}
+    template = '{{.Id}} {{index .Config.Labels "%s"}} {{index .Config.Labels "%s"}}' % (LABEL_NODE, LABEL_INSTANCE)
+    code, out = _run([engine, "inspect", "--format", template] + ids, ENGINE_TIMEOUT)
+    if code != 0:
+        # A container removed between the two commands fails the inspect: the next poll asks again.
+        raise WatchdogError("%s inspect: %s" % (engine, out))
+    return parse_engine_containers(out, node)
+
+
+def stop_container(engine, name):
+    """'' when the engine stopped the container, else why not (one line)."""
+    code, out = _run([engine, "stop", "-t", "10", name], STOP_TIMEOUT)
+    return "" if code == 0 else ("%s stop %s: %s" % (engine, name, out))[:300]
+
+
+# --- decisions ------------------------------------------------------------------------------------
+
+
+def classify(processes, cgroups, exes, instance_of, config):
+    """Who uses what: ``processes`` [(uuid, pid, used)], ``cgroups`` pid -> cgroup text (None: gone), ``exes`` pid ->
+    executable name, ``instance_of`` container id -> instance (the engine's labels).
+
+    Returns {"used": {instance: {uuid: bytes}}, "pids": {instance: [pid]}, "servers": [...], "bypasses": [...],
+    "unknown_ids": [container ids no label maps]}. A process of a container that maps to an instance without a grant
+    in the config, or to none, and a process outside every container, is a bypass (with its reason)."""
+    used, pids, servers, bypasses, unknown = {}, {}, [], [], set()
+    granted = config["instances"]
+    for uuid, pid, size in processes:
+        text = cgroups.get(pid)
+        if text is None:
+            # Gone between NVML's answer and this look: nothing to act on.
+            continue
+        cid, reason = container_id(text)
+        instance = instance_of.get(cid) if cid else None
+        if exes.get(pid) == SERVER_EXE:
+            servers.append({"pid": pid, "gpu": uuid, "used": size, "instance": instance})
+            continue
+        if instance is not None and instance in granted:
+            per_gpu = used.setdefault(instance, {})
+            per_gpu[uuid] = per_gpu.get(uuid, 0) + (size or 0)
+            pids.setdefault(instance, []).append(pid)
+            continue
+        if cid and instance is None:
+            unknown.add(cid)
+            reason = "in container %s, which is no gangplank instance of this node" % cid[:12]
+        elif instance is not None:
+            reason = "in instance %s, which holds no GPU grant here" % instance
+        bypasses.append({"pid": pid, "gpu": uuid, "used": size, "reason": reason})
+    return {"used": used, "pids": pids, "servers": servers, "bypasses": bypasses, "unknown_ids": sorted(unknown)}
+
+
+def over_grant(used, grants):
+    """The GPUs where ``used`` ({uuid: bytes}) exceeds the grant; memory on a GPU without a grant is over."""
+    return sorted(uuid for uuid, size in used.items() if size > grants.get(uuid, 0))
+
+
+def decide(previous, usage, config, now):
+    """The next tracking of each instance and the actions due, from the last ``previous`` tracking
+    ({instance: {over_since, action, action_at, last_action, last_action_at}}), this poll's ``usage`` (classify's "used") and the config.
+
+    An instance over its grant on some GPU since ``over_since`` is acted on once ``grace`` seconds have passed:
+    ``warn`` once, or ``stop`` once (an instance stopped and still over is not stopped again in the same episode).
+    Back within its grant, its episode ends (over_since and action cleared). Returns (tracking, actions) with actions
+    [{"instance", "action": "warn"|"stop", "over": [uuid], "used": {...}, "grants": {...}, "over_since"}]."""
+    tracking, actions = {}, []
+    for name in sorted(config["instances"]):
+        grants = config["instances"][name]["grants"]
+        used = usage.get(name, {})
+        over = over_grant(used, grants)
+        before = previous.get(name) or {}
+        # The last action stays known after its episode (a stopped instance has no process left, so it is back within
+        # its grant at once): status shows it.
+        entry = {"over_since": None, "action": None, "action_at": None, "last_action": before.get("last_action"),
+                 "last_action_at": before.get("last_action_at")}
+        if over:
+            since = before.get("over_since")
+            entry["over_since"] = since if isinstance(since, (int, float)) and since <= now else now
+            entry["action"], entry["action_at"] = before.get("action"), before.get("action_at")
+            if entry["action"] is None and now - entry["over_since"] >= config["grace"]:
+                action = "stop" if config["policy"] == "stop" else "warn"
+                entry["action"], entry["action_at"] = ("stopped" if action == "stop" else "warned"), now
+                entry["last_action"], entry["last_action_at"] = entry["action"], now
+                actions.append({"instance": name, "action": action, "over": over, "used": dict(used),
+                                "grants": dict(grants), "over_since": entry["over_since"]})
+        tracking[name] = entry
+    return tracking, actions
+
+
+def size_text(size):
+    if size is None:
+        return "unknown"
+    return "%.1f GiB" % (size / float(1 << 30))
+
+
+def action_text(action, config):
+    gpu = action["over"][0]
+    text = "%s uses %s of its %s on %s for %ds (grace %ds)" % (
+        action["instance"], size_text(action["used"].get(gpu, 0)), size_text(action["grants"].get(gpu, 0)), gpu,
+        int(action.get("for", 0)), int(config["grace"]))
+    if action["action"] == "stop":
+        return text + "; policy stop: container %s stopped" % config["instances"][action["instance"]]["container"]
+    return text + "; policy warn"
+
+
+def bypass_text(bypass):
+    return "pid %d on %s uses %s outside every GPU share (%s)" % (
+        bypass["pid"], bypass["gpu"], size_text(bypass["used"]), bypass["reason"])
+
+
+def add_event(events, seq, now, kind, text, instance=None):
+    """events with one more (the last MAX_EVENTS kept); returns (events, seq)."""
+    seq += 1
+    events = (events + [{"seq": seq, "at": now, "kind": kind, "instance": instance, "text": text[:500]}])[-MAX_EVENTS:]
+    return events, seq
+
+
+def state_document(config, source_name, tracking, seen, started, now, events, seq, error="", notes=()):
+    """The state file's content (docs/gpu-sharing.md): what status and the next run read."""
+    instances = {}
+    for name in sorted(config["instances"]):
+        entry = config["instances"][name]
+        track = tracking.get(name) or {}
+        instances[name] = {"container": entry["container"], "enforced": entry["enforced"], "grants": entry["grants"],
+                           "cores": entry["cores"], "used": dict(seen["used"].get(name, {})),
+                           "pids": sorted(seen["pids"].get(name, []))[:64], "over_since": track.get("over_since"),
+                           "action": track.get("action"), "action_at": track.get("action_at"),
+                           "last_action": track.get("last_action"), "last_action_at": track.get("last_action_at")}
+    return {"version": VERSION, "pid": os.getpid(), "started": started, "last_poll": now, "source": source_name,
+            "policy": config["policy"], "grace": config["grace"], "interval": config["interval"],
+            "config_sha256": config.get("sha256", ""), "error": error, "notes": list(notes)[:20],
+            "instances": instances, "bypasses": seen["bypasses"][:100], "servers": seen["servers"][:100],
+            "events": events, "seq": seq}
+
+
+def previous_events(path):
+    """(events, seq) kept from an earlier state file, so that a restart does not lose them; empty when unreadable."""
+    try:
+        data, _digest = read_json_file(path, MAX_STATE_BYTES, "the watchdog state")
+    except WatchdogError:
+        return [], 0
+    events, seq = data.get("events"), data.get("seq")
+    if not isinstance(events, list) or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        return [], 0
+    kept = [event for event in events[-MAX_EVENTS:] if isinstance(event, dict) and isinstance(event.get("seq"), int)]
+    return kept, seq
+
+
+# --- the loop -------------------------------------------------------------------------------------
+
+
+def write_atomic(path, data):
+    directory = os.path.dirname(path) or "."
+    fd, temporary = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(data, sort_keys=True, indent=1) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+class Watchdog:
+    """One process's loop: load, poll, decide, act, write."""
+
+    def __init__(self, config_path, source=None, engine_lookup=engine_containers, stopper=stop_container,
+                 proc=read_proc, exe=exe_name, clock=time.time):
+        self.config_path = config_path
+        self.config = load_config(config_path)
+        self._given_source = source
+        self.source = source or self._source()
+        self.engine_lookup, self.stopper, self.proc, self.exe, self.clock = engine_lookup, stopper, proc, exe, clock
+        self.started = clock()
+        self.tracking, self.instance_of, self.reported_bypasses = {}, {}, set()
+        self.events, self.seq = previous_events(self.config["state_file"])
+        self.reload_error = ""
+
+    def _source(self):
+        if self.config["source"] == "simulated":
+            return SimulatedSource(self.config["simulated_file"])
+        return NvmlSource()
+
+    def reload(self):
+        try:
+            config = load_config(self.config_path)
+        except WatchdogError as error:
+            # The last good config stays; the state says why the new one was not taken.
+            self.reload_error = str(error)
+            return
+        self.reload_error = ""
+        source_changed = (config["source"], config["simulated_file"]) != (self.config["source"], self.config["simulated_file"])
+        self.config = config
+        if source_changed and self._given_source is None:
+            self.source = self._source()
+        self.tracking = {name: entry for name, entry in self.tracking.items() if name in config["instances"]}
+
+    def _event(self, now, kind, text, instance=None):
+        self.events, self.seq = add_event(self.events, self.seq, now, kind, text, instance)
+        sys.stderr.write("%s %s: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), kind, text))
+        sys.stderr.flush()
+
+    def poll(self):
+        """One look: returns the state document written."""
+        now = self.clock()
+        config = self.config
+        error, notes = "", []
+        try:
+            processes, notes = self.source.processes()
+        except WatchdogError as failure:
+            processes, error = [], str(failure)
+        pids = sorted({pid for _uuid, pid, _used in processes})
+        cgroups = {pid: self.proc(pid, "cgroup") for pid in pids}
+        exes = {pid: self.exe(pid) for pid in pids}
+        seen = classify(processes, cgroups, exes, self.instance_of, config)
+        if seen["unknown_ids"]:
+            # A container started since the last look: ask the engine once, then classify again.
+            try:
+                self.instance_of = self.engine_lookup(config["engine"], config["node"])
+            except WatchdogError as failure:
+                notes.append(str(failure)[:300])
+            seen = classify(processes, cgroups, exes, self.instance_of, config)
+        self.tracking, actions = decide(self.tracking, seen["used"], config, now)
+        for action in actions:
+            action["for"] = now - action["over_since"]
+            text = action_text(action, config)
+            if action["action"] == "stop":
+                failed = self.stopper(config["engine"], config["instances"][action["instance"]]["container"])
+                if failed:
+                    text = text.replace(" stopped", " not stopped: " + failed)
+                    self.tracking[action["instance"]]["action"] = "stop failed"
+                    self.tracking[action["instance"]]["last_action"] = "stop failed"
+            self._event(now, action["action"], text, action["instance"])
+        current = set()
+        for bypass in seen["bypasses"]:
+            key = (bypass["pid"], bypass["gpu"])
+            current.add(key)
+            if key not in self.reported_bypasses:
+                self._event(now, "bypass", bypass_text(bypass))
+        self.reported_bypasses = current
+        error = error or self.reload_error
+        document = state_document(config, self.source.name, self.tracking, seen, self.started, now, self.events,
+                                  self.seq, error=error, notes=notes)
+        write_atomic(config["state_file"], document)
+        return document
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    once = "--once" in argv
+    paths = [arg for arg in argv if arg != "--once"]
+    if len(paths) != 1:
+        sys.stderr.write("usage: gpu_watchdog.py CONFIG [--once]\n")
+        return 2
+    try:
+        watchdog = Watchdog(paths[0])
+    except WatchdogError as error:
+        sys.stderr.write("gangplank GPU watchdog: %s\n" % error)
+        return 1
+    flags = {"stop": False, "reload": False}
+
+    def on_term(_signum, _frame):
+        flags["stop"] = True
+
+    def on_hup(_signum, _frame):
+        flags["reload"] = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    signal.signal(signal.SIGHUP, on_hup)
+    while True:
+        if flags["reload"]:
+            flags["reload"] = False
+            watchdog.reload()
+        try:
+            watchdog.poll()
+        except OSError as error:
+            sys.stderr.write("gangplank GPU watchdog: the state file cannot be written: %s\n" % error)
+        if once or flags["stop"]:
+            return 0
+        deadline = time.monotonic() + watchdog.config["interval"]
+        while not flags["stop"] and not flags["reload"] and time.monotonic() < deadline:
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+        if flags["stop"]:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
