@@ -69,7 +69,7 @@ def control_log(bed, instance):
 
 def placements(bed):
     record = yaml.safe_load((bed.state() / "placement.json").read_text())
-    return {name: entry for name, entry in record["placement"].items()}
+    return dict(record["placement"])
 
 
 def test_each_share_on_the_enforcing_host_gets_its_own_daemon_and_limits(bed):

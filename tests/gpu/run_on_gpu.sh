@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The real-GPU checks in one script, for a GPU machine with PyTorch and nvidia-ml-py but no Ansible, no container
 # engine and no package registry (tests/gpu/test_mps_shares.py says what is checked; docs/gpu-sharing.md).
 #
@@ -9,7 +9,7 @@
 # It writes everything it prints to ${OUT:-/tmp}/gpu_suite.txt. Every step is bounded by `timeout`; it changes no GPU
 # setting (compute mode, MIG, clocks). Exit status: 0 when every step that ran passed.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 if [ "${1:-}" = prepare ]; then
     grep -qx /.whl/ .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
