@@ -10,7 +10,7 @@ Why a container per instance, not one daemon per GPU or a systemd unit:
 - **Per-instance limits.** MPS sets a memory limit and an active thread percentage per control daemon (for the servers
   it starts), not per client. One daemon per instance gives each instance its own grant, of any size, instead of the
   equal split of NVIDIA's k8s-device-plugin (one daemon per GPU). A real H100 ran two daemons on one GPU side by side
-  with 8G and 16G limits (../shared/device/README.md).
+  with 8G and 16G limits (docs/gpu-sharing.md).
 - **The same machinery as every container.** The daemon is made, started, recreated, stopped and removed with its
   instance by the deploy's own read, rollout, waves, leftovers, stale removal and teardown, on Podman and Docker, and
   needs nothing on the host but the engine and the GPU's CDI spec (which brings the MPS binaries). A systemd unit would
