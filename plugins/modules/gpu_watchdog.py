@@ -180,6 +180,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
     StateError, condition_lines, event_lines, parse_state, share_gpus, watchdog_config,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.detached import start_detached
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write
 
 PROGRAM = "gpu_watchdog.py"
@@ -286,16 +287,10 @@ def stop_process(pid):
 def start_process(python, directory, program_sha):
     env = {"PATH": SAFE_PATH, "LANG": "C.UTF-8"}
     env.update({key: os.environ[key] for key in KEPT_ENV if key in os.environ})
-    log = open(os.path.join(directory, LOG), "ab")
-    try:
-        process = subprocess.Popen([python, os.path.join(directory, PROGRAM), os.path.join(directory, CONFIG)],
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True,
-                                   start_new_session=True, cwd=directory, env=env)
-    finally:
-        log.close()
-    atomic_write(os.path.join(directory, PIDFILE), json.dumps({"pid": process.pid, "program_sha256": program_sha}) + "\n",
-                 0o644)
-    return process.pid
+    pid = start_detached([python, os.path.join(directory, PROGRAM), os.path.join(directory, CONFIG)],
+                         os.path.join(directory, LOG), directory, env)
+    atomic_write(os.path.join(directory, PIDFILE), json.dumps({"pid": pid, "program_sha256": program_sha}) + "\n", 0o644)
+    return pid
 
 
 class Watchdog:
