@@ -13,7 +13,7 @@ and the cost per share.
 
 Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed):
     .venv/bin/python benchmarks/mps_benchmark.py [--repeat 3] [--shares 2]
-Uses hosts bmps-n1..3 on 127.0.0.101-103 and removes its containers at the end of each repetition.
+Uses hosts bmps-n1..3 on 127.0.0.181-183 and removes its containers at the end of each repetition.
 A benchmark, not a test: it exits 0 (1 when a run fails).
 """
 
@@ -33,7 +33,7 @@ import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-i
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, failures, summaries  # noqa: E402
 
-HOSTS = {"node1": ("bmps-n1", "127.0.0.101"), "node2": ("bmps-n2", "127.0.0.102"), "node3": ("bmps-n3", "127.0.0.103")}
+HOSTS = {"node1": ("bmps-n1", "127.0.0.181"), "node2": ("bmps-n2", "127.0.0.182"), "node3": ("bmps-n3", "127.0.0.183")}
 READY = "touch /tmp/ready && exec sleep 2147483647"
 
 
