@@ -27,9 +27,12 @@ import shlex
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import json_object, read_json
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
-CACHE_VERSION = 1
+# 2: the GPU topology (gangplank_gpu_links, numa_node and cpu_affinity per GPU); a cache version 1 wrote lacks it and is
+# gathered again once (a new version is also a new fingerprint).
+CACHE_VERSION = 2
 # Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
-CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme")
+CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme",
+               "gangplank_gpu_links")
 MAX_CACHE_BYTES = 4 * 1024 * 1024
 _MAX_ENTRIES = 4096
 # The largest count (CPUs, MiB of memory) a fact may hold: 2**53, what a JSON reader anywhere keeps exact.

@@ -162,7 +162,8 @@ def usable_gpus(hostvars):
         _fact(host, path + "model", gpu.get("model"), _text, "the GPU's model name")
         _fact(host, path + "memory_total", gpu.get("memory_total"), lambda value: _whole(value) and value > 0,
               "the GPU's memory in bytes")
-        usable.append(dict(gpu, index=index))
+        numa = _numa(host, path + "numa_node", gpu.get("numa_node"))
+        usable.append(dict(gpu, index=index, numa_node=numa))
     return usable
 
 
@@ -181,6 +182,90 @@ def usable_nvme(hostvars):
               lambda value: isinstance(value, list) and all(isinstance(label, str) for label in value), "a list of labels")
         usable.append(device)
     return usable
+
+
+# gangplank_gpu_links (docs/facts.md): the levels a pair may have, and the most pairs read (64 GPUs).
+LINK_LEVELS = ("nvlink", "board", "switch", "multi_switch", "host_bridge", "numa", "system", "unknown")
+MAX_GPU_LINKS = 64 * 63 // 2
+# The steps the largest NVLink clique may take before it settles for the largest found (64 GPUs at most).
+_CLIQUE_STEPS = 100000
+
+
+def _numa(host, path, value):
+    """A GPU's numa_node from the facts: None, or a whole number."""
+    if value is None:
+        return None
+    return _fact(host, path, value, lambda number: _whole(number) and number <= 4095, "a NUMA node (0 to 4095) or null")
+
+
+def gpu_links(hostvars, gpus=None):
+    """The pairs of ``gpus`` (default: the usable ones) from gangplank_gpu_links whose level is known, as the scheduler's
+    ``gpu_links``: [{gpus: [a, b], level, nvlinks}], a < b by the GPUs' own index. A pair not listed is unknown."""
+    host = _host(hostvars)
+    links = _facts(hostvars).get("gangplank_gpu_links") or []
+    _fact(host, "ansible_facts.gangplank_gpu_links", links,
+          lambda value: isinstance(value, list) and len(value) <= MAX_GPU_LINKS, "a list of at most %d pairs" % MAX_GPU_LINKS)
+    offered = {gpu["index"] for gpu in (usable_gpus(hostvars) if gpus is None else gpus)}
+    result = {}
+    for position, link in enumerate(links):
+        path = "ansible_facts.gangplank_gpu_links[%d]" % position
+        _fact(host, path, link, lambda value: isinstance(value, dict), "a mapping {gpus, level, nvlinks}")
+        pair = _fact(host, path + ".gpus", link.get("gpus"),
+                     lambda value: isinstance(value, list) and len(value) == 2 and all(_whole(index) for index in value)
+                     and value[0] != value[1], "two different GPU indexes")
+        level = _fact(host, path + ".level", link.get("level"), lambda value: isinstance(value, str) and value in LINK_LEVELS,
+                      "one of " + ", ".join(LINK_LEVELS))
+        nvlinks = _fact(host, path + ".nvlinks", link.get("nvlinks", 0), lambda value: _whole(value) and value <= 64,
+                        "a number of NVLinks (0 to 64)")
+        if level == "unknown" or not set(pair) <= offered:
+            continue
+        result[min(pair), max(pair)] = {"gpus": [min(pair), max(pair)], "level": level, "nvlinks": nvlinks}
+    return [result[key] for key in sorted(result)]
+
+
+def nvlink_groups(links):
+    """The GPUs joined by NVLink (connected components of the nvlink pairs, 2 GPUs or more), each sorted."""
+    parent = {}
+
+    def root(index):
+        while parent.setdefault(index, index) != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+    for link in links:
+        if link["level"] == "nvlink":
+            parent[root(link["gpus"][0])] = root(link["gpus"][1])
+    groups = {}
+    for index in parent:
+        groups.setdefault(root(index), []).append(index)
+    return sorted(sorted(group) for group in groups.values() if len(group) > 1)
+
+
+def nvlink_domain(links):
+    """The size of the largest set of GPUs every two of which are NVLinked (Bron-Kerbosch with a pivot, bounded)."""
+    neighbours = {}
+    for link in links:
+        if link["level"] == "nvlink":
+            a, b = link["gpus"]
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+    best = [1 if neighbours else 0]
+    steps = [0]
+
+    def extend(size, candidates, excluded):
+        steps[0] += 1
+        if not candidates and not excluded:
+            best[0] = max(best[0], size)
+            return
+        if steps[0] > _CLIQUE_STEPS or size + len(candidates) <= best[0]:
+            return
+        pivot = max(candidates | excluded, key=lambda index: len(neighbours[index] & candidates))
+        for index in sorted(candidates - neighbours[pivot]):
+            extend(size + 1, candidates & neighbours[index], excluded & neighbours[index])
+            candidates = candidates - {index}
+            excluded = excluded | {index}
+    extend(0, set(neighbours), set())
+    return best[0]
 
 
 def hardware_labels(hostvars):
@@ -217,6 +302,9 @@ def hardware_labels(hostvars):
             labels["nvidia.com/gpu.compute.minor"] = minor or "0"
         if any(gpu.get("source") == "simulated" for gpu in gpus):
             labels["gangplank.io/gpu.simulated"] = "true"
+        domain = nvlink_domain(gpu_links(hostvars, gpus))
+        if domain > 1:
+            labels["gangplank.io/gpu.nvlink-domain"] = str(domain)
     for device in usable_nvme(hostvars):
         for label in device.get("labels") or []:
             labels["gangplank.io/nvme.%s" % label] = "true"
@@ -281,19 +369,28 @@ def scheduler_node(hostvars):
     taints = hostvars.get("gangplank_taints") or []
     if not isinstance(taints, list):
         raise NodeFactsError("%s: gangplank_taints: got %s; expected a list of {key, value, effect}" % (host, show(taints)))
+    gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
+    entries = []
+    for gpu in gpus:
+        entry = {"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]}
+        if gpu["numa_node"] is not None:
+            entry["numa_node"] = gpu["numa_node"]
+        entries.append(entry)
     node = {
         "cpu": "%dm" % cpu,
         "memory": memory,
         "labels": node_labels(hostvars),
         "taints": list(taints),
         "unschedulable": boolean(hostvars.get("gangplank_unschedulable", False), host, "gangplank_unschedulable"),
-        "gpus": [{"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]}
-                 for gpu in sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])],
+        "gpus": entries,
         "nvme": [{"name": device["name"], "size": device["size"], "labels": list(device.get("labels") or []),
                   "mount": device["mount"]}
                  for device in sorted(usable_nvme(hostvars), key=lambda device: device["name"])],
         "gpu_sharing": gpu_sharing(hostvars),
     }
+    links = gpu_links(hostvars, gpus)
+    if links:
+        node["gpu_links"] = links
     return node
 
 
@@ -329,15 +426,24 @@ def facts_table(hostvars):
         versions = tuple(_brief(driver.get(key) or "-") for key in ("driver_version", "cuda_version", "source"))
         lines.append("  driver %s, CUDA %s, via %s" % versions)
         rows = []
+        # The NUMA column where the facts know a GPU's NUMA node (facts gathered before they did have none).
+        numa = any(gpu.get("numa_node") is not None for gpu in gpus)
         for gpu in gpus:
             if gpu.get("error"):
-                rows.append((gpu.get("index"), "ERROR: %s" % _brief(gpu["error"]), "-", "-", "-", gpu.get("source") or "-"))
+                rows.append((gpu.get("index"), "ERROR: %s" % _brief(gpu["error"]), "-", "-", "-") + (("-",) if numa else ())
+                            + (gpu.get("source") or "-",))
                 continue
             mig = "on (%d)" % len(gpu.get("mig_devices") or []) if _mig_on(gpu) else "-"
+            node = () if not numa else ("-" if gpu.get("numa_node") is None else gpu["numa_node"],)
             rows.append((gpu.get("index"), gpu.get("model") or "-",
                          "%s/%s" % (_size_text(gpu.get("memory_used") or 0), _size_text(gpu.get("memory_total"))),
-                         gpu.get("uuid") or "-", mig, gpu.get("source") or "-"))
-        lines += _table(("GPU", "MODEL", "MEMORY USED", "UUID", "MIG", "SOURCE"), rows)
+                         gpu.get("uuid") or "-", mig) + node + (gpu.get("source") or "-",))
+        lines += _table(("GPU", "MODEL", "MEMORY USED", "UUID", "MIG") + (("NUMA",) if numa else ()) + ("SOURCE",), rows)
+        groups = nvlink_groups(gpu_links(hostvars))
+        if groups:
+            lines.append("  NVLink groups: " + " ".join("[%s]" % ",".join(str(index) for index in group) for group in groups))
+        if driver.get("topology"):
+            lines.append("  GPU topology %s" % _brief(driver["topology"]))
     else:
         lines.append("  no GPUs: %s" % _brief(driver.get("reason") or "none found"))
     if nvme:

@@ -37,3 +37,16 @@ GPU_SHARING_MODES = (GPU_SHARING_MPS, GPU_SHARING_NONE)
 # nodes' NoSchedule/NoExecute taints). 2e7 set lookups take a few seconds here; a real cluster needs far fewer
 # (100 every-node services on 10,000 nodes with a 2-entry selector and a taint each: 4e6).
 MAX_EVERY_NODE_WORK = 20000000
+# nodes.<n>.gpu_links[].level: how two GPUs of a node meet, best first (NVML's P2P levels, nvidia-smi topo -m):
+# NVLink, the same board, one PCIe switch, several switches, the host bridge, the same NUMA node, across sockets.
+# A pair not listed is unknown. nvlinks: the NVLink lanes between the pair (> 0 for nvlink, 0 otherwise).
+GPU_LINK_NVLINK = "nvlink"
+GPU_LINK_LEVELS = (GPU_LINK_NVLINK, "board", "switch", "multi_switch", "host_bridge", "numa", "system", "unknown")
+MAX_NVLINKS = 64                # nodes.<n>.gpu_links[].nvlinks
+MAX_GPU_LINKS = MAX_DEVICES * (MAX_DEVICES - 1) // 2     # entries of nodes.<n>.gpu_links: every pair of 64 GPUs once
+MAX_NUMA_NODE = 1023            # nodes.<n>.gpus[].numa_node
+# resources.gpu.topology: preferred (the default) takes the best-linked free set; required only a set whose every pair
+# is NVLinked (a request of one GPU meets it anywhere).
+GPU_TOPOLOGY_PREFERRED = "preferred"
+GPU_TOPOLOGY_REQUIRED = "required"
+GPU_TOPOLOGY_MODES = (GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED)

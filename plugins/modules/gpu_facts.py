@@ -9,7 +9,11 @@ module: gpu_facts
 short_description: NVIDIA GPUs of a host as facts
 version_added: 0.1.0
 description:
-  - Returns the host's NVIDIA GPUs as C(ansible_facts.gangplank_gpus) and the driver as C(ansible_facts.gangplank_gpu_driver).
+  - Returns the host's NVIDIA GPUs as C(ansible_facts.gangplank_gpus), the link between every pair of them as
+    C(ansible_facts.gangplank_gpu_links) and the driver as C(ansible_facts.gangplank_gpu_driver).
+  - The topology comes from NVML (NVLink state and remote PCI devices, the pairs' common PCIe ancestor, each GPU's NUMA node
+    and CPU affinity, with C(/sys/bus/pci/devices) where NVML does not tell them), or from C(nvidia-smi topo -m) read strictly
+    in the fallback. An NVML error on a pair makes its level C(unknown); it never fails the module.
   - The GPUs are read in one NVML session through nvidia-ml-py (imported as C(pynvml)). Old C(pynvml) releases that return bytes work too.
   - When C(pynvml) cannot be imported, the module falls back to C(nvidia-smi --query-gpu). That fallback does not list MIG devices
     and leaves RV(ansible_facts.gangplank_gpu_driver.cuda_version) null.
@@ -22,8 +26,19 @@ options:
       - GPUs to report instead of the real ones, for test and demo hosts. Pass the C(gangplank_simulated_gpus) host variable.
       - Each entry is a mapping with C(model) (a non-empty string) and C(memory) (a size such as C(80Gi)), and optionally
         C(index) (default the entry's position), C(uuid) (default C(GPU-sim-<hostname>-<index>)) and C(compute_capability).
+      - Optionally C(numa_node) (an integer, or null for unknown, the default) and C(cpu_affinity) (a Linux cpulist such as C(0-31,64-95)).
       - Simulated GPUs have no memory in use, no PCI bus id, no persistence mode and no MIG; each is marked C(source=simulated).
       - When the list is not empty the hardware is not read at all. A malformed entry fails the task, naming the entry.
+    type: list
+    elements: dict
+    default: []
+  simulated_links:
+    description:
+      - The links between simulated GPUs, for test beds. Pass the C(gangplank_simulated_gpu_links) host variable.
+      - Each entry is C({gpus: [i, j], level, nvlinks}) with two indexes of O(simulated), a level of C(nvlink), C(board),
+        C(switch), C(multi_switch), C(host_bridge), C(numa), C(system) or C(unknown), and C(nvlinks) (1 to 64 with
+        C(nvlink), else 0, the default). A pair not listed is C(unknown) with no NVLinks. Checked like O(simulated).
+      - Must be empty unless O(simulated) is not.
     type: list
     elements: dict
     default: []
@@ -133,6 +148,13 @@ ansible_facts:
           returned: always
           type: int
           sample: 8
+        topology:
+          description:
+            - Why RV(ansible_facts.gangplank_gpu_links) holds no links or only C(unknown) ones, for example
+              C(not read: more than 64 GPUs) or what C(nvidia-smi topo -m) printed that is not its table.
+          returned: when the topology could not be read
+          type: str
+          sample: "not read: more than 64 GPUs"
         mps_control:
           description:
             - The absolute path of the CUDA MPS control binary (option O(mps_control)), or null when it was not found
@@ -140,6 +162,32 @@ ansible_facts:
           returned: always
           type: str
           sample: /usr/bin/nvidia-cuda-mps-control
+    gangplank_gpu_links:
+      description:
+        - The link between every pair of GPUs of the host (i < j, by index). Empty with one GPU, with none, and with more
+          than 64 (then RV(ansible_facts.gangplank_gpu_driver.topology) says so).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 18}, {"gpus": [0, 2], "level": "system", "nvlinks": 0}]
+      contains:
+        gpus:
+          description: The two GPUs' indexes, the lower first.
+          type: list
+          elements: int
+          returned: always
+        level:
+          description:
+            - C(nvlink) when they share active NVLinks (directly, or both through the NVSwitches), else their closest
+              common PCIe ancestor, C(board), C(switch) (one PCIe switch, nvidia-smi's PIX), C(multi_switch) (PXB),
+              C(host_bridge) (PHB), C(numa) (the same NUMA node, NODE), C(system) (across NUMA nodes, SYS), or
+              C(unknown) when it could not be read.
+          type: str
+          returned: always
+        nvlinks:
+          description: The number of active NVLinks between them (through NVSwitches, the fewer of the two GPUs' switch links); 0 without.
+          type: int
+          returned: always
     gangplank_gpus:
       description: One entry per GPU, in NVML index order. Empty when the driver is not available.
       returned: always
@@ -202,6 +250,16 @@ ansible_facts:
           elements: dict
           returned: always
           sample: [{"index": 0, "uuid": "MIG-4f2d9a8e-0c1b-5d6e-8f7a-1b2c3d4e5f60", "memory_total": 42949672960, "memory_used": 0, "memory_free": 42949672960}]
+        numa_node:
+          description: The NUMA node the GPU is attached to. Null when unknown (the kernel says -1) or not read.
+          type: int
+          returned: always
+          sample: 0
+        cpu_affinity:
+          description: The CPUs local to the GPU, as a Linux cpulist. Null when unknown.
+          type: str
+          returned: always
+          sample: "0-31,64-95"
         source:
           description: Where this entry came from, C(nvml), C(nvidia-smi) or C(simulated).
           type: str
@@ -218,18 +276,22 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import MPS_CONTROL, collect, mps_control_path
+from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import MPS_CONTROL, collect_facts, mps_control_path
 
 try:
     import pynvml
 except ImportError:
     pynvml = None  # the collector falls back to nvidia-smi
 
+# Where sysfs is mounted (a GPU's NUMA node and local CPUs where NVML does not tell them).
+SYSFS = "/sys"
+
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             simulated=dict(type="list", elements="dict", default=[]),
+            simulated_links=dict(type="list", elements="dict", default=[]),
             hostname=dict(type="str"),
             mps_control=dict(type="str", default=MPS_CONTROL),
         ),
@@ -240,17 +302,20 @@ def main():
         return module.run_command(argv, handle_exceptions=False)
 
     try:
-        gpus, driver = collect(
+        facts = collect_facts(
             nvml=pynvml,
             run_command=run_command,
             which=module.get_bin_path,
             simulated=module.params["simulated"],
+            simulated_links=module.params["simulated_links"],
             hostname=module.params["hostname"] or socket.gethostname(),
+            sysfs=SYSFS,
         )
-        driver["mps_control"] = mps_control_path(module.params["mps_control"], gpus, module.get_bin_path)
+        facts["gangplank_gpu_driver"]["mps_control"] = mps_control_path(module.params["mps_control"], facts["gangplank_gpus"],
+                                                                        module.get_bin_path)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, ansible_facts={"gangplank_gpus": gpus, "gangplank_gpu_driver": driver})
+    module.exit_json(changed=False, ansible_facts=facts)
 
 
 if __name__ == "__main__":

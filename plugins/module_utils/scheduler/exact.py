@@ -13,8 +13,10 @@ Filter plugins (selectors, taints, unschedulable, stateful pins, GPU models, cap
 each instance's allowed nodes, exactly as in a greedy attempt. The model adds what depends on
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
 device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
-GPU cores per device (at most 100 in sum), NVMe space per device, and quotas (max per group; min
-reservations against the cluster's totals).
+GPU cores per device (at most 100 in sum), NVMe space per device, quotas (max per group; min
+reservations against the cluster's totals), and ``gpu.topology: required`` (no two of an instance's GPUs
+on a node without NVLink between them). ``preferred`` topology is not modelled: a plan the solver finds
+takes any devices that fit, as the greedy would on a node without links.
 
 Preemptible instances that run are in the model too, each placed at most once; new preemptible work
 is not (the scheduler fills it in after, in priority order).
@@ -29,12 +31,13 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead, pod_requests,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_matrix, nvlinked
 
 # OR-Tools' CP-SAT, imported on first use (available()), not with this module: Ansible's controller loads the
 # gang_schedule action plugin in its main process, which forks a worker for every task and host; with OR-Tools (and the
@@ -325,6 +328,7 @@ class _Model:
             if resources.gpu is not None:
                 request = resources.gpu
                 options = []
+                positions = []
                 needed = None if request.memory is None else request.memory + gpu_overhead(node, request)
                 for position, device in enumerate(node.gpus):
                     if request.matches(device) and (needed is None or device.memory >= needed):
@@ -332,7 +336,15 @@ class _Model:
                         var = self.model.NewBoolVar("g_%d_%a_%d" % (index, name, position))
                         self.gpu[index, name, position] = (var, take)
                         options.append(var)
+                        positions.append(position)
                 self.model.Add(sum(options) == request.count * chosen)
+                if request.topology == GPU_TOPOLOGY_REQUIRED and request.count > 1:
+                    # Every pair of the set NVLinked: two devices without NVLink between them are never both taken.
+                    matrix = link_matrix(node)
+                    for first in range(len(positions)):
+                        for second in range(first + 1, len(positions)):
+                            if not nvlinked(matrix, positions[first], positions[second]):
+                                self.model.Add(options[first] + options[second] <= 1)
             if resources.nvme is not None:
                 request = resources.nvme
                 options = []

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import FrozenSet, Mapping, Optional, Tuple
 
-from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_SHARING_MPS, GPU_SHARING_NONE
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
+    GPU_SHARING_MPS, GPU_SHARING_NONE, GPU_TOPOLOGY_PREFERRED,
+)
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -38,6 +40,17 @@ class GPUDevice:
     uuid: str
     model: str
     memory: int
+    numa_node: Optional[int] = None     # the NUMA node the GPU hangs off, where the facts know it
+
+
+@dataclass(frozen=True)
+class GPULink:
+    """How GPUs ``first`` and ``second`` (indices, first < second) of one node meet: ``level`` one of
+    problem_format.GPU_LINK_LEVELS; ``nvlinks`` the NVLink lanes between them (0 unless level is nvlink)."""
+    first: int
+    second: int
+    level: str
+    nvlinks: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class Node:
     gpus: Tuple[GPUDevice, ...] = ()
     nvme: Tuple[NVMeDevice, ...] = ()
     gpu_sharing: str = GPU_SHARING_NONE     # mps: the host holds each share to its grant (an MPS server per share)
+    gpu_links: Tuple[GPULink, ...] = ()     # the pairs of GPUs whose link is known (scheduler/topology.py)
 
 
 @dataclass(frozen=True)
@@ -87,12 +101,14 @@ class GPURequest:
     """``count`` distinct devices on one node, each with ``memory`` free.
 
     ``memory`` None asks for whole, unshared devices. ``cores`` (shares only): the percent of each device's SMs the
-    share may use; the shares on one device ask at most 100 in sum (None counts 0).
+    share may use; the shares on one device ask at most 100 in sum (None counts 0). ``topology``: preferred (the
+    best-linked set that fits) or required (only a set whose every pair is NVLinked; scheduler/topology.py).
     """
     count: int
     memory: Optional[int]
     models: Tuple[str, ...] = ()
     cores: Optional[int] = None
+    topology: str = GPU_TOPOLOGY_PREFERRED
 
     def matches(self, device):
         return not self.models or _model_matches(self.models, device.model)

@@ -17,12 +17,13 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    GPU_SHARING_MODES, GPU_SHARING_NONE, MAX_DEVICES, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
+    GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_SHARING_MODES, GPU_SHARING_NONE, GPU_TOPOLOGY_MODES, GPU_TOPOLOGY_PREFERRED,
+    MAX_DEVICES, MAX_GPU_LINKS, MAX_NUMA_NODE, MAX_NVLINKS, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
     MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL, SERVICE_KEYS,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
-    GPUDevice, GPURequest, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
+    GPUDevice, GPULink, GPURequest, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
     PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
@@ -34,15 +35,17 @@ _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 chara
 _INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
 _TOP_KEYS = ("nodes", "services", "quotas", "previous")
-_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing")
-_GPU_KEYS = ("index", "uuid", "model", "memory")
+_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links")
+_GPU_KEYS = ("index", "uuid", "model", "memory", "numa_node")
+_GPU_REQUIRED_KEYS = ("index", "uuid", "model", "memory")
+_GPU_LINK_KEYS = ("gpus", "level", "nvlinks")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
 # A problem's service may also carry its image (for user plugins, profiles.py). In a catalog the image is a
 # deploy key (catalog.py checks it and hands it to the scheduler), so it is not among SERVICE_KEYS.
 _PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
-_GPU_REQUEST_KEYS = ("count", "memory", "models", "cores")
+_GPU_REQUEST_KEYS = ("count", "memory", "models", "cores", "topology")
 _NVME_REQUEST_KEYS = ("label", "size")
 _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
@@ -148,7 +151,7 @@ def _parse_nodes(reader, value):
         indices = set()
         for position, item in enumerate(reader.sequence(spec.get("gpus"), join_path(path, "gpus"), MAX_DEVICES)):
             gpu_path = join_path(join_path(path, "gpus"), position)
-            gpu = reader.mapping(item, gpu_path, _GPU_KEYS, required=_GPU_KEYS, optional_none=False)
+            gpu = reader.mapping(item, gpu_path, _GPU_KEYS, required=_GPU_REQUIRED_KEYS, optional_none=False)
             index = reader.integer(gpu.get("index"), join_path(gpu_path, "index"), limit=_MAX_GPU_INDEX) \
                 if "index" in gpu else None
             if index is not None and index in indices:
@@ -159,10 +162,12 @@ def _parse_nodes(reader, value):
             model = reader.string(gpu.get("model"), join_path(gpu_path, "model")) if "model" in gpu else None
             gpu_memory = reader.size(gpu.get("memory"), join_path(gpu_path, "memory"), positive=True) \
                 if "memory" in gpu else None
+            numa_node = reader.integer(gpu.get("numa_node"), join_path(gpu_path, "numa_node"), maximum=MAX_NUMA_NODE) \
+                if "numa_node" in gpu else None
             if None not in (index, uuid, model, gpu_memory) and index not in indices and uuid not in uuids:
                 indices.add(index)
                 uuids[uuid] = gpu_path
-                gpus.append(GPUDevice(index, uuid, model, gpu_memory))
+                gpus.append(GPUDevice(index, uuid, model, gpu_memory, numa_node))
         devices = []
         device_names = set()
         for position, item in enumerate(reader.sequence(spec.get("nvme"), join_path(path, "nvme"), MAX_DEVICES)):
@@ -192,8 +197,54 @@ def _parse_nodes(reader, value):
             gpus=tuple(sorted(gpus, key=lambda gpu: gpu.index)),
             nvme=tuple(sorted(devices, key=lambda device: device.name)),
             gpu_sharing=_gpu_sharing(reader, spec.get("gpu_sharing"), join_path(path, "gpu_sharing")),
+            gpu_links=_gpu_links(reader, spec.get("gpu_links"), join_path(path, "gpu_links"), name, indices),
         )
     return nodes
+
+
+def _gpu_links(reader, value, path, name, indices):
+    """nodes.<n>.gpu_links: [{gpus: [a, b], level, nvlinks}, ...], each pair of the node's GPU indices at most once."""
+    links = []
+    pairs = set()
+    for position, item in enumerate(reader.sequence(value, path, MAX_GPU_LINKS)):
+        link_path = join_path(path, position)
+        spec = reader.mapping(item, link_path, _GPU_LINK_KEYS, required=("gpus", "level"), optional_none=False)
+        ends = []
+        gpus_path = join_path(link_path, "gpus")
+        if "gpus" in spec:
+            raw = spec["gpus"]
+            if not isinstance(raw, list) or len(raw) != 2:
+                reader.bad(gpus_path, raw, "a list of two GPU indices of node %s" % printable(name))
+            else:
+                for end, index in enumerate(raw):
+                    index = reader.integer(index, join_path(gpus_path, end), limit=_MAX_GPU_INDEX)
+                    if index is not None and index not in indices:
+                        reader.bad(join_path(gpus_path, end), index, "the index of a GPU of node %s" % printable(name))
+                        index = None
+                    ends.append(index)
+                if None not in ends and ends[0] == ends[1]:
+                    reader.bad(gpus_path, raw, "two different GPUs")
+                    ends = []
+                elif None not in ends and (min(ends), max(ends)) in pairs:
+                    reader.bad(gpus_path, raw, "a pair of GPUs not listed before in gpu_links")
+                    ends = []
+        level = spec.get("level")
+        if "level" in spec and (not isinstance(level, str) or level not in GPU_LINK_LEVELS):
+            reader.bad(join_path(link_path, "level"), level, "one of " + ", ".join(GPU_LINK_LEVELS))
+            level = None
+        nvlinks = reader.integer(spec.get("nvlinks"), join_path(link_path, "nvlinks"), maximum=MAX_NVLINKS, default=0)
+        if nvlinks is not None and level is not None:
+            if level == GPU_LINK_NVLINK and nvlinks == 0:
+                reader.bad(join_path(link_path, "nvlinks"), spec.get("nvlinks"), "an integer from 1 to %d for an nvlink pair"
+                           % MAX_NVLINKS)
+                level = None
+            elif level != GPU_LINK_NVLINK and nvlinks != 0:
+                reader.bad(join_path(link_path, "nvlinks"), nvlinks, "0 (or none) for a %s pair: only nvlink has lanes" % level)
+                level = None
+        if len(ends) == 2 and None not in ends and level is not None and nvlinks is not None:
+            pairs.add((min(ends), max(ends)))
+            links.append(GPULink(min(ends), max(ends), level, nvlinks))
+    return tuple(sorted(links, key=lambda link: (link.first, link.second)))
 
 
 def _gpu_sharing(reader, value, path):
@@ -260,8 +311,15 @@ def _parse_resources(reader, value, path):
                 reader.bad(join_path(gpu_path, "cores"), cores,
                            "only on a GPU share (with resources.gpu.memory): a whole GPU has all its cores")
                 cores = None
+        topology = gpu_spec.get("topology")
+        if topology is None:
+            topology = GPU_TOPOLOGY_PREFERRED
+        elif not isinstance(topology, str) or topology not in GPU_TOPOLOGY_MODES:
+            reader.bad(join_path(gpu_path, "topology"), topology,
+                       "one of %s (whether every pair of the GPUs must be NVLinked)" % ", ".join(GPU_TOPOLOGY_MODES))
+            topology = GPU_TOPOLOGY_PREFERRED
         if count is not None:
-            gpu = GPURequest(count, gpu_memory, models, cores)
+            gpu = GPURequest(count, gpu_memory, models, cores, topology)
     nvme = None
     if spec.get("nvme") is not None:
         nvme_path = join_path(path, "nvme")

@@ -18,7 +18,7 @@ class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
     __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "ports", "services",
-                 "version")
+                 "version", "topology")
 
     def __init__(self, node):
         self.node = node
@@ -34,6 +34,7 @@ class NodeState:
         # Services (and sidecars) running here -> how many instances here bring each (Unreserve takes one away).
         self.services: Dict[str, int] = {}
         self.version = 0
+        self.topology = None        # (version, what taking each device alone costs): scheduler/topology.py's break_cost
 
     def add_services(self, names):
         """Record one more instance here that brings these services (its own and its sidecars)."""

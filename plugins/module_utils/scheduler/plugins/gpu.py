@@ -10,6 +10,11 @@ that still fits, then index), which keeps whole GPUs free for whole-GPU work; th
 devices an instance used before come first when it stays on its node, so it is not
 restarted on other GPUs.
 
+Topology (scheduler/topology.py), on a node that lists its GPU links: a multi-GPU request takes the best-linked set of
+the devices that fit (best fit breaking ties), with ``topology: required`` only a set whose every pair is NVLinked
+(else the node is filtered: NO_NVLINKED_SET); among single devices that fit equally well, the one whose taking
+breaks the least of the free well-linked groups. A node without links chooses as before.
+
 A share on a node with ``gpu_sharing: mps`` also needs room for its MPS server on each device
 (model.gpu_overhead, kube's pod overhead); a share that asks ``cores`` fits a device only while the
 shares there ask at most 100 in sum, and only on a node that can enforce them (mps).
@@ -20,13 +25,17 @@ from __future__ import annotations
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import (
     OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_SHARING_MPS, MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
+    GPU_SHARING_MPS, GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim, GPURequest, gpu_overhead
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import best_set, break_cost, link_matrix
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
 INSUFFICIENT_WHOLE = "Insufficient free GPUs"
 INSUFFICIENT_CORES = "Insufficient GPU cores"
 CANNOT_ENFORCE_CORES = "node(s) cannot enforce GPU cores (gpu_sharing none)"
+NO_NVLINKED_SET = "node(s) had no free NVLinked set of %d GPU(s)"
 # The GPU plugin's cycle state: node name -> (node version, the devices chosen there), written by gpu_choice.
 STATE_KEY = "GPU"
 
@@ -53,11 +62,27 @@ def choose_gpus(node_state, request, preferred=()):
                 candidates.append((device.uuid not in preferred, free, device.index, position, wanted))
     if len(candidates) < request.count:
         return None
+    matrix = link_matrix(node_state.node)
     if request.count == 1:
         best = min(candidates)
+        if matrix is not None:
+            # Among the devices that fit as well (preferred alike, as much free), the one that breaks the least.
+            alike = [candidate for candidate in candidates if candidate[:2] == best[:2]]
+            if len(alike) > 1:
+                best = min(alike, key=lambda candidate: (break_cost(node_state, candidate[3]), candidate[2]))
         return [(best[3], best[4])]
     candidates.sort()
-    return [(candidate[3], candidate[4]) for candidate in candidates[:request.count]]
+    required = request.topology == GPU_TOPOLOGY_REQUIRED
+    if matrix is None:
+        if required:
+            return None         # no link known: no pair is NVLinked
+        return [(candidate[3], candidate[4]) for candidate in candidates[:request.count]]
+    takes = {candidate[3]: candidate[4] for candidate in candidates}
+    forced = [candidate[3] for candidate in candidates[:request.count] if not candidate[0]]
+    found = best_set(matrix, [candidate[3] for candidate in candidates], request.count, forced, required)
+    if found is None:
+        return None
+    return [(position, takes[position]) for position in found[0]]
 
 
 def preferred_uuids(instance, node_name):
@@ -112,6 +137,9 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
             reason = INSUFFICIENT_WHOLE if request.memory is None else INSUFFICIENT_MEMORY
             if request.cores is not None and choose_gpus(node_state, _without_cores(request)) is not None:
                 reason = INSUFFICIENT_CORES      # memory would fit: the cores are what is short
+            elif request.topology == GPU_TOPOLOGY_REQUIRED and request.count > 1 and \
+                    choose_gpus(node_state, _without_topology(request)) is not None:
+                reason = NO_NVLINKED_SET % request.count     # devices would fit: none of their sets is NVLinked
             return Status.unschedulable(reason, self.name)
         return OK
 
@@ -151,4 +179,9 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
 
 def _without_cores(request):
     """The request without its cores: to tell which of memory and cores a node is short of."""
-    return GPURequest(request.count, request.memory, request.models)
+    return GPURequest(request.count, request.memory, request.models, topology=request.topology)
+
+
+def _without_topology(request):
+    """The request with topology preferred: to tell whether devices or their links are what a node is short of."""
+    return GPURequest(request.count, request.memory, request.models, request.cores, GPU_TOPOLOGY_PREFERRED)

@@ -8,7 +8,9 @@ it; Reserve runs in this order too. Stickiness outweighs every other score toget
 (100 x 100 > 15 x 100), so a stateless instance that may move goes back to its previous
 node whenever it fits. GPUFragmentation outweighs the other placement scores together
 (10 > 1 + 2 + 1 + 1): on the openb trace (benchmarks/trace_benchmark.py) it is what keeps
-GPUs usable; MostAllocated and best fit only break its near-ties.
+GPUs usable; MostAllocated and best fit only break its near-ties. GPUTopology (1) scores only multi-GPU work on nodes
+that list their GPU links: it moves such work to the node with the better-linked set among those fragmentation rates
+about alike.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.every_node import EveryNode
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_topology import GPUTopology
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_ports import NodePorts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_selector import NodeSelector
@@ -41,6 +44,7 @@ PLUGINS = (
     NodeResourcesFit,     # PreFilter (the instance's request, sidecars included), Filter, Score, Reserve
     GPU,                  # PreFilter, Filter, Score, Reserve
     GPUFragmentation,     # Score
+    GPUTopology,          # Score: multi-GPU instances where their GPUs are best linked (left out without links)
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
     Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts
@@ -53,6 +57,7 @@ WEIGHTS = {
     "NodeResourcesFit": 1,
     "GPU": 2,
     "GPUFragmentation": 10,
+    "GPUTopology": 1,
     "NVMe": 1,
     "TaintToleration": 1,
     "Stickiness": 100,

@@ -17,6 +17,11 @@ A GPU dict:
     mig               None (NVMLError_NotSupported) or
                       {"current": bool, "pending": bool, "max": int,
                        "devices": {slot: {"uuid": str, "memory_total": int, "memory_used": int}}}
+    numa_node         what nvmlDeviceGetNumaNodeId returns (-1 too); absent: NVMLError_FunctionNotFound (an old driver)
+    cpu_affinity      nvmlDeviceGetCpuAffinity's 64-bit words (CPU 0 is bit 0 of the first); absent: NVMLError_NotSupported
+    nvlinks           one entry per NVLink of the GPU: the remote PCI bus id of an active link (another GPU's, or an
+                      NVSwitch's), or None for an inactive one; links past the list: NVMLError_InvalidArgument; absent:
+                      NVMLError_NotSupported (no NVLink)
     errors            {"nvmlDeviceGetMemoryInfo": pynvml.NVML_ERROR_GPU_IS_LOST, ...}: that call raises
                       NVMLError(code) for this GPU (nvmlDeviceGetHandleByIndex included)
 """
@@ -45,8 +50,11 @@ class FakeNvml:
     """pynvml, faked. `calls` counts every NVML call by name."""
 
     def __init__(self, gpus, driver_version="550.54.15", cuda_version=12040, init_error=None, old_bytes=False,
-                 count_error=None, shutdown_error=None):
+                 count_error=None, shutdown_error=None, topology=None):
         self.gpus = list(gpus)
+        # {(i, j): NVML_TOPOLOGY_*} for nvmlDeviceGetTopologyCommonAncestor (either order); a pair not there: NotSupported.
+        # A value that is an NVML_ERROR_* code in a tuple, (code,), raises that error.
+        self.topology = dict(topology or {})
         self.driver_version = driver_version
         self.cuda_version = cuda_version
         self.init_error = init_error          # an NVML_ERROR_* code nvmlInit raises
@@ -175,3 +183,47 @@ class FakeNvml:
         if index not in mig.get("devices", {}):
             raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
         return FakeHandle(handle.index, handle.gpu, mig_slot=index)
+
+    # topology
+
+    def nvmlDeviceGetNumaNodeId(self, handle):
+        self._call("nvmlDeviceGetNumaNodeId", handle)
+        if "numa_node" not in handle.gpu:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return handle.gpu["numa_node"]
+
+    def nvmlDeviceGetCpuAffinity(self, handle, cpu_set_size):
+        self._call("nvmlDeviceGetCpuAffinity", handle)
+        if "cpu_affinity" not in handle.gpu:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        words = list(handle.gpu["cpu_affinity"])[:cpu_set_size]
+        return words + [0] * (cpu_set_size - len(words))
+
+    def _link(self, handle, link):
+        links = handle.gpu.get("nvlinks")
+        if links is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if not 0 <= link < len(links):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return links[link]
+
+    def nvmlDeviceGetNvLinkState(self, handle, link):
+        self._call("nvmlDeviceGetNvLinkState", handle)
+        return pynvml.NVML_FEATURE_DISABLED if self._link(handle, link) is None else pynvml.NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle, link):
+        self._call("nvmlDeviceGetNvLinkRemotePciInfo", handle)
+        remote = self._link(handle, link)
+        if remote is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return types.SimpleNamespace(busId=self._str(remote), domain=0, bus=0, device=0)
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, first, second):
+        self._call("nvmlDeviceGetTopologyCommonAncestor", first)
+        self._call("nvmlDeviceGetTopologyCommonAncestor", second)
+        level = self.topology.get((first.index, second.index), self.topology.get((second.index, first.index)))
+        if level is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if isinstance(level, tuple):
+            raise pynvml.NVMLError(level[0])
+        return level

@@ -12,13 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
-    CACHED_KEYS, MAX_CACHE_BYTES, _walk_names, _walk_order, cache_content, cached_facts, fingerprint, hardware_view,
+    CACHE_VERSION, CACHED_KEYS, MAX_CACHE_BYTES, _walk_names, _walk_order, cache_content, cached_facts, fingerprint, hardware_view,
     ReadError, parse_read, read_cache, read_command, read_state, state_of,
 )
 
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux",
          "gangplank_gpus": [{"index": 0, "uuid": "GPU-a", "model": "NVIDIA L4", "memory_total": 24 << 30}],
-         "gangplank_gpu_driver": {"version": "550.54"}, "gangplank_nvme": [], "hostname": "h1", "env": {"HOME": "/root"}}
+         "gangplank_gpu_driver": {"version": "550.54"}, "gangplank_nvme": [], "hostname": "h1", "env": {"HOME": "/root"},
+         "gangplank_gpu_links": []}
 INPUTS = {"hostname": "h1", "simulated_gpus": [], "simulated_nvme": [], "nvme_labels": {}}
 VIEW = {"cpus": 16, "memtotal": "67108864 kB", "machine": "x86_64", "system": "Linux", "nvidia_driver": "NVRM 550.54",
         "gpus": {"0000:01:00.0": "Model: NVIDIA L4\n"}, "nvidia_capabilities": [], "nvme_controllers": ["nvme0"],
@@ -57,7 +58,7 @@ def test_a_missing_or_foreign_cache_is_not_used():
     assert cached_facts(None, print_) == (None, "no cache yet")
     for content in ([], {"version": 0, "fingerprint": print_, "facts": FACTS}, {"version": 1, "fingerprint": print_, "facts": []}):
         assert cached_facts(content, print_) == (None, "the cache file is not one this version wrote")
-    assert cached_facts({"version": 1, "fingerprint": print_, "facts": {"memtotal_mb": 1}}, print_) == (
+    assert cached_facts({"version": CACHE_VERSION, "fingerprint": print_, "facts": {"memtotal_mb": 1}}, print_) == (
         None, "the cache lacks processor_vcpus")
 
 
@@ -161,7 +162,7 @@ def test_a_field_out_of_its_shape_is_an_error_naming_the_host_and_line(line, fie
 def test_cached_facts_of_another_shape_are_gathered_again():
     for facts in ({"processor_vcpus": "4", "memtotal_mb": 1}, {"processor_vcpus": True, "memtotal_mb": 1},
                   {"processor_vcpus": 4, "memtotal_mb": 2 ** 60}, {"processor_vcpus": 4, "memtotal_mb": 1, "system": ["x"]}):
-        content = {"version": 1, "fingerprint": "f", "facts": facts}
+        content = {"version": CACHE_VERSION, "fingerprint": "f", "facts": facts}
         assert cached_facts(content, "f") == (None, "the cache file is not one this version wrote")
 
 
@@ -229,3 +230,20 @@ def test_the_shell_read_sees_gpus_mig_and_nvme_as_the_module_does(tmp_path):
     assert view["nvidia_driver"].startswith("NVRM version") and view["nvme_controllers"] == ["nvme0", "nvme1"]
     assert view["nvme_namespaces"] == {"nvme0n1": "7501476528\n", "nvme1n1": "3750738264\n"}
     assert [line.split()[:2] for line in view["nvme_mounts"]] == [["/dev/nvme0n1", str(tmp_path / "data")]]
+
+
+def test_a_cache_written_before_the_gpu_topology_is_gathered_again_once():
+    """Version 1 stored no gangplank_gpu_links (nor numa_node, cpu_affinity): read again, under a new fingerprint."""
+    assert CACHE_VERSION == 2 and "gangplank_gpu_links" in CACHED_KEYS
+    print_ = fingerprint(INPUTS, VIEW)
+    old = dict(cache_content(FACTS, print_), version=1)
+    del old["facts"]["gangplank_gpu_links"]
+    assert cached_facts(old, print_) == (None, "the cache file is not one this version wrote")
+    import hashlib
+    import json
+    version_1 = hashlib.sha256(json.dumps({"version": 1, "hardware": VIEW, "inputs": INPUTS}, sort_keys=True, default=str)
+                               .encode("utf-8")).hexdigest()
+    assert print_ != version_1
+    links = [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}]
+    content = cache_content(dict(FACTS, gangplank_gpu_links=links), print_)
+    assert cached_facts(content, print_)[0]["gangplank_gpu_links"] == links

@@ -20,7 +20,7 @@ from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.fake
 GIB = 2 ** 30
 MIB = 2 ** 20
 GPU_KEYS = {"index", "uuid", "model", "memory_total", "memory_used", "memory_free", "pci_bus_id", "compute_capability",
-            "persistence_mode", "mig_mode", "mig_devices", "source", "error"}
+            "persistence_mode", "mig_mode", "mig_devices", "numa_node", "cpu_affinity", "source", "error"}
 DRIVER_KEYS = {"available", "reason", "source", "driver_version", "cuda_version", "gpu_count"}
 MIG_KEYS = {"index", "uuid", "memory_total", "memory_used", "memory_free"}
 
@@ -167,7 +167,7 @@ def test_one_failing_gpu_comes_back_with_its_error_and_the_others_still_come_bac
     lost = gpus[2]
     assert lost == {"index": 2, "uuid": None, "model": None, "memory_total": None, "memory_used": None, "memory_free": None,
                     "pci_bus_id": None, "compute_capability": None, "persistence_mode": None, "mig_mode": None,
-                    "mig_devices": [], "source": "nvml", "error": "GPU is lost"}
+                    "mig_devices": [], "numa_node": None, "cpu_affinity": None, "source": "nvml", "error": "GPU is lost"}
     assert lost["error"] == str(pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST))
     assert gpus[5]["error"] == str(pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)) and gpus[5]["model"] is None
     ok = [g for g in gpus if g["index"] not in (2, 5)]
@@ -265,7 +265,8 @@ def test_nvidia_smi_fallback_parses_real_format_csv():
     assert gpus[0] == {"index": 0, "uuid": "GPU-5d0c0d8a-31b6-4e4a-9e9e-6d8c2a1f7b10", "model": "NVIDIA A100-SXM4-80GB",
                        "memory_total": 81920 * MIB, "memory_used": 500 * MIB, "memory_free": 81037 * MIB,
                        "pci_bus_id": "00000000:07:00.0", "compute_capability": "8.0", "persistence_mode": True,
-                       "mig_mode": {"current": True, "pending": True}, "mig_devices": [], "source": "nvidia-smi", "error": None}
+                       "mig_mode": {"current": True, "pending": True}, "mig_devices": [], "numa_node": None, "cpu_affinity": None,
+                       "source": "nvidia-smi", "error": None}
     assert gpus[1]["persistence_mode"] is False and gpus[1]["mig_mode"] is None and gpus[1]["memory_total"] == 23034 * MIB
     t4 = gpus[2]
     assert t4["model"] == "Tesla T4" and t4["memory_total"] == 15360 * MIB
@@ -331,7 +332,8 @@ def test_simulated_gpus_win_over_the_hardware():
                       "driver_version": None, "cuda_version": None, "gpu_count": 3}
     assert gpus[0] == {"index": 0, "uuid": "GPU-sim-node1-0", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * GIB,
                        "memory_used": 0, "memory_free": 80 * GIB, "pci_bus_id": None, "compute_capability": None,
-                       "persistence_mode": None, "mig_mode": None, "mig_devices": [], "source": "simulated", "error": None}
+                       "persistence_mode": None, "mig_mode": None, "mig_devices": [], "numa_node": None, "cpu_affinity": None,
+                       "source": "simulated", "error": None}
     assert (gpus[1]["index"], gpus[1]["uuid"], gpus[1]["compute_capability"]) == (1, "GPU-sim-node1-custom", "8.9")
     assert (gpus[2]["index"], gpus[2]["uuid"], gpus[2]["memory_total"]) == (5, "GPU-sim-node1-5", 80 * GIB)
 

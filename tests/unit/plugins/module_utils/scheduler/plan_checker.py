@@ -113,6 +113,8 @@ class _Model:
                 "gpus": gpus,
                 "nvme": nvme,
                 "gpu_sharing": spec.get("gpu_sharing") or "none",
+                # docs: pairs of GPU indices joined by NVLink (level nvlink); a pair not listed is unknown.
+                "nvlinked": {frozenset(link["gpus"]) for link in spec.get("gpu_links") or [] if link["level"] == "nvlink"},
             }
         self.services = {}
         for name, spec in (problem.get("services") or {}).items():
@@ -125,7 +127,8 @@ class _Model:
                 gpu = {"count": 1 if g.get("count") is None else g["count"],
                        "memory": None if g.get("memory") is None else size_bytes(g["memory"]),
                        "models": list(g.get("models") or []),
-                       "cores": g.get("cores")}
+                       "cores": g.get("cores"),
+                       "topology": g.get("topology") or "preferred"}
             nvme = None
             if resources.get("nvme") is not None:
                 n = resources["nvme"]
@@ -509,6 +512,14 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                         violations.append("%s: GPU %s claim of %r cores, requested %r" % (
                             name, uuid, claim.get("cores"), request["cores"]))
                     whole_memory += device["memory"]
+                if request["topology"] == "required":
+                    # docs: every pair of the instance's GPUs NVLinked.
+                    indices = sorted(node["gpus"][uuid]["index"] for uuid in set(uuids) if uuid in node["gpus"])
+                    for position, first in enumerate(indices):
+                        for second in indices[position + 1:]:
+                            if frozenset((first, second)) not in node["nvlinked"]:
+                                violations.append("%s: GPUs %d and %d of %s are not NVLinked (topology required)" % (
+                                    name, first, second, node_name))
                 if request["cores"] is not None and node["gpu_sharing"] != "mps":
                     violations.append("%s on %s: asks GPU cores on a node that cannot enforce them (gpu_sharing %s)" % (
                         name, node_name, node["gpu_sharing"]))

@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU topology: which set of a node's GPUs a multi-GPU instance gets, by how well its GPUs are linked.
+
+The idea is NVIDIA's go-gpuallocator ``besteffort`` policy (the k8s device plugin's): every pair of GPUs has a link
+score from its P2P level (``nodes.<n>.gpu_links``; a pair not listed is unknown), and a set scores the sum over its
+pairs. Scores, higher better: nvlink 100 + 10 per NVLink lane (lanes counted up to 18), board 60, switch 50,
+multi_switch 40, host_bridge 30, numa 20, system 10, unknown 10.
+
+``best_set`` picks ``count`` of the devices that fit (given in best-fit order, the GPU plugin's) with the highest
+score; among sets of equal score the first in best-fit order (what the GPU plugin takes without links), and the
+devices an instance used before are kept first. Its work is bounded: when the candidate sets number at most
+EXHAUSTIVE (every count on an 8-GPU node: at most 70 sets; 2 of 64 GPUs: 2,016) every set is scored, so the choice is
+the optimum; beyond, a greedy grown from every candidate (each step adds the device linked best to the set so far)
+and then single swaps while they improve the best of them (at most SWAP_PASSES passes): O(n^2 count) pair lookups,
+64 candidates x 8 GPUs about 40,000, a few tens of milliseconds. ``required`` keeps only sets whose every pair is
+NVLinked (the greedy then grows cliques of the NVLink graph and may miss one; the exact solver does not).
+
+``break_cost`` ranks single devices for a 1-GPU (or share) placement among those that fit equally well: the device
+whose best link to another wholly free device is weakest (then the least linked to them in sum) breaks the least of
+what multi-GPU work could get. Remembered per node state version.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import comb
+
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_LINK_NVLINK
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
+
+NVLINK_SCORE = 100
+NVLINK_LANE_SCORE = 10
+MAX_SCORED_LANES = 18           # an H100's NVLink lanes: more count no more
+LINK_SCORES = {"board": 60, "switch": 50, "multi_switch": 40, "host_bridge": 30, "numa": 20, "system": 10, "unknown": 10}
+UNKNOWN_SCORE = LINK_SCORES["unknown"]
+EXHAUSTIVE = 5000               # candidate sets scored one by one at most; beyond, greedy and swaps
+SWAP_PASSES = 8                 # passes of single swaps over the greedy's best set
+
+
+def link_score(level, nvlinks):
+    if level == GPU_LINK_NVLINK:
+        return NVLINK_SCORE + NVLINK_LANE_SCORE * min(nvlinks, MAX_SCORED_LANES)
+    return LINK_SCORES.get(level, UNKNOWN_SCORE)
+
+
+def link_matrix(node):
+    """The link score of every pair of the node's devices, by position (a list of lists), or None when the node
+    lists no links. Remembered on the node, which is immutable."""
+    cached = node.__dict__.get("_link_matrix", False)
+    if cached is not False:
+        return cached
+    matrix = None
+    if node.gpu_links:
+        positions = {device.index: position for position, device in enumerate(node.gpus)}
+        size = len(node.gpus)
+        matrix = [[UNKNOWN_SCORE] * size for _position in range(size)]
+        for position in range(size):
+            matrix[position][position] = 0
+        for link in node.gpu_links:
+            first, second = positions.get(link.first), positions.get(link.second)
+            if first is not None and second is not None:
+                matrix[first][second] = matrix[second][first] = link_score(link.level, link.nvlinks)
+    object.__setattr__(node, "_link_matrix", matrix)
+    return matrix
+
+
+def nvlinked(matrix, first, second):
+    return matrix is not None and matrix[first][second] >= NVLINK_SCORE
+
+
+def set_score(matrix, positions):
+    """The sum of the link scores over the pairs of ``positions``."""
+    if matrix is None:
+        return UNKNOWN_SCORE * len(positions) * (len(positions) - 1) // 2
+    return sum(matrix[first][second] for first, second in combinations(positions, 2))
+
+
+def best_set(matrix, ordered, count, forced=(), required=False):
+    """``count`` positions of ``ordered`` (candidates in best-fit order; ``forced`` a prefix of them that must be in
+    the set) with the highest set_score, returned in best-fit order with their score; None when none qualifies
+    (``required``: a pair not NVLinked). ``matrix`` is link_matrix's (not None)."""
+    forced = list(forced)
+    if required and any(not nvlinked(matrix, a, b) for a, b in combinations(forced, 2)):
+        forced = []
+    pool = [position for position in ordered if position not in forced]
+    need = count - len(forced)
+    if need < 0 or need > len(pool):
+        return None
+    base = set_score(matrix, forced)
+    if need == 0:
+        return list(forced), base
+    # What each candidate adds with the forced devices; a required set's candidates must be NVLinked to them all.
+    start = [sum(matrix[position][other] for other in forced) for position in pool]
+    allowed = [not required or all(nvlinked(matrix, position, other) for other in forced) for position in pool]
+    if comb(len(pool), need) <= EXHAUSTIVE:
+        found = _exhaustive(matrix, pool, need, start, allowed, required)
+    else:
+        found = _greedy(matrix, pool, need, start, allowed, required)
+    if found is None:
+        return None
+    chosen, score = found
+    rank = {position: order for order, position in enumerate(ordered)}
+    return sorted(forced + [pool[item] for item in chosen], key=rank.__getitem__), base + score
+
+
+def _exhaustive(matrix, pool, need, start, allowed, required):
+    best, best_score = None, -1
+    rows = [[matrix[a][b] for b in pool] for a in pool]
+    usable = [item for item in range(len(pool)) if allowed[item]]
+    for chosen in combinations(usable, need):
+        score = 0
+        ok = True
+        for position, first in enumerate(chosen):
+            score += start[first]
+            row = rows[first]
+            for second in chosen[position + 1:]:
+                link = row[second]
+                if required and link < NVLINK_SCORE:
+                    ok = False
+                    break
+                score += link
+            if not ok:
+                break
+        if ok and score > best_score:       # strictly: among equal scores the first in best-fit order stays
+            best, best_score = chosen, score
+    return None if best is None else (list(best), best_score)
+
+
+def _greedy(matrix, pool, need, start, allowed, required):
+    size = len(pool)
+    rows = [[matrix[a][b] for b in pool] for a in pool]
+    best, best_score = None, -1
+    for seed in range(size):
+        if not allowed[seed]:
+            continue
+        chosen = [seed]
+        inside = [False] * size
+        inside[seed] = True
+        gain = [start[item] + rows[seed][item] for item in range(size)]
+        ok = [allowed[item] and (not required or rows[seed][item] >= NVLINK_SCORE) for item in range(size)]
+        score = start[seed]
+        while len(chosen) < need:
+            pick = -1
+            for item in range(size):
+                if not inside[item] and ok[item] and (pick < 0 or gain[item] > gain[pick]):
+                    pick = item
+            if pick < 0:
+                break
+            chosen.append(pick)
+            inside[pick] = True
+            score += gain[pick]
+            row = rows[pick]
+            for item in range(size):
+                gain[item] += row[item]
+                if required and row[item] < NVLINK_SCORE:
+                    ok[item] = False
+        if len(chosen) == need and (score > best_score or (score == best_score and sorted(chosen) < best)):
+            best, best_score = sorted(chosen), score
+    if best is None:
+        return None
+    return _swaps(rows, best, best_score, start, allowed, required)
+
+
+def _swaps(rows, chosen, score, start, allowed, required):
+    """Single swaps (one device out, one in) while one raises the score, the best swap first."""
+    size = len(rows)
+    chosen = list(chosen)
+    for _pass in range(SWAP_PASSES):
+        gain = [start[item] + sum(rows[item][member] for member in chosen) for item in range(size)]
+        move = None
+        for out in chosen:
+            for item in range(size):
+                if item in chosen or not allowed[item]:
+                    continue
+                if required and any(rows[item][member] < NVLINK_SCORE for member in chosen if member != out):
+                    continue
+                delta = gain[item] - rows[item][out] - gain[out]
+                if delta > 0 and (move is None or delta > move[0]):
+                    move = (delta, out, item)
+        if move is None:
+            break
+        chosen[chosen.index(move[1])] = move[2]
+        score += move[0]
+    return sorted(chosen), score
+
+
+def break_cost(node_state, position):
+    """What taking device ``position`` alone costs multi-GPU work on this node: (its best link score to another
+    wholly free device, the sum of its links to them); (0, 0) for a device not wholly free or a node without links.
+    Remembered per node state version."""
+    matrix = link_matrix(node_state.node)
+    if matrix is None:
+        return (0, 0)
+    memo = node_state.topology
+    if memo is None or memo[0] != node_state.version:
+        used = node_state.gpu_used
+        free = [position for position in range(len(used)) if used[position] == 0]
+        costs = {}
+        for first in free:
+            links = [matrix[first][second] for second in free if second != first]
+            costs[first] = (max(links), sum(links)) if links else (0, 0)
+        memo = node_state.topology = (node_state.version, costs)
+    return memo[1].get(position, (0, 0))
+
+
+def best_empty_score(node, request, choose):
+    """The score of the set ``choose`` (the GPU plugin's choose_gpus) gives ``request`` on the empty node, or None when
+    it fits there in no way. Remembered on the node per request (a few distinct requests per problem)."""
+    cache = node.__dict__.get("_best_empty")
+    if cache is None:
+        cache = {}
+        object.__setattr__(node, "_best_empty", cache)
+    if request not in cache:
+        chosen = choose(NodeState(node), request)
+        cache[request] = None if chosen is None else set_score(link_matrix(node), [position for position, _take in chosen])
+    return cache[request]

@@ -1,0 +1,321 @@
+# -*- coding: utf-8 -*-
+"""GPU topology in the scheduler: ``nodes.<n>.gpu_links``, ``gpus[].numa_node`` and ``resources.gpu.topology``; the
+best-linked set on the four published topologies (against brute force), required filtering, the single-GPU choice,
+the node score, the exact solver and the plan checker."""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from itertools import combinations
+
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPURequest
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_matrix, nvlinked, set_score
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
+
+
+def links(level_of, gpus=8):
+    """gpu_links of a node of ``gpus`` GPUs, ``level_of(a, b)`` giving (level, nvlinks) or None (unknown)."""
+    result = []
+    for first, second in combinations(range(gpus), 2):
+        found = level_of(first, second)
+        if found is not None:
+            result.append({"gpus": [first, second], "level": found[0], "nvlinks": found[1]})
+    return result
+
+
+def nvswitch(first, second):
+    """An 8-GPU NVSwitch server (HGX H100): every pair NVLinked, 18 lanes."""
+    return ("nvlink", 18)
+
+
+def pcie_bridged(first, second):
+    """An 8-GPU PCIe server with NVLink bridges in pairs (0-1, 2-3, ...), four GPUs per socket."""
+    if first // 2 == second // 2:
+        return ("nvlink", 4)
+    return ("host_bridge", 0) if first // 4 == second // 4 else ("system", 0)
+
+
+def dual_socket(first, second):
+    """A dual-socket PCIe server, 4 GPUs per socket, two per PCIe switch."""
+    if first // 4 != second // 4:
+        return ("system", 0)
+    return ("switch", 0) if first // 2 == second // 2 else ("host_bridge", 0)
+
+
+def mixed(first, second):
+    """Mixed: GPUs 0-3 an NVLink mesh (4 lanes), 4-5 bridged (2 lanes), 6-7 on a switch, the rest PCIe."""
+    if second < 4:
+        return ("nvlink", 4)
+    if (first, second) == (4, 5):
+        return ("nvlink", 2)
+    if (first, second) == (6, 7):
+        return ("switch", 0)
+    if first // 4 == second // 4:
+        return ("host_bridge", 0)
+    return None if first == 0 else ("system", 0)       # some pairs unknown
+
+
+TOPOLOGIES = {"nvswitch": nvswitch, "pcie_bridged": pcie_bridged, "dual_socket": dual_socket, "mixed": mixed}
+
+
+def server(kind, gpus=8, name="a", **extra):
+    devices = [dict(gpu(index, uuid="GPU-%s%d" % (name, index)), numa_node=index * 2 // gpus) for index in range(gpus)]
+    return node(cpu=64, memory="512Gi", gpus=devices, gpu_links=links(TOPOLOGIES[kind], gpus), **extra)
+
+
+def whole(count, topology=None, replicas=1, **extra):
+    request = {"count": count}
+    if topology is not None:
+        request["topology"] = topology
+    return service(replicas=replicas, resources={"gpu": request}, **extra)
+
+
+def checked(problem, **options):
+    result = plan(copy.deepcopy(problem), **options)
+    assert check_plan(problem, result) == []
+    return result
+
+
+def errors_of(problem):
+    with pytest.raises(ProblemError) as caught:
+        parse_problem(problem)
+    return dict(caught.value.errors)
+
+
+def gpus_of(result, instance):
+    return [entry["index"] for entry in result["placements"][instance]["gpus"]]
+
+
+# --- the choice against brute force ------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("required", [False, True])
+def test_the_choice_is_the_best_set_on_each_published_topology(kind, required):
+    the_node = parse_problem({"nodes": {"a": server(kind)}, "services": {}}).nodes["a"]
+    matrix = link_matrix(the_node)
+    chance = random.Random(kind)
+    for _trial in range(60):
+        state = NodeState(the_node)
+        for position in chance.sample(range(8), chance.randint(0, 5)):
+            state.gpu_used[position] = the_node.gpus[position].memory
+        free = [position for position in range(8) if state.gpu_used[position] == 0]
+        for count in (2, 3, 4, 8):
+            request = GPURequest(count, None, topology="required" if required else "preferred")
+            chosen = choose_gpus(state, request)
+            sets = [combo for combo in combinations(free, count)
+                    if not required or all(nvlinked(matrix, a, b) for a, b in combinations(combo, 2))]
+            if not sets:
+                assert chosen is None, (kind, free, count)
+                continue
+            best = max(set_score(matrix, combo) for combo in sets)
+            positions = [position for position, _take in chosen]
+            assert len(set(positions)) == count and set(positions) <= set(free)
+            assert set_score(matrix, positions) == best, (kind, free, count, positions)
+            # Ties: the first best set in best-fit (index) order, as the GPU plugin takes without links.
+            assert sorted(positions) == list(next(combo for combo in sets if set_score(matrix, combo) == best))
+
+
+def test_nodes_without_links_choose_as_before():
+    problem = parse_problem({"nodes": {"a": node(gpus=[gpu(index) for index in range(4)])}, "services": {}})
+    state = NodeState(problem.nodes["a"])
+    state.gpu_used[1] = 1
+    assert choose_gpus(state, GPURequest(2, None)) == [(0, 80 * 2 ** 30), (2, 80 * 2 ** 30)]
+    assert choose_gpus(state, GPURequest(2, None, topology="required")) is None
+
+
+def test_previous_devices_stay_first():
+    the_node = parse_problem({"nodes": {"a": server("pcie_bridged")}, "services": {}}).nodes["a"]
+    chosen = choose_gpus(NodeState(the_node), GPURequest(2, None), preferred=("GPU-a3",))
+    assert sorted(position for position, _take in chosen) == [2, 3]
+
+
+def test_a_large_node_is_chosen_within_its_bound():
+    # 64 GPUs, eight NVSwitch islands of 8: 8 of 64 is past the exhaustive bound (greedy and swaps) yet finds an island.
+    gpus = 64
+    spec = node(gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(gpus)],
+                gpu_links=links(lambda a, b: ("nvlink", 18) if a // 8 == b // 8 else ("system", 0), gpus))
+    the_node = parse_problem({"nodes": {"a": spec}, "services": {}}).nodes["a"]
+    state = NodeState(the_node)
+    for position in (0, 9, 18, 27, 36, 45, 54):
+        state.gpu_used[position] = 1
+    started = time.process_time()
+    chosen = choose_gpus(state, GPURequest(8, None, topology="required"))
+    assert time.process_time() - started < 2.0
+    assert [position for position, _take in chosen] == list(range(56, 64))
+    assert choose_gpus(state, GPURequest(8, None)) == chosen
+
+
+# --- placement through plan() ------------------------------------------------------------------------
+
+def test_required_filters_a_node_without_an_nvlinked_set_and_says_why():
+    problem = {"nodes": {"a": server("dual_socket")}, "services": {"train": whole(2, "required")}}
+    result = plan(problem)
+    assert not result["feasible"]
+    assert result["unschedulable"]["train-0"] == \
+        "0/1 nodes are available: 1 node(s) had no free NVLinked set of 2 GPU(s)."
+
+
+def test_required_takes_an_nvlinked_set_and_preferred_falls_back():
+    problem = {"nodes": {"a": server("pcie_bridged")}, "services": {"train": whole(4, "required")}}
+    assert not plan(copy.deepcopy(problem))["feasible"]
+    problem["services"]["train"] = whole(2, "required", replicas=4)
+    result = checked(problem)
+    assert sorted(gpus_of(result, "train-%d" % ordinal) for ordinal in range(4)) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    problem["services"]["train"] = whole(4)
+    result = checked(problem)
+    assert gpus_of(result, "train-0") == [0, 1, 2, 3]       # two bridged pairs on one socket: the best there is
+
+
+def test_a_count_of_one_may_say_required():
+    result = checked({"nodes": {"a": server("dual_socket")}, "services": {"infer": whole(1, "required")}})
+    assert result["feasible"]
+
+
+def test_a_single_gpu_leaves_a_free_nvlink_pair_alone():
+    spec = node(gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(3)],
+                gpu_links=[{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}])
+    result = checked({"nodes": {"a": spec}, "services": {"infer": whole(1)}})
+    assert gpus_of(result, "infer-0") == [2]
+    # Without links the lowest index, as before.
+    del spec["gpu_links"]
+    assert gpus_of(checked({"nodes": {"a": spec}, "services": {"infer": whole(1)}}), "infer-0") == [0]
+
+
+def test_single_gpus_fill_broken_groups_first():
+    # One GPU taken on socket 0 of a dual-socket server: the next single GPU stays on that socket.
+    problem = {"nodes": {"a": server("pcie_bridged")}, "services": {"infer": whole(1, replicas=3)}}
+    result = checked(problem)
+    assert sorted(gpus_of(result, "infer-%d" % ordinal)[0] for ordinal in range(3)) == [0, 1, 2]
+
+
+def test_the_node_score_prefers_the_nvlinked_node():
+    flat = node(cpu=64, memory="512Gi", gpus=[gpu(index, uuid="GPU-a%d" % index) for index in range(4)],
+                gpu_links=links(lambda a, b: ("host_bridge", 0), 4))
+    meshed = node(cpu=64, memory="512Gi", gpus=[gpu(index, uuid="GPU-b%d" % index) for index in range(4)],
+                  gpu_links=links(lambda a, b: ("nvlink", 4), 4))
+    result = checked({"nodes": {"a": flat, "b": meshed}, "services": {"train": whole(4)}})
+    assert result["placements"]["train-0"]["node"] == "b"
+    # A node whose NVLinked pair is broken scores below one whose pair is whole.
+    broken = server("pcie_bridged", name="c")
+    intact = server("pcie_bridged", name="d")
+    problem = {"nodes": {"c": broken, "d": intact},
+               "services": {"old": whole(1, stateful=True), "train": whole(2, cpu=1)},
+               "previous": {"old-0": {"node": "c", "gpus": [{"uuid": "GPU-c0"}]}}}
+    # c has GPUs 1..7 free (pairs 2-3, 4-5, 6-7 whole): as good as d for two GPUs; take 2-3 and 4-5 and 6-7 away too.
+    for ordinal, pair in enumerate(((2, 3), (4, 5), (6, 7))):
+        problem["services"]["old%d" % ordinal] = whole(2, stateful=True)
+        problem["previous"]["old%d-0" % ordinal] = {"node": "c", "gpus": [{"uuid": "GPU-c%d" % index} for index in pair]}
+    result = checked(problem)
+    assert result["placements"]["train-0"]["node"] == "d"
+
+
+# --- the exact solver and the plan checker -----------------------------------------------------------
+
+# A path 0-1-2-3 of NVLinks, the middle one strongest: greedy gives the first instance 1-2, and the second finds no
+# NVLinked pair in 0 and 3; 0-1 and 2-3 exist.
+PATH = {"nodes": {"a": node(gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(4)],
+                            gpu_links=[{"gpus": [0, 1], "level": "nvlink", "nvlinks": 1},
+                                       {"gpus": [1, 2], "level": "nvlink", "nvlinks": 18},
+                                       {"gpus": [2, 3], "level": "nvlink", "nvlinks": 1}])},
+        "services": {"train": whole(2, "required", replicas=2)}}
+
+
+@pytest.mark.skipif(not exact.available(), reason="needs OR-Tools")
+def test_the_exact_solver_finds_the_nvlinked_sets_greedy_misses():
+    assert not plan(copy.deepcopy(PATH), exact_seconds=0)["feasible"]
+    result = checked(PATH)
+    assert result["path"] == "exact"
+    assert sorted(gpus_of(result, "train-%d" % ordinal) for ordinal in range(2)) == [[0, 1], [2, 3]]
+
+
+def test_the_plan_checker_catches_a_required_set_that_is_not_nvlinked():
+    problem = {"nodes": {"a": server("pcie_bridged")}, "services": {"train": whole(2, "required")}}
+    result = checked(problem)
+    bad = copy.deepcopy(result)
+    entries = bad["placements"]["train-0"]["gpus"]
+    entries[1] = {"index": 2, "uuid": "GPU-a2", "model": entries[1]["model"], "memory": entries[1]["memory"]}
+    assert any("not NVLinked (topology required)" in violation for violation in check_plan(problem, bad))
+
+
+def test_the_catalog_takes_topology():
+    result = plan_catalog({"nodes": {"a": server("nvswitch")}, "services": {"train": whole(8, "required")}},
+                          exact_seconds=0)
+    assert result["feasible"]
+    with pytest.raises(ProblemError):
+        plan_catalog({"nodes": {"a": server("nvswitch")}, "services": {"train": whole(8, "always")}}, exact_seconds=0)
+
+
+# --- the problem format ------------------------------------------------------------------------------
+
+def test_the_new_keys_are_read():
+    problem = parse_problem({"nodes": {"a": server("mixed")}, "services": {"train": whole(2, "required"), "x": whole(1)}})
+    the_node = problem.nodes["a"]
+    assert [device.numa_node for device in the_node.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert the_node.gpu_links[0].first == 0 and the_node.gpu_links[0].level == "nvlink"
+    assert problem.services["train"].resources.gpu.topology == "required"
+    assert problem.services["x"].resources.gpu.topology == "preferred"
+
+
+def bad_links(entries, gpus=3):
+    return {"nodes": {"a": node(gpus=[gpu(index) for index in range(gpus)], gpu_links=entries)}, "services": {}}
+
+
+@pytest.mark.parametrize("entries, path, message", [
+    ("nvlink", "nodes.a.gpu_links", 'got "nvlink"; expected a list'),
+    ([7], "nodes.a.gpu_links[0]", "got 7; expected a mapping"),
+    ([{"gpus": [0, 1]}], "nodes.a.gpu_links[0].level", "is required"),
+    ([{"gpus": [0], "level": "board"}], "nodes.a.gpu_links[0].gpus", "got [0]; expected a list of two GPU indices of node a"),
+    ([{"gpus": [1, 1], "level": "board"}], "nodes.a.gpu_links[0].gpus", "got [1, 1]; expected two different GPUs"),
+    ([{"gpus": [0, 5], "level": "board"}], "nodes.a.gpu_links[0].gpus[1]", "got 5; expected the index of a GPU of node a"),
+    ([{"gpus": [0, True], "level": "board"}], "nodes.a.gpu_links[0].gpus[1]", "got true; expected an integer >= 0"),
+    ([{"gpus": [0, 1], "level": "board"}, {"gpus": [1, 0], "level": "switch"}], "nodes.a.gpu_links[1].gpus",
+     "got [1, 0]; expected a pair of GPUs not listed before in gpu_links"),
+    ([{"gpus": [0, 1], "level": "NVLink"}], "nodes.a.gpu_links[0].level",
+     'got "NVLink"; expected one of nvlink, board, switch, multi_switch, host_bridge, numa, system, unknown'),
+    ([{"gpus": [0, 1], "level": "nvlink"}], "nodes.a.gpu_links[0].nvlinks",
+     "got null; expected an integer from 1 to 64 for an nvlink pair"),
+    ([{"gpus": [0, 1], "level": "system", "nvlinks": 2}], "nodes.a.gpu_links[0].nvlinks",
+     "got 2; expected 0 (or none) for a system pair: only nvlink has lanes"),
+    ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 65}], "nodes.a.gpu_links[0].nvlinks", "got 65; expected an integer from 0 to 64"),
+    ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4, "speed": 1}], "nodes.a.gpu_links[0].speed",
+     "unknown key; expected one of: gpus, level, nvlinks"),
+])
+def test_bad_gpu_links_name_their_path(entries, path, message):
+    errors = errors_of(bad_links(entries))
+    assert errors.get(path) == message, errors
+
+
+def test_gpu_links_are_bounded():
+    entries = [{"gpus": [0, 1], "level": "board"}] * 2017
+    assert errors_of(bad_links(entries)) == {"nodes.a.gpu_links": "has 2017 items; expected at most 2016"}
+    # Every pair of 64 GPUs once is within the bound.
+    problem = parse_problem(bad_links(links(lambda a, b: ("numa", 0), 64), gpus=64))
+    assert len(problem.nodes["a"].gpu_links) == 2016
+
+
+@pytest.mark.parametrize("value, message", [
+    (-1, "got -1; expected an integer from 0 to 1023"), (1024, "got 1024; expected an integer from 0 to 1023"),
+    ("0", 'got "0"; expected an integer from 0 to 1023'), (True, "got true; expected an integer from 0 to 1023"),
+])
+def test_a_bad_numa_node_names_its_gpu(value, message):
+    spec = node(gpus=[dict(gpu(0), numa_node=value)])
+    assert errors_of({"nodes": {"a": spec}, "services": {}}) == {"nodes.a.gpus[0].numa_node": message}
+
+
+@pytest.mark.parametrize("value, shown", [("Required", '"Required"'), (True, "true"), (["required"], '["required"]'), ("", '""')])
+def test_a_bad_topology_names_its_service(value, shown):
+    errors = errors_of({"nodes": {}, "services": {"train": whole(2, value)}})
+    assert errors == {"services.train.resources.gpu.topology":
+                      "got %s; expected one of preferred, required (whether every pair of the GPUs must be NVLinked)" % shown}
