@@ -35,9 +35,9 @@ options:
   simulated_links:
     description:
       - The links between simulated GPUs, for test beds. Pass the C(gangplank_simulated_gpu_links) host variable.
-      - Each entry is C({gpus: [i, j], level, nvlinks}) with two indexes of O(simulated), a level of C(nvlink), C(board),
-        C(switch), C(multi_switch), C(host_bridge), C(numa), C(system) or C(unknown), and C(nvlinks) (1 to 64 with
-        C(nvlink), else 0, the default). A pair not listed is C(unknown) with no NVLinks. Checked like O(simulated).
+      - Each entry has C(gpus) (two indexes of O(simulated)), C(level) (C(nvlink), C(board), C(switch), C(multi_switch),
+        C(host_bridge), C(numa), C(system) or C(unknown)) and C(nvlinks) (1 to 64 with C(nvlink), else 0, the default).
+        A pair not listed is C(unknown) with no NVLinks. Checked like O(simulated).
       - Must be empty unless O(simulated) is not.
     type: list
     elements: dict
@@ -150,8 +150,8 @@ ansible_facts:
           sample: 8
         topology:
           description:
-            - Why RV(ansible_facts.gangplank_gpu_links) holds no links or only C(unknown) ones, for example
-              C(not read: more than 64 GPUs) or what C(nvidia-smi topo -m) printed that is not its table.
+            - "Why RV(ansible_facts.gangplank_gpu_links) holds no links or only C(unknown) ones, for example
+              C(not read: more than 64 GPUs) or what C(nvidia-smi topo -m) printed that is not its table."
           returned: when the topology could not be read
           type: str
           sample: "not read: more than 64 GPUs"

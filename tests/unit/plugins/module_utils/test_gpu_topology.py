@@ -222,7 +222,7 @@ def smi_facts(count, topo_out, rc=0):
     return facts, seen
 
 
-def test_topo_m_of_the_four_servers():
+def test_topo_m_of_the_four_servers(tmp_path):
     facts, seen = smi_facts(8, TOPO_DGX)
     assert seen[1] == [SMI, "topo", "-m"]
     assert all(link["level"] == "nvlink" and link["nvlinks"] == 18 for link in facts["gangplank_gpu_links"])
@@ -233,20 +233,16 @@ def test_topo_m_of_the_four_servers():
     assert bridged == pairs(read(pcie_bridged())["gangplank_gpu_links"])
 
     facts = smi_facts(8, TOPO_DUAL)[0]
-    assert pairs(facts["gangplank_gpu_links"]) == pairs(read_dual()["gangplank_gpu_links"])
+    assert pairs(facts["gangplank_gpu_links"]) == pairs(read_dual(tmp_path)["gangplank_gpu_links"])
     assert [g["cpu_affinity"] for g in facts["gangplank_gpus"]][3:5] == ["0-23,48-71", "24-47,72-95"]
 
     mixed_links = pairs(smi_facts(4, TOPO_MIXED)[0]["gangplank_gpu_links"])
     assert mixed_links[0, 1] == ("nvlink", 12) and mixed_links[0, 2] == ("host_bridge", 0) and mixed_links[2, 3] == ("multi_switch", 0)
 
 
-def read_dual(tmp=[]):
-    import tempfile
-    import pathlib
-    if not tmp:
-        tmp.append(pathlib.Path(tempfile.mkdtemp()))
-        tmp.append(dual_socket(tmp[0]))
-    return collect_facts(nvml=FakeNvml(tmp[1].gpus, topology=tmp[1].topology), sysfs=str(tmp[0]))
+def read_dual(sysfs):
+    server = dual_socket(sysfs)
+    return collect_facts(nvml=FakeNvml(server.gpus, topology=server.topology), sysfs=str(sysfs))
 
 
 def test_topo_m_one_gpu_and_without_escapes_or_affinity():
@@ -278,7 +274,7 @@ HOSTILE = {
     "three GPUs in the header": TOPO_MIXED.replace("\tGPU3", "", 1),
     "empty": "",
     "not a table": "Failed to initialize NVML: Driver/library version mismatch\n",
-    "100,000 lines": TOPO_MIXED.split("\n\n")[0] + "\n" + "NIC0\tPXB\n" * 100000,
+    "100,000 lines": TOPO_MIXED.split("\n\n", maxsplit=1)[0] + "\n" + "NIC0\tPXB\n" * 100000,
     "a header escape twice": TOPO_MIXED.replace("\x1b[4m", "\x1b[4m\x1b[4m", 1),
     "over a megabyte": TOPO_MIXED + "x" * (1 << 20),
 }
@@ -305,7 +301,7 @@ def test_topo_m_failing_or_too_many_gpus():
 
 # --- simulated ------------------------------------------------------------------------------------
 
-SIM = [{"model": "NVIDIA H100 80GB HBM3", "memory": "80Gi"} for _ in range(4)]
+SIM = [{"model": "NVIDIA H100 80GB HBM3", "memory": "80Gi"} for _gpu in range(4)]
 
 
 def test_simulated_default_links_and_numa_unknown():
@@ -398,20 +394,14 @@ def test_malformed_topology_facts_name_the_host_and_field(change, path):
     assert str(caught.value).startswith("node-a: " + path)
 
 
-def test_nvlink_domain_label():
+def test_nvlink_domain_label(tmp_path):
     assert node_labels(hostvars(read(dgx_h100())))["gangplank.io/gpu.nvlink-domain"] == "8"
     assert node_labels(hostvars(read(pcie_bridged())))["gangplank.io/gpu.nvlink-domain"] == "2"
-    assert "gangplank.io/gpu.nvlink-domain" not in node_labels(hostvars(read(dual_socket_facts_dir())))
+    assert "gangplank.io/gpu.nvlink-domain" not in node_labels(hostvars(read(dual_socket(tmp_path))))
     assert node_labels(hostvars(read(mixed())))["gangplank.io/gpu.nvlink-domain"] == "2"
     # A triangle 0-1-2 beside a chain 3-4-5: the largest all-linked set is 3.
     chain = [{"gpus": list(pair), "level": "nvlink", "nvlinks": 1} for pair in ((0, 1), (1, 2), (0, 2), (3, 4), (4, 5))]
     assert nvlink_domain(chain) == 3 and nvlink_domain([]) == 0
-
-
-def dual_socket_facts_dir():
-    import tempfile
-    import pathlib
-    return dual_socket(pathlib.Path(tempfile.mkdtemp()))
 
 
 def test_facts_table_shows_numa_and_nvlink_groups():
