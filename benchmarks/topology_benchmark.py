@@ -36,7 +36,6 @@ import json
 import random
 import sys
 import time
-from itertools import combinations
 
 # Puts the collection (through its shim) and this folder on sys.path.
 import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
@@ -47,6 +46,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.sched
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (  # noqa: E402
     best_empty_score, link_matrix, set_score,
 )
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import (  # noqa: E402
+    TOPOLOGIES, links,
+)
 
 GPUS = 8
 GPU_MEMORY = 80 * 2 ** 30
@@ -56,35 +58,8 @@ RETRIES = 4            # plan() calls per batch at most: a refused batch is plan
 MAX_DROP = 0.5          # points of allocation ratio the aware choice may lose at the first refusal
 
 
-def nvswitch(first, second):
-    return ("nvlink", 18)
-
-
-def pcie_bridged(first, second):
-    if first // 2 == second // 2:
-        return ("nvlink", 4)
-    return ("host_bridge", 0) if first // 4 == second // 4 else ("system", 0)
-
-
-def dual_socket(first, second):
-    if first // 4 != second // 4:
-        return ("system", 0)
-    return ("switch", 0) if first // 2 == second // 2 else ("host_bridge", 0)
-
-
-def mixed(first, second):
-    if second < 4:
-        return ("nvlink", 4)
-    if (first, second) == (4, 5):
-        return ("nvlink", 2)
-    if (first, second) == (6, 7):
-        return ("switch", 0)
-    if first // 4 == second // 4:
-        return ("host_bridge", 0)
-    return None if first == 0 else ("system", 0)
-
-
-KINDS = {"nvswitch": nvswitch, "pcie_bridged": pcie_bridged, "dual_socket": dual_socket, "mixed": mixed}
+# The four published topologies, as the unit tests describe them.
+KINDS = TOPOLOGIES
 
 
 def nodes_for(kind, servers, aware):
@@ -95,12 +70,7 @@ def nodes_for(kind, servers, aware):
                 "gpus": [{"index": index, "uuid": "GPU-%s-%d" % (name, index), "model": "NVIDIA A100-SXM4-80GB",
                           "memory": "80Gi", "numa_node": index // 4} for index in range(GPUS)]}
         if aware:
-            links = []
-            for first, second in combinations(range(GPUS), 2):
-                found = KINDS[kind](first, second)
-                if found is not None:
-                    links.append({"gpus": [first, second], "level": found[0], "nvlinks": found[1]})
-            spec["gpu_links"] = links
+            spec["gpu_links"] = links(KINDS[kind], GPUS)
         nodes[name] = spec
     return nodes
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 
 def node(cpu=16, memory="64Gi", **extra):
@@ -43,3 +47,17 @@ def reason(result, instance):
     assert not result["feasible"]
     assert result["placements"] == {}
     return result["unschedulable"][instance]
+
+
+def checked(problem, **options):
+    """plan() of a copy of ``problem``, after the plan checker found nothing wrong with its result."""
+    result = plan(copy.deepcopy(problem), **options)
+    assert check_plan(problem, result) == []
+    return result
+
+
+def errors_of(problem):
+    """path -> message of every mistake parse_problem() finds in ``problem``."""
+    with pytest.raises(ProblemError) as caught:
+        parse_problem(problem)
+    return dict(caught.value.errors)

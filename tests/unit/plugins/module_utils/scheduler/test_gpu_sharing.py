@@ -20,7 +20,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, reason, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import checked, errors_of, gpu, node, reason, service
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 GI = 2 ** 30
@@ -36,18 +36,6 @@ def share(replicas=1, memory="10Gi", cores=None, count=1):
 
 def mps_node(gpus=1, sharing="mps", memory="80Gi", name="a"):
     return node(gpus=[gpu(index, memory=memory, uuid="GPU-%s%d" % (name, index)) for index in range(gpus)], gpu_sharing=sharing)
-
-
-def checked(problem, **options):
-    result = plan(copy.deepcopy(problem), **options)
-    assert check_plan(problem, result) == []
-    return result
-
-
-def errors_of(problem):
-    with pytest.raises(ProblemError) as caught:
-        parse_problem(problem)
-    return dict(caught.value.errors)
 
 
 # --- the problem format ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.probl
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_matrix, nvlinked, set_score
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import checked, errors_of, gpu, node, service
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 
@@ -80,18 +80,6 @@ def whole(count, topology=None, replicas=1, **extra):
     if topology is not None:
         request["topology"] = topology
     return service(replicas=replicas, resources={"gpu": request}, **extra)
-
-
-def checked(problem, **options):
-    result = plan(copy.deepcopy(problem), **options)
-    assert check_plan(problem, result) == []
-    return result
-
-
-def errors_of(problem):
-    with pytest.raises(ProblemError) as caught:
-        parse_problem(problem)
-    return dict(caught.value.errors)
 
 
 def gpus_of(result, instance):

@@ -7,15 +7,9 @@ import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 
-from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import gpu, node, service
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import errors_of, gpu, node, service
 
 GOOD_NODES = {"n1": node()}
-
-
-def errors_of(problem):
-    with pytest.raises(ProblemError) as caught:
-        parse_problem(problem)
-    return dict(caught.value.errors)
 
 
 def test_not_a_mapping():
