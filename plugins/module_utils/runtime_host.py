@@ -74,7 +74,8 @@ printf '%s\n' "$read"
 true"""
 CDI_GPU_PREFIX = "nvidia.com/gpu="
 _CDI_GPU_LINE = re.compile(r"nvidia.com/gpu=")      # as the role matched it: the dots match any character
-_CAP_EFF = re.compile(r"CapEff:\s*([0-9a-f]+)")
+# The whole CapEff line (a process name such as "CapEff: ff" on the Name line is not it); 64 bits are 16 digits.
+_CAP_EFF = re.compile(r"CapEff:\s*([0-9a-f]{1,16})")
 
 
 class RuntimeHostError(ValueError):
@@ -168,7 +169,7 @@ def has_capability(proc_status: str, name: str) -> bool:
     short = name.lower().removeprefix("cap_")
     if short not in CAPABILITIES:
         raise RuntimeHostError(f"capability {name!r}: not a Linux capability")
-    found = _CAP_EFF.search(proc_status)
+    found = next(filter(None, map(_CAP_EFF.fullmatch, proc_status.splitlines())), None)
     if not found:
         raise RuntimeHostError("no CapEff line in the process status")
     return bool(int(found.group(1), 16) >> CAPABILITIES.index(short) & 1)

@@ -235,3 +235,12 @@ def test_the_role_checks_images_with_the_engines_command():
     given.update(gangplank_container_engine="docker")
     assert render("runtime__image_check[cluster_engine] + [item.1]", given) == [
         "docker", "image", "inspect", "--format", "present", "localhost/a:1"]
+
+
+def test_has_capability_reads_only_the_capeff_line():
+    # A process named like the line is not the line; nor is a value longer than 64 bits.
+    given = variables(text="Name:\tCapEff: ffffffff\nCapEff:\t0000000000000000\n")
+    assert render("text | gangplank.platform.has_capability('sys_resource')", given) is False
+    given = variables(text="Name:\tsh\nCapEff:\t" + "f" * 17 + "\n")
+    with pytest.raises(AnsibleError, match="has_capability: no CapEff line in the process status"):
+        render("text | gangplank.platform.has_capability('sys_resource')", given)
