@@ -146,8 +146,9 @@ def _parent(value, path):
 PROBLEM = {
     "nodes": {
         "node-a": {"cpu": 16, "memory": "64Gi", "labels": {"zone": "east", "rack": 3, "fast": True},
-                   "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"},
-                            {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi"}],
+                   "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 0},
+                            {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 1}],
+                   "gpu_links": [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 12}],
                    "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"], "mount": "/mnt/nvme0n1"}],
                    "gpu_sharing": "mps"},
         "node-b": {"cpu": "8", "memory": 34359738368, "labels": {"zone": "west", "version": 1.5},
@@ -162,7 +163,8 @@ PROBLEM = {
                "restart_policy": "always", "health": {"tcp": {"port": 5432}, "interval": 1, "retries": 3}},
         "infer": {"replicas": 2, "scalable": True, "quota": "compute", "sidecars": ["log"], "depends_on": ["db"],
                   "resources": {"cpu": "1", "memory": "4Gi",
-                                "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"], "cores": 40},
+                                "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"], "cores": 40,
+                                        "topology": "preferred"},
                                 "nvme": {"label": "cache", "size": "10Gi"}},
                   "ports": [8080], "anti_affinity": ["infer"], "node_selector": {"zone": "east"},
                   "image": "registry.local:5000/infer:2", "command": ["serve", "--port", 8080],
