@@ -90,6 +90,14 @@ seconds:
   returned: always
   type: float
   sample: 0.052
+steps:
+  description:
+    - The steps the plan took, in order, each with C(step) and C(seconds) - C(greedy), C(exact), C(counting_proof),
+      C(reordering:<ordering>). The last one found the plan or the proof, or was the last tried.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"step": "greedy", "seconds": 1.305}, {"step": "counting_proof", "seconds": 0.071}]
 placements:
   description: Per instance its service, ordinal, node, GPUs (index, uuid, model, memory taken), NVMe device and sidecars. Empty when infeasible.
   returned: always

@@ -122,9 +122,32 @@ def with_extenders(framework, result):
     return result
 
 
+class Steps:
+    """The steps one plan took, in order, each with the seconds it took: the result's ``steps`` (which step found
+    the plan or the proof is the last one; the path, ordering and exact keys say how)."""
+
+    def __init__(self):
+        self.taken = []
+
+    def timed(self, name, call, *args, **kwargs):
+        started = time.monotonic()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.taken.append({"step": name, "seconds": round(time.monotonic() - started, 3)})
+
+
 def schedule_with(framework, problem, exact_seconds):
-    """Plan ``problem`` with ``framework`` (framework_for): greedy, the repair and re-orderings, then the exact pass."""
-    attempt, path = _greedy(framework, problem)
+    """Plan ``problem`` with ``framework`` (framework_for): greedy, the repair and re-orderings, then the exact pass.
+    The result's ``steps`` lists the steps taken and their seconds."""
+    steps = Steps()
+    result = _schedule_steps(framework, problem, exact_seconds, steps)
+    result["steps"] = steps.taken
+    return result
+
+
+def _schedule_steps(framework, problem, exact_seconds, steps):
+    attempt, path = steps.timed(GREEDY, _greedy, framework, problem)
     permit = framework.run_permit(attempt)
     if permit.ok:
         result = _feasible(framework, problem, attempt, path)
@@ -132,7 +155,7 @@ def schedule_with(framework, problem, exact_seconds):
             # Greedy releases or re-packs more instances than needed, and evicts whatever lies under the
             # gang; the exact solver, started from greedy's plan, finds the fewest evictions, then moves.
             # Its plan is taken only when it is better in that order.
-            found = exact.solve(problem, framework, exact_seconds, hint=attempt.placements)
+            found = steps.timed(EXACT, exact.solve, problem, framework, exact_seconds, hint=attempt.placements)
             if found.placements is not None:
                 filled = _fill(framework, problem, found)
                 better = _feasible(framework, problem, filled, EXACT)
@@ -151,22 +174,64 @@ def schedule_with(framework, problem, exact_seconds):
         "ranks": ranks(problem.services),
     }
     if exact_seconds <= 0:
-        return _not_by_order(framework, problem, attempt, path, infeasible)
-    found = exact.solve(problem, framework, exact_seconds, around=attempt)
-    report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
+        return _not_by_order(framework, problem, attempt, path, infeasible, steps)
+    if exact.available() and not exact.models_whole(problem):
+        return _too_large_to_model(framework, problem, attempt, path, infeasible, steps, exact_seconds)
+    found = steps.timed(EXACT, exact.solve, problem, framework, exact_seconds)
     if found.placements is not None:
-        if found.reason:
-            report["scope"] = found.reason      # solved around the unplaced instances, not as a whole
-        result = _feasible(framework, problem, _fill(framework, problem, found), EXACT)
-        result["exact"] = report
-        return result
+        return _exact_plan(framework, problem, found, exact_seconds)
     if found.status in (exact.SKIPPED, exact.UNAVAILABLE):
-        # The solver never ran (or only around the unplaced part, without a plan): the cheap re-orderings may still
+        # The solver never ran (OR-Tools missing, a model CP-SAT cannot take): the cheap re-orderings may still
         # find one; else the answer is still the greedy pass's, and says why no more was tried.
         infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
-        return _not_by_order(framework, problem, attempt, path, infeasible)
+        return _not_by_order(framework, problem, attempt, path, infeasible, steps)
+    report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": exact_seconds}
     infeasible.update(path=EXACT, exact=report, summary=_exact_summary(found, infeasible["summary"], exact_seconds))
     return infeasible
+
+
+def _exact_plan(framework, problem, found, time_limit):
+    """The result of the exact solver's plan; ``scope`` when it was solved around the unplaced instances only."""
+    report = {"status": found.status, "seconds": round(found.seconds, 3), "time_limit": time_limit}
+    if found.reason:
+        report["scope"] = found.reason
+    result = _feasible(framework, problem, _fill(framework, problem, found), EXACT)
+    result["exact"] = report
+    return result
+
+
+def _too_large_to_model(framework, problem, failed, path, infeasible, steps, exact_seconds):
+    """Greedy failed on a problem too large for the exact solver to model whole (near capacity, thousands of
+    instances): the cheap steps first (the counting proof, the re-orderings, each about one greedy pass), then the
+    exact solver around the unplaced instances. The exact time limit covers them all, counted from here: near
+    capacity the part's model alone took 6 s to build, and before this budget an infeasible gang of 6,421 pods on
+    1,213 nodes took 13 s, one that only a re-ordering places up to 4 greedy passes more."""
+    deadline = time.monotonic() + exact_seconds
+    too_large = "%d instance-node pairs exceed the exact solver's limit of %d" % (exact.candidates(problem), exact.MAX_CANDIDATES)
+    proof = steps.timed("counting_proof", _counted_proof, failed)
+    if proof:
+        infeasible["summary"] = "%s (%s, so the exact solver did not run); no placement exists: %s" % (
+            infeasible["summary"], too_large, proof)
+        return infeasible
+    if _near_miss(failed):
+        reordered = _reordered(framework, problem, failed, path, steps, deadline)
+        if reordered is not None:
+            return reordered
+    left = deadline - time.monotonic()
+    if left <= 0:
+        infeasible["summary"] = "%s (%s, and the re-orderings took its %g s, so the exact solver did not run)" % (
+            infeasible["summary"], too_large, exact_seconds)
+        return infeasible
+    found = steps.timed(EXACT, exact.solve, problem, framework, max(0.1, round(left, 1)), around=failed)
+    if found.placements is not None:
+        return _exact_plan(framework, problem, found, exact_seconds)
+    infeasible["summary"] = _exact_summary(found, infeasible["summary"], exact_seconds)
+    return infeasible
+
+
+def _near_miss(failed):
+    """Whether greedy left few enough unplaced (REORDER_UNPLACED, REORDER_SHARE) for another order to close it."""
+    return len(failed.unplaced) <= max(REORDER_UNPLACED, REORDER_SHARE * len(failed.gang))
 
 
 def _greedy(framework, problem):
@@ -188,17 +253,17 @@ def _greedy(framework, problem):
     return attempt, path
 
 
-def _not_by_order(framework, problem, failed, path, infeasible):
+def _not_by_order(framework, problem, failed, path, infeasible, steps):
     """What greedy's failure means when the exact solver gave no answer for the whole problem: no placement exists
     when counting proves it (_counted_proof, cheap: near capacity most infeasible gangs end here), else the plan of a
     cheap re-ordering, else the infeasible result as it is."""
-    proof = _counted_proof(failed)
+    proof = steps.timed("counting_proof", _counted_proof, failed)
     if proof:
         infeasible["summary"] = "%s; no placement exists: %s" % (infeasible["summary"], proof)
         return infeasible
-    if len(failed.unplaced) > max(REORDER_UNPLACED, REORDER_SHARE * len(failed.gang)):
+    if not _near_miss(failed):
         return infeasible           # far from a plan: another order of the same pass will not close it
-    return _reordered(framework, problem, failed, path) or infeasible
+    return _reordered(framework, problem, failed, path, steps) or infeasible
 
 
 def _counted_proof(attempt):
@@ -294,7 +359,7 @@ def _holds(node, request, gpu):
     return min(counts) if counts else 10 ** 9      # asks nothing countable: no bound
 
 
-def _reordered(framework, problem, failed, path):
+def _reordered(framework, problem, failed, path, steps, deadline=None):
     """When greedy's queue order found no plan and the exact solver cannot answer for the whole problem: the same
     greedy pass in other cheap orders (ORDERINGS), each one attempt, with moves allowed as the failed attempt had them.
     The first that places the gang is the plan, its result naming the order (``ordering``); None when none does.
@@ -302,9 +367,11 @@ def _reordered(framework, problem, failed, path):
     REORDER_SLACK) before its repair pass: it is not going to place the gang. At most len(ORDERINGS) attempts."""
     moves_allowed = failed.cluster.moves_allowed
     for name, order in _orderings(framework, failed):
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
         attempt = Attempt(framework, problem, moves_allowed=moves_allowed, order=order)
         attempt.give_up = REORDER_SLACK * len(failed.unplaced) + REORDER_SLACK
-        attempt.run()
+        steps.timed("reordering:" + name, attempt.run)
         if attempt.unplaced or not framework.run_permit(attempt).ok:
             continue
         result = _feasible(framework, problem, attempt, path)

@@ -9,7 +9,9 @@ import subprocess
 import sys
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import scheduler
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import _greedy, framework_for, plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 # Two 10Gi GPUs and requests of 5, 4, 4, 3, 2, 2 Gi: heavy-first best fit fails, {5, 3, 2} + {4, 4, 2} fits.
@@ -93,3 +95,62 @@ def test_loading_the_schedulers_plugins_does_not_load_ortools():
             "print(sorted(name for name in ('ortools', 'numpy', 'pandas') if name in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_result_lists_the_steps_taken():
+    result = plan(PACKING)
+    assert [step["step"] for step in result["steps"]] == ["greedy", "exact"]
+    assert all(isinstance(step["seconds"], float) and step["seconds"] >= 0 for step in result["steps"])
+    easy = copy.deepcopy(PACKING)
+    easy["services"]["s2"]["replicas"] = 1
+    assert [step["step"] for step in plan(easy)["steps"]] == ["greedy"]
+
+
+def test_building_the_model_is_part_of_the_time_limit(monkeypatch):
+    # A clock that has passed every deadline once the model is being built: the build stops, and the answer is a
+    # timeout, not a proof.
+    clock = iter([0.0] + [1000.0] * 1000)
+    monkeypatch.setattr(exact.time, "monotonic", lambda: next(clock))
+    found = exact.solve(parse_problem(copy.deepcopy(PACKING)), framework_for(parse_problem(copy.deepcopy(PACKING))), 5)
+    assert found.status == exact.TIMEOUT and found.placements is None
+    assert found.reason == "no plan found within 5 s"
+
+
+def test_a_part_whose_model_takes_the_whole_limit_to_build_is_not_searched(monkeypatch):
+    problem = copy.deepcopy(PACKING)
+    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
+    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
+    parsed = parse_problem(problem)
+    framework = framework_for(parsed)
+    failed, _path = _greedy(framework, parsed)
+    searched = []
+    monkeypatch.setattr(exact, "_two_phases", lambda *args: searched.append(args))
+    clock = iter([0.0] + [1000.0] * 1000)
+    monkeypatch.setattr(exact.time, "monotonic", lambda: next(clock))
+    found = exact.solve(parsed, framework, 5, around=failed)
+    assert found.status == exact.SKIPPED and found.placements is None and searched == []
+    assert "has no plan found within 5 s (its model took longer to build)" in found.reason
+
+
+def test_too_large_to_model_the_cheap_steps_go_first_and_share_the_limit(monkeypatch):
+    # The PACKING gang beside CPU-only nodes, too large to model whole: no counting proof, the re-orderings
+    # (none places it: the packing needs the exact solver), then the exact solver around the unplaced instance.
+    problem = copy.deepcopy(PACKING)
+    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
+    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
+    result = plan(copy.deepcopy(problem))
+    names = [step["step"] for step in result["steps"]]
+    assert names[:2] == ["greedy", "counting_proof"] and names[-1] == "exact"
+    assert all(name.startswith("reordering:") for name in names[2:-1])
+    assert result["feasible"] is True and result["exact"]["time_limit"] == 5.0
+    # The re-orderings ran out the limit: the exact solver is not started, and the summary says why.
+    real = exact.time.monotonic
+    monkeypatch.setattr(scheduler, "_reordered", lambda *args: monkeypatch.setattr(
+        scheduler.time, "monotonic", lambda: real() + 3600))
+    result = plan(copy.deepcopy(problem))
+    assert result["feasible"] is False and "exact" not in result
+    assert result["summary"].endswith("(60 instance-node pairs exceed the exact solver's limit of 40, and the re-orderings "
+                                      "took its 5 s, so the exact solver did not run)")
+    assert [step["step"] for step in result["steps"]] == ["greedy", "counting_proof"]

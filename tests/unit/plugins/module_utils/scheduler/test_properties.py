@@ -316,6 +316,8 @@ def without_timings(result):
     """The result less its timings, the only part that may differ between runs."""
     result = dict(result)
     result.pop("seconds", None)
+    if "steps" in result:
+        result["steps"] = [{key: value for key, value in step.items() if key != "seconds"} for step in result["steps"]]
     if "exact" in result:
         result["exact"] = {key: value for key, value in result["exact"].items() if key != "seconds"}
     return result

@@ -11,7 +11,7 @@ import copy
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu_fragmentation import GPUFragmentation
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import _greedy, framework_for, plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 
@@ -206,13 +206,22 @@ def test_a_part_short_of_room_in_sum_is_not_searched(monkeypatch):
                                    "web": {"replicas": 2, "resources": {"cpu": 1, "memory": "1Gi"}}}})
     result = plan(mapping, exact_seconds=5)
     assert not result["feasible"]
-    # The part (one GPU node, what greedy put there and the unplaced shares) is short of GPU memory in sum.
-    assert "has no plan (its instances ask 2516582400 bytes of GPU memory, its nodes have 1048576000)" in \
-        result["summary"], result["summary"]
+    # Too large to model whole: counting runs first and proves the whole infeasible (5 shares of 600Mi, one per 1000Mi
+    # device, on 2 devices), so the part around the unplaced shares is never built.
+    assert result["summary"] == ("3 of 7 instance(s) could not be placed (21 instance-node pairs exceed the exact solver's "
+                                 "limit of 6, so the exact solver did not run); no placement exists: 5 instance(s) like "
+                                 "share-0 ask more than the 2 node(s) that accept them hold (2 at most)")
+    assert [step["step"] for step in result["steps"]] == ["greedy", "counting_proof"]
     assert searched == []
-    # And counting proves the whole infeasible: 5 shares of 600Mi, one per 1000Mi device, on 2 devices.
-    assert result["summary"].endswith("no placement exists: 5 instance(s) like share-0 ask more than the 2 node(s) "
-                                      "that accept them hold (2 at most)")
+    # Asked directly, the exact solver says the part (one GPU node, what greedy put there and the unplaced shares) is
+    # short of GPU memory in sum, without searching.
+    problem = parse_problem(mapping)
+    framework = framework_for(problem)
+    failed, _path = _greedy(framework, problem)
+    found = exact.solve(problem, framework, 5, around=failed)
+    assert found.status == exact.SKIPPED and found.placements is None
+    assert "has no plan (its instances ask 2516582400 bytes of GPU memory, its nodes have 1048576000)" in found.reason
+    assert searched == []
 
 
 def test_the_counting_proof_is_bounded(monkeypatch):
