@@ -498,7 +498,7 @@ def _best_filling(order, sizes, price):
     """The filling of one device (size -> count, at most MILLI in all) of the largest sum of size - price: a bounded
     knapsack by dynamic programming over the device's MILLI thousandths."""
     best = [0.0] * (MILLI + 1)
-    chosen = [dict() for _ in range(MILLI + 1)]
+    chosen = [{} for _room in range(MILLI + 1)]
     for size in order:
         value = size - price[size]
         if value <= 0:
@@ -627,8 +627,8 @@ def near_capacity(nodes, pods, seed, exact_seconds, low=1000):
 
     def measure(count):
         if count not in measured:
-            _seconds, cpu_seconds, result, _placed, unplaced, violations = one_plan(nodes, pods, seed, count, node_count,
-                                                                                   exact_seconds)
+            _seconds, cpu_seconds, result, _placed, unplaced, violations = one_plan(
+                nodes, pods, seed, count, node_count, exact_seconds)
             measured[count] = {"pods": count, "feasible": result["feasible"], "cpu_seconds": cpu_seconds,
                                "greedy_seconds": result["steps"][0]["seconds"], "steps": result["steps"],
                                "unplaced": unplaced, "violations": len(violations),
