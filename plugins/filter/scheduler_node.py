@@ -17,6 +17,9 @@ description:
     P(gangplank.platform.node_labels#filter); taints and unschedulable from C(gangplank_taints) and
     C(gangplank_unschedulable); GPUs from C(gangplank_gpus) less those with an NVML error or in MIG
     mode; NVMe devices from C(gangplank_nvme), the mounted ones only.
+  - C(numa_cpus) (the CPUs of each NUMA node, for C(cpu_pinning) C(numa)) from the GPUs' C(numa_node) and
+    C(cpu_affinity) facts, only when some are known; a NUMA node whose GPUs disagree, or whose CPUs overlap another's,
+    is left out.
 options:
   _input:
     description: One host's variables, C(hostvars[host]), after setup and the gangplank facts modules ran.
@@ -34,7 +37,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: The node entry, with cpu, memory, labels, taints, unschedulable, gpus and nvme.
+  description: The node entry, with cpu, memory, labels, taints, unschedulable, gpus, nvme and gpu_sharing; gpu_links and numa_cpus where known.
   type: dict
 """
 

@@ -32,7 +32,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.catalog import 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+    format_cpulist, parse_cpu, parse_cpulist, parse_size,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
     DEFAULT_SECRET_DIR, SecretError, container_secrets, keyed_hash,
 )
@@ -196,6 +198,8 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         main["ports"] = ["%s:%d:%d" % (publish_address, port, port) if publish_address else "%d:%d" % (port, port)
                          for port in ports]
         main["env"] = dict(_environment(binding, instance, binding["service"], ports, host), **spec["env"])
+        cpusets = _cpusets(instance, binding)
+        main.update(cpusets)
         if gpu_mode == "cdi":
             main["devices"] = ["nvidia.com/gpu=%s" % gpu["uuid"] for gpu in binding.get("gpus") or []]
         nvme = binding.get("nvme")
@@ -219,8 +223,26 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             side["labels"][SIDECAR_OF] = main["name"]
             side["env"] = dict(_environment(binding, instance, sidecar, ports, host, gpus=False),
                                **specs[sidecar]["env"])
+            side.update(cpusets)        # the instance's pinned CPU request counts its sidecars: they run on its CPUs too
             containers.append(side)
     return containers
+
+
+def _cpusets(instance, binding):
+    """cpu_pinning numa: the CPUs and memory nodes of the instance's GPUs' NUMA node(s) that its placement names
+    (``cpuset_cpus``, ``cpuset_mems``, canonical cpulists); {} for an unpinned instance, whose specs stay as they were.
+    The binding may come from a host's fact file: each is checked as the problem's cpulists are."""
+    cpusets = {}
+    for key in ("cpuset_cpus", "cpuset_mems"):
+        if key not in binding:
+            continue
+        try:
+            cpusets[key] = format_cpulist(parse_cpulist(binding[key]))
+        except ValueError as error:
+            raise DeployError("instances.%s.%s: got %s; expected %s" % (instance, key, show(binding[key]), error)) from None
+    if len(cpusets) == 1:
+        raise DeployError("instances.%s: got only %s; expected cpuset_cpus and cpuset_mems together" % (instance, list(cpusets)[0]))
+    return cpusets
 
 
 def _mps_daemon(instance, binding, gpu_request, main, gpu_mode, control, directory, image, ready_timeout):
@@ -423,6 +445,8 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
         # Limits (and an MPS daemon's user) count only when set, so hosts whose engine cannot enforce them keep their
         # hashes.
         shape.update({key: container[key] for key in ("cpus", "memory", "user") if container.get(key) is not None})
+        # CPU pinning (cpu_pinning numa) counts only when pinned, so every other container keeps its hash.
+        shape.update({key: container[key] for key in ("cpuset_cpus", "cpuset_mems") if key in container})
         # A share instance is an MPS client of its daemon: it is recreated with it (its connection would be gone).
         if container.get("mps_client"):
             shape["mps"] = spec_hash_of.get(container["mps_client"]["daemon"])

@@ -38,6 +38,8 @@ def podman_arguments(spec, recreate=False):
     _set_if(arguments, "volume", spec["volumes"])
     _set_if(arguments, "network", spec["network"])
     _set_if(arguments, "cpus", spec.get("cpus"))
+    _set_if(arguments, "cpuset_cpus", spec.get("cpuset_cpus"))
+    _set_if(arguments, "cpuset_mems", spec.get("cpuset_mems"))
     if spec.get("memory"):
         arguments["memory"] = str(spec["memory"])
     _set_if(arguments, "secrets", spec["podman_secrets"])
@@ -74,6 +76,8 @@ def docker_arguments(spec, secret_values, recreate=False):
     _set_if(arguments, "network_mode", spec["network"])
     if spec.get("cpus"):
         arguments["cpus"] = float(spec["cpus"])
+    _set_if(arguments, "cpuset_cpus", spec.get("cpuset_cpus"))
+    _set_if(arguments, "cpuset_mems", spec.get("cpuset_mems"))
     if spec.get("memory"):
         arguments["memory"] = str(spec["memory"])
     arguments.update(init=spec["init"], stop_timeout=spec["stop_timeout"], restart_policy=spec["restart_policy"],

@@ -22,7 +22,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
     GPU_SHARING_MODES, GPU_SHARING_MPS, GPU_SHARING_NONE,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
-    BLANKS, format_size, parse_cpu, parse_size,
+    BLANKS, format_cpulist, format_size, parse_cpu, parse_cpulist, parse_size,
 )
 
 MIB = 2 ** 20
@@ -391,7 +391,31 @@ def scheduler_node(hostvars):
     links = gpu_links(hostvars, gpus)
     if links:
         node["gpu_links"] = links
+    numa_cpus = _numa_cpus(gpus)
+    if numa_cpus:
+        node["numa_cpus"] = numa_cpus
     return node
+
+
+def _numa_cpus(gpus):
+    """The scheduler's ``numa_cpus`` ({"<NUMA node>": cpulist}) from the GPUs' numa_node and cpu_affinity facts (the CPUs
+    local to each GPU, docs/facts.md), for cpu_pinning numa. A NUMA node is left out where its GPUs disagree, where the
+    affinity is not a cpulist the problem takes (CPU ids above problem_format.MAX_CPU_ID), or where it shares CPUs with
+    another NUMA node's (an affinity as wide as a socket): pinned instances then avoid its GPUs (no NUMA facts)."""
+    found = {}
+    for gpu in gpus:
+        affinity = gpu.get("cpu_affinity")
+        if gpu["numa_node"] is None or affinity is None:
+            continue
+        try:
+            cpus = parse_cpulist(affinity)
+        except ValueError:
+            cpus = None
+        found.setdefault(gpu["numa_node"], set()).add(cpus)
+    usable = {numa: next(iter(cpus)) for numa, cpus in found.items() if len(cpus) == 1 and None not in cpus}
+    owners = Counter(cpu for cpus in usable.values() for cpu in cpus)
+    return {str(numa): format_cpulist(cpus) for numa, cpus in sorted(usable.items())
+            if all(owners[cpu] == 1 for cpu in cpus)}
 
 
 def _labels_text(labels):

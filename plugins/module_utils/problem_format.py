@@ -12,7 +12,7 @@ from __future__ import annotations
 
 SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota", "priority", "preemptible",
-                "every_node")
+                "every_node", "cpu_pinning")
 
 # Upper bounds of a problem (docs/problem-format.md, "Bounds"; quantity.py bounds each amount). They keep
 # every input plannable in bounded time and memory, and every total a 64-bit integer for the exact solver.
@@ -50,3 +50,11 @@ MAX_NUMA_NODE = 1023            # nodes.<n>.gpus[].numa_node
 GPU_TOPOLOGY_PREFERRED = "preferred"
 GPU_TOPOLOGY_REQUIRED = "required"
 GPU_TOPOLOGY_MODES = (GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED)
+# services.<s>.cpu_pinning: none (the default) or numa: the instance's containers get the CPUs and memory node of its GPUs'
+# NUMA node(s) (nodes.<n>.numa_cpus), and the pinned instances there ask at most those CPUs in sum.
+CPU_PINNING_NONE = "none"
+CPU_PINNING_NUMA = "numa"
+CPU_PINNING_MODES = (CPU_PINNING_NONE, CPU_PINNING_NUMA)
+MAX_NUMA_NODES = 64             # entries of nodes.<n>.numa_cpus
+MAX_CPU_ID = 4095               # a CPU id in a cpulist (nodes.<n>.numa_cpus)
+MAX_CPULIST = 16384             # characters of one cpulist: every other CPU of 4,096 takes about 9,700

@@ -192,7 +192,7 @@ record:
   returned: when feasible
   type: dict
 hosts:
-  description: Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank), for M(gangplank.platform.node_state).
+  description: Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank; C(cpuset_cpus) and C(cpuset_mems) when pinned), for M(gangplank.platform.node_state).
   returned: when feasible
   type: dict
 preempted:

@@ -14,8 +14,10 @@ each instance's allowed nodes, exactly as in a greedy attempt. The model adds wh
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
 device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
 GPU cores per device (at most 100 in sum), NVMe space per device, quotas (max per group; min
-reservations against the cluster's totals), and ``gpu.topology: required`` (no two of an instance's GPUs
-on a node without NVLink between them). ``preferred`` topology is not modelled: a plan the solver finds
+reservations against the cluster's totals), ``gpu.topology: required`` (no two of an instance's GPUs
+on a node without NVLink between them), and ``cpu_pinning: numa`` (an instance takes only GPUs whose NUMA node's CPUs are
+known, and its CPU request flows to the NUMA nodes of the GPUs it takes, each giving at most its CPUs: the NUMAPinning
+plugin's rule, as integer flow variables). ``preferred`` topology is not modelled: a plan the solver finds
 takes any devices that fit, as the greedy would on a node without links.
 
 Preemptible instances that run are in the model too, each placed at most once; new preemptible work
@@ -31,9 +33,11 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
+    CPU_PINNING_NUMA, GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
-    QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead, pod_requests,
+    QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead, numa_capacity, pinnable, pod_requests,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
@@ -302,6 +306,7 @@ class _Model:
         self.place = {}         # (instance index, node name) -> BoolVar
         self.gpu = {}           # (instance index, node name, device position) -> (BoolVar, bytes taken)
         self.nvme = {}          # (instance index, node name, device position) -> BoolVar
+        self.numa_flow = {}     # (node name, NUMA node) -> the millicores pinned instances take there (IntVars)
         self.placed = {}        # instance index of a preemptible instance -> 1 when placed, as a linear expression
         self.too_large = None   # why the objective cannot be stated in CP-SAT's 64 bits, or None
         self._by_node = None
@@ -358,14 +363,18 @@ class _Model:
                 options = []
                 positions = []
                 needed = None if request.memory is None else request.memory + gpu_overhead(node, request)
+                pinned = instance.service.cpu_pinning == CPU_PINNING_NUMA
                 for position, device in enumerate(node.gpus):
-                    if request.matches(device) and (needed is None or device.memory >= needed):
+                    if request.matches(device) and (needed is None or device.memory >= needed) and \
+                            (not pinned or pinnable(node, device)):
                         take = device.memory if request.memory is None else request.memory
                         var = self.model.NewBoolVar("g_%d_%a_%d" % (index, name, position))
                         self.gpu[index, name, position] = (var, take)
                         options.append(var)
                         positions.append(position)
                 self.model.Add(sum(options) == request.count * chosen)
+                if pinned:
+                    self._numa_flow(index, instance, name, node, options, positions, chosen)
                 if request.topology == GPU_TOPOLOGY_REQUIRED and request.count > 1:
                     # Every pair of the set NVLinked: two devices without NVLink between them are never both taken.
                     matrix = link_matrix(node)
@@ -382,6 +391,23 @@ class _Model:
                         self.nvme[index, name, position] = var
                         options.append(var)
                 self.model.Add(sum(options) == chosen)
+
+    def _numa_flow(self, index, instance, name, node, options, positions, chosen):
+        """cpu_pinning numa: the instance's CPU request (sidecars included) flows to the NUMA nodes of the GPUs it takes
+        on this node (none to a NUMA node where it takes none); _constraints bounds each NUMA node by its CPUs."""
+        amount = self.requests[instance.service.name].cpu
+        if not amount:
+            return
+        by_numa = {}
+        for var, position in zip(options, positions):
+            by_numa.setdefault(node.gpus[position].numa_node, []).append(var)
+        flows = []
+        for numa_node, members in sorted(by_numa.items()):
+            flow = self.model.NewIntVar(0, amount, "c_%d_%a_%d" % (index, name, numa_node))
+            self.model.Add(flow <= amount * sum(members))
+            flows.append(flow)
+            self.numa_flow.setdefault((name, numa_node), []).append(flow)
+        self.model.Add(sum(flows) == amount * chosen)
 
     def _on(self, name):
         if self._by_node is None:
@@ -441,6 +467,8 @@ class _Model:
                 takes = nvme_takes.get((name, position))
                 if takes:
                     model.Add(sum(size * var for var, size in takes) <= device.size)
+        for (name, numa_node), flows in sorted(self.numa_flow.items()):
+            model.Add(sum(flows) <= numa_capacity(problem.nodes[name], numa_node))
         self._quotas()
 
     def _quota_usage(self, group):

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import FrozenSet, Mapping, Optional, Tuple
 
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    GPU_SHARING_MPS, GPU_SHARING_NONE, GPU_TOPOLOGY_PREFERRED,
+    CPU_PINNING_NONE, GPU_SHARING_MPS, GPU_SHARING_NONE, GPU_TOPOLOGY_PREFERRED,
 )
 
 NO_SCHEDULE = "NoSchedule"
@@ -94,6 +94,8 @@ class Node:
     nvme: Tuple[NVMeDevice, ...] = ()
     gpu_sharing: str = GPU_SHARING_NONE     # mps: the host holds each share to its grant (an MPS server per share)
     gpu_links: Tuple[GPULink, ...] = ()     # the pairs of GPUs whose link is known (scheduler/topology.py)
+    # NUMA node id -> the ids of its CPUs (nodes.<n>.numa_cpus), for cpu_pinning: numa (plugins/numa_pinning.py)
+    numa_cpus: Mapping[int, FrozenSet[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ class Service:
     preemptible: bool = False       # not part of the all-or-nothing gang: placed when room is left
     every_node: bool = False        # one instance on every eligible node (<service>@<node>), like a DaemonSet
     image: Optional[str] = None     # the container image: no built-in plugin reads it; user plugins may
+    cpu_pinning: str = CPU_PINNING_NONE     # numa: the containers get the CPUs and memory node of the GPUs' NUMA node(s)
 
 
 def toleration_index(service):
@@ -362,3 +365,19 @@ class Placement:
     gpus: Tuple[GPUClaim, ...] = ()
     nvme: Optional[NVMeDevice] = None
     nvme_size: int = 0
+
+
+def pinnable(node, device):
+    """Whether an instance pinned to its GPUs' NUMA node may take ``device`` on ``node``: the device's NUMA node is known
+    and the node lists that NUMA node's CPUs."""
+    return device.numa_node is not None and device.numa_node in node.numa_cpus
+
+
+def numa_nodes_of(devices):
+    """The NUMA nodes (a frozenset of ids) of GPU ``devices`` (model.GPUDevice), all of them pinnable."""
+    return frozenset(device.numa_node for device in devices)
+
+
+def numa_capacity(node, numa_node):
+    """The millicores of one NUMA node of ``node``: its CPUs, 1,000 each."""
+    return 1000 * len(node.numa_cpus[numa_node])

@@ -17,7 +17,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_SHARING_MODES, GPU_SHARING_NONE, GPU_TOPOLOGY_MODES, GPU_TOPOLOGY_PREFERRED,
+    CPU_PINNING_MODES, CPU_PINNING_NONE, CPU_PINNING_NUMA, MAX_NUMA_NODES, GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_SHARING_MODES, GPU_SHARING_NONE, GPU_TOPOLOGY_MODES, GPU_TOPOLOGY_PREFERRED,
     MAX_DEVICES, MAX_GPU_LINKS, MAX_NUMA_NODE, MAX_NVLINKS, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
     MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL, SERVICE_KEYS,
 )
@@ -27,7 +27,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, TAINT_EFFECTS, Taint, Toleration,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_cpulist, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import well_formed
 
 _SERVICE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
@@ -35,7 +35,7 @@ _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 chara
 _INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
 _TOP_KEYS = ("nodes", "services", "quotas", "previous")
-_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links")
+_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links", "numa_cpus")
 _GPU_KEYS = ("index", "uuid", "model", "memory", "numa_node")
 _GPU_REQUIRED_KEYS = ("index", "uuid", "model", "memory")
 _GPU_LINK_KEYS = ("gpus", "level", "nvlinks")
@@ -48,11 +48,12 @@ _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models", "cores", "topology")
 _NVME_REQUEST_KEYS = ("label", "size")
 _QUOTA_KEYS = ("min", "max")
-_PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars")
+_PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars", "cpuset_cpus", "cpuset_mems")
 # A previous placement's GPU entries as the result writes them (a share's with its cores); only uuid is read.
 _PREVIOUS_GPU_KEYS = ("index", "uuid", "model", "memory", "cores")
 _MAX_GPU_INDEX = 1023
 _MAX_IMAGE = 4096               # characters of an image reference
+_NUMA_ID = re.compile(r"0|[1-9][0-9]{0,3}")       # a numa_cpus key: a NUMA node id in decimal, no sign or leading zero
 
 
 class _ProblemReader(Reader):
@@ -198,8 +199,34 @@ def _parse_nodes(reader, value):
             nvme=tuple(sorted(devices, key=lambda device: device.name)),
             gpu_sharing=_gpu_sharing(reader, spec.get("gpu_sharing"), join_path(path, "gpu_sharing")),
             gpu_links=_gpu_links(reader, spec.get("gpu_links"), join_path(path, "gpu_links"), name, indices),
+            numa_cpus=_numa_cpus(reader, spec.get("numa_cpus"), join_path(path, "numa_cpus")),
         )
     return nodes
+
+
+def _numa_cpus(reader, value, path):
+    """nodes.<n>.numa_cpus: {"<NUMA node id>": "<cpulist>"}, at most MAX_NUMA_NODES entries, no CPU in two NUMA nodes."""
+    result = {}
+    owner = {}
+    raw = reader.mapping(value, path, maximum=MAX_NUMA_NODES)
+    for key in sorted((key for key in raw if isinstance(key, str)), key=lambda key: (len(key), key)):
+        entry_path = join_path(path, key)
+        if not _NUMA_ID.fullmatch(key) or int(key) > MAX_NUMA_NODE:
+            reader.bad(entry_path, key, "a NUMA node id from 0 to %d (a decimal string such as \"0\")" % MAX_NUMA_NODE)
+            continue
+        try:
+            cpus = parse_cpulist(raw[key])
+        except ValueError as error:
+            reader.bad(entry_path, raw[key], str(error))
+            continue
+        shared = sorted(cpu for cpu in cpus if cpu in owner)
+        if shared:
+            reader.bad(entry_path, raw[key], "CPUs of this NUMA node only (CPU %d is also NUMA node %d's)"
+                       % (shared[0], owner[shared[0]]))
+            continue
+        owner.update(dict.fromkeys(cpus, int(key)))
+        result[int(key)] = cpus
+    return result
 
 
 def _gpu_links(reader, value, path, name, indices):
@@ -362,6 +389,26 @@ def _parse_kind(reader, spec, path, sidecar):
     return priority if priority is not None else 0, preemptible, every_node, image
 
 
+def _cpu_pinning(reader, spec, path, sidecar):
+    """services.<s>.cpu_pinning: none (the default) or numa, which only a service that asks for GPUs may ask (its CPUs are
+    those of its GPUs' NUMA node); a sidecar follows its app's."""
+    value = spec.get("cpu_pinning")
+    if value is None:
+        return CPU_PINNING_NONE
+    where = join_path(path, "cpu_pinning")
+    if not isinstance(value, str) or value not in CPU_PINNING_MODES:
+        reader.bad(where, value, "one of " + ", ".join(CPU_PINNING_MODES))
+        return CPU_PINNING_NONE
+    if value == CPU_PINNING_NUMA and sidecar:
+        reader.bad(where, value, "nothing: a sidecar follows its app's cpu_pinning")
+        return CPU_PINNING_NONE
+    asks_gpu = isinstance(spec.get("resources"), dict) and spec["resources"].get("gpu") is not None
+    if value == CPU_PINNING_NUMA and not asks_gpu:
+        reader.bad(where, value, "none on a service without a GPU request (numa pins it to its GPUs' NUMA node)")
+        return CPU_PINNING_NONE
+    return value
+
+
 def _parse_services(reader, value, quotas, nodes):
     raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
     services = OrderedDict()
@@ -413,6 +460,7 @@ def _parse_services(reader, value, quotas, nodes):
             for key in ("sidecars", "quota", "stateful", "depends_on"):
                 if spec.get(key):
                     reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
+        cpu_pinning = _cpu_pinning(reader, spec, path, sidecar)
         services[name] = Service(
             name=name,
             replicas=replicas or 0,
@@ -431,6 +479,7 @@ def _parse_services(reader, value, quotas, nodes):
             preemptible=preemptible,
             every_node=every_node,
             image=image,
+            cpu_pinning=cpu_pinning,
         )
     index = every_node_index(services.values(), nodes.values())
     work = every_node_work(services.values(), index)

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes-style quantities: CPU in cores or millicores, sizes in bytes."""
+"""Kubernetes-style quantities: CPU in cores or millicores, sizes in bytes; and Linux cpulists ("0-15,32-47")."""
 
 from __future__ import annotations
 
 import math
 import re
 from decimal import ROUND_CEILING, Decimal
+
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_CPU_ID, MAX_CPULIST
 
 _SIZE_UNITS = {
     "": 1,
@@ -28,6 +30,12 @@ CPU_EXPECTED = "a CPU amount: cores (e.g. 4 or 0.5) or millicores (e.g. 500m)"
 MAX_SIZE = 2 ** 50                  # 1 PiB: one node's memory, one device, one request
 MAX_CPU = 1000000 * 1000            # a million cores, in millicores
 _MAX_TEXT = 64                      # characters of a quantity string: no Decimal of a million digits
+# A cpulist as the kernel writes it (sysfs cpulist, cpuset.cpus): CPU ids and ranges low-high, comma-separated; no blanks,
+# no leading zeros, no sign. Each id is checked against MAX_CPU_ID before a range is expanded.
+_CPU_ID = r"(?:0|[1-9][0-9]{0,3})"
+_CPULIST = re.compile(r"%s(?:-%s)?(?:,%s(?:-%s)?)*" % ((_CPU_ID,) * 4))
+CPULIST_EXPECTED = ("a Linux cpulist such as \"0-15,32-47\" (CPU ids from 0 to %d, ranges low-high, no blanks)"
+                    % MAX_CPU_ID)
 
 
 def _is_number(value):
@@ -89,3 +97,34 @@ def format_cpu(millicores):
     if millicores % 1000 == 0:
         return str(millicores // 1000)
     return "%dm" % millicores
+
+
+def parse_cpulist(text):
+    """The CPU ids of a Linux cpulist ("0-15,32-47") as a frozenset, or ValueError (CPULIST_EXPECTED): checked whole, no
+    blanks or line breaks around it, ids at most MAX_CPU_ID, every range low <= high, at most MAX_CPULIST characters."""
+    if not isinstance(text, str) or len(text) > MAX_CPULIST or not _CPULIST.fullmatch(text):
+        raise ValueError(CPULIST_EXPECTED)
+    cpus = set()
+    for part in text.split(","):
+        low, _sep, high = part.partition("-")
+        low, high = int(low), int(high or low)
+        if high > MAX_CPU_ID or low > high:
+            raise ValueError(CPULIST_EXPECTED)
+        cpus.update(range(low, high + 1))
+    return frozenset(cpus)
+
+
+def format_cpulist(cpus):
+    """CPU ids as a canonical cpulist: ascending ranges, "0-15,32-47"; "" for none."""
+    parts = []
+    start = previous = None
+    for cpu in sorted(cpus):
+        if previous is not None and cpu == previous + 1:
+            previous = cpu
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else "%d-%d" % (start, previous))
+        start = previous = cpu
+    if start is not None:
+        parts.append(str(start) if start == previous else "%d-%d" % (start, previous))
+    return ",".join(parts)

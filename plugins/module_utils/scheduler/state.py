@@ -9,7 +9,7 @@ it, so an attempt that fails is simply dropped (all or nothing).
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, FrozenSet, Optional, Set
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS, gpu_overhead
 
@@ -18,7 +18,7 @@ class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
     __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "ports", "services",
-                 "version", "topology")
+                 "version", "topology", "numa_pinned")
 
     def __init__(self, node):
         self.node = node
@@ -35,6 +35,9 @@ class NodeState:
         self.services: Dict[str, int] = {}
         self.version = 0
         self.topology = None        # (version, what taking each device alone costs): scheduler/topology.py's break_cost
+        # cpu_pinning numa (plugins/numa_pinning.py): the set of NUMA nodes (a frozenset of ids) pinned instances here
+        # run on -> the millicores they ask there in sum (sidecars included).
+        self.numa_pinned: Dict[FrozenSet[int], int] = {}
 
     def add_services(self, names):
         """Record one more instance here that brings these services (its own and its sidecars)."""

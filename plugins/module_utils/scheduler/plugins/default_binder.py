@@ -10,8 +10,10 @@ gang_schedule action plugin.
 
 from __future__ import annotations
 
+from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import CPU_PINNING_NUMA
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import BindPlugin
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX, numa_nodes_of
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpulist
 
 
 class DefaultBinder(BindPlugin):
@@ -39,6 +41,10 @@ class DefaultBinder(BindPlugin):
                     "name": placement.nvme.name, "size": placement.nvme_size, "mount": placement.nvme.mount},
                 "sidecars": list(instance.service.sidecars),
             }
+            if instance.service.cpu_pinning == CPU_PINNING_NUMA:
+                # Only a pinned instance says so (every other plan stays as it was, byte for byte): the CPUs and memory
+                # nodes of its GPUs' NUMA node(s), from its devices, whichever path placed it (NUMAPinning checked them).
+                result_placements[instance.name].update(_cpusets(self.problem.nodes[placement.node], placement.gpus))
             if instance.previous is not None and instance.previous.node != placement.node:
                 moves.append({"instance": instance.name, "from": instance.previous.node, "to": placement.node})
         node_labels = {}
@@ -61,3 +67,12 @@ class DefaultBinder(BindPlugin):
                 "instances": instances_on[name],
             }
         return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}
+
+
+def _cpusets(node, claims):
+    """cpuset_cpus and cpuset_mems (cpulists) of an instance pinned to the NUMA node(s) of its GPU ``claims`` on ``node``."""
+    numa_nodes = numa_nodes_of(claim.device for claim in claims)
+    cpus = set()
+    for numa_node in numa_nodes:
+        cpus.update(node.numa_cpus[numa_node])
+    return {"cpuset_cpus": format_cpulist(cpus), "cpuset_mems": format_cpulist(numa_nodes)}

@@ -26,6 +26,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_selector import NodeSelector
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.numa_pinning import NUMAPinning
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.nvme import NVMe
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.quota import Quota
@@ -43,6 +44,7 @@ PLUGINS = (
     NodePorts,            # PreFilter, Filter, Reserve
     NodeResourcesFit,     # PreFilter (the instance's request, sidecars included), Filter, Score, Reserve
     GPU,                  # PreFilter, Filter, Score, Reserve
+    NUMAPinning,          # PreFilter, Filter, Reserve: cpu_pinning numa, after GPU, whose device choice it reads
     GPUFragmentation,     # Score
     GPUTopology,          # Score: multi-GPU instances where their GPUs are best linked (left out without links)
     NVMe,                 # PreFilter, Filter, Score, Reserve

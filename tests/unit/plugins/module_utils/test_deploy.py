@@ -679,3 +679,48 @@ def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_o
     # The catalog's secrets (by variable): their values too, whatever their delivery.
     assert redact("--secret x; value sekrit-file-value; key", [], {"demo_db_password": "sekrit-file-value", "short": "key"}) == \
         "--secret x; value %s; key" % MASK
+
+
+# --- cpu_pinning numa (issue 39) ---------------------------------------------------------------------------------------
+
+def _pinned_instances(cpus="0-15,32-47", mems="0"):
+    instances = copy.deepcopy(INSTANCES)
+    instances["api-0"].update(cpuset_cpus=cpus, cpuset_mems=mems)
+    return instances
+
+
+def test_a_pinned_instance_and_its_sidecar_get_the_cpusets_of_its_placement():
+    specs = by_name(containers(instances=_pinned_instances()))
+    for name in ("h1-api-0", "h1-api-0-log"):
+        assert (specs[name]["cpuset_cpus"], specs[name]["cpuset_mems"]) == ("0-15,32-47", "0")
+    assert not any(key.startswith("cpuset") for name in ("h1-api-1", "h1-db-0", "h1-infer-0") for key in specs[name])
+
+
+def test_unpinned_specs_and_hashes_stay_byte_identical():
+    plain = containers()
+    pinned = containers(instances=_pinned_instances())
+    untouched = [c for c in pinned if c["instance"] != "api-0"]
+    assert untouched == [c for c in plain if c["instance"] != "api-0"]
+    before = {c["name"]: c["labels"][SPEC_HASH] for c in rollout(HOST, plain, rendered_for(plain), [])["containers"]}
+    after = {c["name"]: c["labels"][SPEC_HASH] for c in rollout(HOST, pinned, rendered_for(pinned), [])["containers"]}
+    # Pinning recreates the pinned instance with its sidecar; another cpuset would too.
+    assert sorted(name for name in before if before[name] != after[name]) == ["h1-api-0", "h1-api-0-log"]
+    moved = containers(instances=_pinned_instances("16-31,48-63", "1"))
+    again = {c["name"]: c["labels"][SPEC_HASH] for c in rollout(HOST, moved, rendered_for(moved), [])["containers"]}
+    assert again["h1-api-0"] != after["h1-api-0"] and again["h1-api-1"] == after["h1-api-1"]
+
+
+@pytest.mark.parametrize("cpus, mems, message", [
+    ("0-3\n", "0", "instances.api-0.cpuset_cpus: got \"0-3\\n\"; expected a Linux cpulist"),
+    ("0-99999", "0", "instances.api-0.cpuset_cpus: got \"0-99999\"; expected a Linux cpulist"),
+    ("0-3", "1-0", "instances.api-0.cpuset_mems: got \"1-0\"; expected a Linux cpulist"),
+    ("0-3", None, "instances.api-0.cpuset_mems: got null; expected a Linux cpulist"),
+])
+def test_a_corrupted_cpuset_in_a_binding_is_refused(cpus, mems, message):
+    with pytest.raises(DeployError) as caught:
+        containers(instances=_pinned_instances(cpus, mems))
+    assert message in str(caught.value)
+    instances = _pinned_instances()
+    del instances["api-0"]["cpuset_mems"]
+    with pytest.raises(DeployError, match="expected cpuset_cpus and cpuset_mems together"):
+        containers(instances=instances)

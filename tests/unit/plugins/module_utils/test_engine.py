@@ -93,3 +93,16 @@ def test_calls_name_the_module_and_refuse_an_unknown_engine():
     for call in (lambda: start_call("lxc", api), lambda: remove_call("lxc", "x")):
         with pytest.raises(EngineError, match="engine: got 'lxc'"):
             call()
+
+
+def test_cpusets_passed_to_both_engines_only_when_pinned():
+    instances = {"gpu-0": {"service": "gpu", "ordinal": 0, "rank": 0, "gpus": [{"uuid": "GPU-aaa", "memory": 1024 * MIB}],
+                           "cpuset_cpus": "0-15,32-47", "cpuset_mems": "0"},
+                 "api-0": {"service": "api", "ordinal": 0, "rank": 0, "sidecars": ["log"]}}
+    for engine in ("podman", "docker"):
+        built = {c["name"]: c for c in desired_containers("h1", instances, SERVICES, "/data", engine=engine,
+                                                          secret_dir="/run/gangplank/secrets")}
+        arguments = podman_arguments(built["h1-gpu-0"]) if engine == "podman" else docker_arguments(built["h1-gpu-0"], {})
+        assert (arguments["cpuset_cpus"], arguments["cpuset_mems"]) == ("0-15,32-47", "0")
+        plain = podman_arguments(built["h1-api-0"]) if engine == "podman" else docker_arguments(built["h1-api-0"], SECRETS)
+        assert "cpuset_cpus" not in plain and "cpuset_mems" not in plain

@@ -94,6 +94,27 @@ def test_scheduler_node_is_a_valid_problem_node():
     assert problem.nodes["node-a"].cpu == 62000
 
 
+def test_scheduler_node_numa_cpus_from_the_gpus_cpu_affinity():
+    gpus = [gpu(0, numa_node=0, cpu_affinity="0-15,32-47"), gpu(1, numa_node=0, cpu_affinity="0-15,32-47"),
+            gpu(2, numa_node=1, cpu_affinity="16-31,48-63"), gpu(3, numa_node=None, cpu_affinity="0-63")]
+    node = scheduler_node(host(gpus))
+    assert node["numa_cpus"] == {"0": "0-15,32-47", "1": "16-31,48-63"}
+    assert parse_problem({"nodes": {"node-a": node}, "services": {}}).nodes["node-a"].numa_cpus[1] == \
+        frozenset(range(16, 32)) | frozenset(range(48, 64))
+    # Without affinity facts the entry is as before: no numa_cpus key.
+    assert "numa_cpus" not in scheduler_node(host([gpu(0, numa_node=0, cpu_affinity=None), gpu(1)]))
+
+
+@pytest.mark.parametrize("gpus, expected", [
+    ([gpu(0, numa_node=0, cpu_affinity="0-7"), gpu(1, numa_node=0, cpu_affinity="0-3")], None),     # they disagree
+    ([gpu(0, numa_node=0, cpu_affinity="0-63"), gpu(1, numa_node=1, cpu_affinity="0-63")], None),   # a socket-wide affinity
+    ([gpu(0, numa_node=0, cpu_affinity="0-8191"), gpu(1, numa_node=1, cpu_affinity="8-15")], {"1": "8-15"}),   # ids > 4095
+    ([gpu(0, numa_node=0, cpu_affinity="0-3\n")], None),
+])
+def test_scheduler_node_leaves_out_numa_nodes_it_cannot_tell(gpus, expected):
+    assert scheduler_node(host(gpus)).get("numa_cpus") == expected
+
+
 @pytest.mark.parametrize("hostvars, message", [
     ({"inventory_hostname": "n1", "ansible_facts": {}}, "n1: ansible_facts lacks processor_vcpus, memtotal_mb"),
     (host(gangplank_reserved={"cpu": "lots"}), "node-a: gangplank_reserved.cpu: got \"lots\""),

@@ -97,7 +97,7 @@ class _Model:
             gpus = {}
             for gpu in spec.get("gpus") or []:
                 gpus[gpu["uuid"]] = {"index": gpu["index"], "model": gpu["model"],
-                                     "memory": size_bytes(gpu["memory"])}
+                                     "memory": size_bytes(gpu["memory"]), "numa_node": gpu.get("numa_node")}
             nvme = {}
             for device in spec.get("nvme") or []:
                 nvme[device["name"]] = {"size": size_bytes(device["size"]),
@@ -115,6 +115,8 @@ class _Model:
                 "gpu_sharing": spec.get("gpu_sharing") or "none",
                 # docs: pairs of GPU indices joined by NVLink (level nvlink); a pair not listed is unknown.
                 "nvlinked": {frozenset(link["gpus"]) for link in spec.get("gpu_links") or [] if link["level"] == "nvlink"},
+                # docs: NUMA node id (a decimal string) -> its CPUs as a cpulist.
+                "numa_cpus": {int(key): _cpus(text) for key, text in (spec.get("numa_cpus") or {}).items()},
             }
         self.services = {}
         for name, spec in (problem.get("services") or {}).items():
@@ -152,6 +154,7 @@ class _Model:
                 "priority": spec.get("priority") or 0,
                 "preemptible": bool(spec.get("preemptible", False)),
                 "every_node": bool(spec.get("every_node", False)),
+                "pinned": spec.get("cpu_pinning") == "numa",
             }
         self.quotas = {}
         for name, spec in (problem.get("quotas") or {}).items():
@@ -208,6 +211,48 @@ class _Model:
 
     def pod_memory(self, service_name):
         return sum(self.services[member]["memory"] for member in self.pod(service_name))
+
+
+def _cpus(text):
+    """A cpulist ("0-3,8") as a set of CPU ids."""
+    cpus = set()
+    for part in text.split(","):
+        low, _sep, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def _cpulist(numbers):
+    """A set of ids as the canonical cpulist the docs show: ascending ranges."""
+    parts, run = [], []
+    for number in sorted(numbers):
+        if run and number == run[-1] + 1:
+            run.append(number)
+            continue
+        if run:
+            parts.append(str(run[0]) if len(run) == 1 else "%d-%d" % (run[0], run[-1]))
+        run = [number]
+    if run:
+        parts.append(str(run[0]) if len(run) == 1 else "%d-%d" % (run[0], run[-1]))
+    return ",".join(parts)
+
+
+def _check_numa(model, node_name, pinned, violations):
+    """docs (cpu_pinning numa): the pinned instances of a node can spread their CPU requests over the NUMA nodes of their
+    GPUs with no NUMA node giving more than its CPUs (1,000 millicores each). Hall's condition, checked on every set of the
+    NUMA nodes in use: the instances whose NUMA nodes all lie in the set ask at most the set's CPUs."""
+    node = model.nodes[node_name]
+    used = sorted({numa for numa_nodes, _cpu, _name in pinned for numa in numa_nodes})
+    assert len(used) <= 16, "the checker tries every set of NUMA nodes: too many here"
+    for mask in range(1, 1 << len(used)):
+        chosen = {numa for bit, numa in enumerate(used) if mask >> bit & 1}
+        inside = [(cpu, name) for numa_nodes, cpu, name in pinned if numa_nodes <= chosen]
+        capacity = 1000 * sum(len(node["numa_cpus"][numa]) for numa in chosen)
+        if sum(cpu for cpu, _name in inside) > capacity:
+            violations.append("node %s NUMA node(s) %s: pinned instances ask %dm, their CPUs are %dm (%s)" % (
+                node_name, _cpulist(chosen), sum(cpu for cpu, _name in inside), capacity,
+                ", ".join(name for _cpu, name in inside)))
+            return
 
 
 def _quota_amounts(spec):
@@ -416,6 +461,7 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
     for node_name in sorted(on_node):
         node = model.nodes[node_name]
         members = on_node[node_name]
+        pinned = []         # (NUMA nodes, millicores, instance) of the cpu_pinning numa instances here
         # CPU and memory: instances plus their sidecars.
         cpu = sum(model.pod_cpu(service) for _unused, service in members)
         memory = sum(model.pod_memory(service) for _unused, service in members)
@@ -527,6 +573,23 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 instance_gpu_memory[name] = whole_memory if request["memory"] is None \
                     else request["count"] * request["memory"]
 
+            # CPU pinning (docs: cpu_pinning numa): the CPUs and memory nodes of the GPUs' NUMA nodes; nothing otherwise.
+            if service["pinned"]:
+                devices = [node["gpus"][claim.get("uuid")] for claim in claims if claim.get("uuid") in node["gpus"]]
+                numa_nodes = {device["numa_node"] for device in devices}
+                if None in numa_nodes or not numa_nodes <= set(node["numa_cpus"]):
+                    violations.append("%s on %s: pinned to GPUs whose NUMA node's CPUs are not known (%r)" % (
+                        name, node_name, sorted(numa_nodes, key=str)))
+                else:
+                    cpus = set().union(*(node["numa_cpus"][numa] for numa in numa_nodes))
+                    if placement.get("cpuset_cpus") != _cpulist(cpus) or placement.get("cpuset_mems") != _cpulist(numa_nodes):
+                        violations.append("%s on %s: cpuset %r/%r, expected %r/%r" % (
+                            name, node_name, placement.get("cpuset_cpus"), placement.get("cpuset_mems"), _cpulist(cpus),
+                            _cpulist(numa_nodes)))
+                    pinned.append((frozenset(numa_nodes), model.pod_cpu(service_name), name))
+            elif "cpuset_cpus" in placement or "cpuset_mems" in placement:
+                violations.append("%s: has a cpuset but is not pinned" % name)
+
             # NVMe.
             nvme_request = service["nvme"]
             claim = placement.get("nvme")
@@ -551,6 +614,9 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 if claim.get("size") != nvme_request["size"]:
                     violations.append("%s: NVMe claim of %r bytes, requested %d" % (
                         name, claim.get("size"), nvme_request["size"]))
+
+        if pinned:
+            _check_numa(model, node_name, pinned, violations)
 
     for (node_name, uuid), takers in sorted(gpu_taken.items()):
         device = model.nodes[node_name]["gpus"][uuid]

@@ -34,7 +34,7 @@ def _instance(attempt, name):
 def _snapshot(attempt):
     cluster = attempt.cluster
     nodes = {name: (state.cpu_used, state.memory_used, list(state.gpu_used), list(state.nvme_used), set(state.ports),
-                    dict(state.services)) for name, state in cluster.nodes.items()}
+                    dict(state.services), dict(state.numa_pinned)) for name, state in cluster.nodes.items()}
     return (nodes, copy.deepcopy(cluster.quota_used), dict(cluster.unquoted_used),
             {name: set(devices) for name, devices in cluster.quota_devices.items()}, set(cluster.unquoted_devices),
             {group: dict(holders) for group, holders in cluster.device_holders.items() if holders})
