@@ -90,6 +90,19 @@ def test_a_50_node_plan_renders(tmp_path):
     assert dom.count("GPU0 ") + dom.count("GPU7 ") >= gpus // 4
 
 
+def test_gpus_are_drawn_in_their_link_groups(tmp_path):
+    """The four published topologies (NVSwitch, PCIe with NVLink bridges in pairs, dual-socket PCIe, mixed): each
+    node's GPUs inside their NVLink boxes, those inside their NUMA boxes, every GPU once."""
+    from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import (
+        TOPOLOGIES, server, whole,
+    )
+    result = plan({"nodes": {kind: server(kind, name=kind) for kind in TOPOLOGIES}, "services": {"train": whole(2, replicas=3)}})
+    dom = picture(tmp_path, "gpu-link-groups", result, "1400,1000")
+    assert dom.count('class="gpus nvlink"') == 1 + 4 + 0 + 2 and dom.count('class="gpus numa"') == 0 + 2 + 2 + 2
+    assert dom.count('<span class="grp">NVLink \u00d718</span>') == 1 and dom.count(">NUMA node 1<") == 3
+    assert len(re.findall(r'class="what">GPU\d ', dom)) == 4 * 8
+
+
 def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothing(tmp_path):
     hostile = '<script>console.error("x")</script><img src=http://127.0.0.1:9/a>'
     problem = {"nodes": {hostile: {"cpu": 1, "memory": "1Gi", "labels": {"zone": hostile}}},

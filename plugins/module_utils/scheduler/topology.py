@@ -22,6 +22,10 @@ set of the given devices whose every pair is NVLinked, a maximum clique of the N
 and bound with a pivot over bitmasks, at most CLIQUE_STEPS branches; on the published servers a few dozen, since their
 NVLink graphs are disjoint cliques). Remembered on the node per set of devices.
 
+``link_groups`` tells how a node's GPUs group by their links, for the plan's ``usage`` and its picture: the NVLinked
+groups (largest first, each a maximum clique of what is left) and, where ``system`` links show more than one, the NUMA
+nodes (the GPUs joined by links that stay within one).
+
 ``break_cost`` ranks single devices for a 1-GPU (or share) placement among those that fit equally well: the device
 whose best link to another wholly free device is weakest (then the least linked to them in sum) breaks the least of
 what multi-GPU work could get. Remembered per node state version.
@@ -292,3 +296,72 @@ def largest_nvlinked_set(node, positions):
         members, exact = largest_clique(neighbours, candidates)
         cache[candidates] = bin(members).count("1") if exact else clique_bound(neighbours, candidates)
     return cache[candidates]
+
+
+# Levels of a path that leaves its NUMA node (nvidia-smi's SYS) or says nothing of it.
+CROSS_NUMA = "system"
+NOT_KNOWN = "unknown"
+
+
+def link_groups(node):
+    """How the node's GPUs group by their links, by GPU index, or None for a node without links:
+    ``{"nvlink": [{"gpus": [...], "nvlinks": the fewest lanes of a pair}, ...], "numa": [{"gpus": [...]}, ...]}``.
+    ``nvlink``: groups of 2 or more GPUs NVLinked all to all, the largest first (a maximum clique of the NVLink graph
+    among the GPUs no group holds yet, ties to the lowest positions), each GPU in at most one; listed by first GPU.
+    ``numa``: the GPUs joined by links that stay within a NUMA node (every level but system and unknown), when the
+    links show at least two such groups and a system link between GPUs; each group has ``numa_node`` where its GPUs
+    say the same one. At most one entry per GPU in each list: the size is bounded by the node's GPUs (64). A fresh
+    value each call (a plan's result is its caller's to change); the clique searches are bounded (CLIQUE_STEPS each)."""
+    groups = None
+    if node.gpu_links:
+        size = len(node.gpus)
+        positions = {device.index: position for position, device in enumerate(node.gpus)}
+        neighbours = nvlink_neighbours(link_matrix(node), size)
+        lanes, near, crossing = {}, [[] for _position in range(size)], False
+        known = [False] * size      # a link of the GPU says where it sits (any level but unknown)
+        for link in node.gpu_links:
+            first, second = positions.get(link.first), positions.get(link.second)
+            if first is None or second is None:
+                continue
+            lanes[(min(first, second), max(first, second))] = link.nvlinks
+            if link.level != NOT_KNOWN:
+                known[first] = known[second] = True
+            if link.level == CROSS_NUMA:
+                crossing = True
+            elif link.level != NOT_KNOWN:
+                near[first].append(second)
+                near[second].append(first)
+        nvlink, left = [], (1 << size) - 1
+        while left:
+            members, _exact = largest_clique(neighbours, left)
+            chosen = _bits(members)
+            if len(chosen) < 2:
+                break
+            fewest = min(lanes.get((a, b), 0) for a in chosen for b in chosen if a < b)
+            nvlink.append({"gpus": [node.gpus[position].index for position in chosen], "nvlinks": fewest})
+            left &= ~members
+        nvlink.sort(key=lambda group: positions[group["gpus"][0]])
+        numa = []
+        if crossing:
+            seen = [False] * size
+            for start in range(size):
+                if seen[start] or not known[start]:
+                    continue        # a GPU whose links say nothing of its NUMA node stays outside
+                seen[start], component, queue = True, [], [start]
+                while queue:
+                    position = queue.pop()
+                    component.append(position)
+                    for other in near[position]:
+                        if not seen[other]:
+                            seen[other] = True
+                            queue.append(other)
+                component.sort()
+                group = {"gpus": [node.gpus[position].index for position in component]}
+                numa_nodes = {node.gpus[position].numa_node for position in component}
+                if len(numa_nodes) == 1 and None not in numa_nodes:
+                    group["numa_node"] = numa_nodes.pop()
+                numa.append(group)
+            if len(numa) < 2:
+                numa = []
+        groups = {"nvlink": nvlink, "numa": numa}
+    return groups

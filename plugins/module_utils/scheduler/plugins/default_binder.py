@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import BindPlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 
 
 class DefaultBinder(BindPlugin):
@@ -60,4 +61,7 @@ class DefaultBinder(BindPlugin):
                          for position, device in enumerate(node.nvme)],
                 "instances": instances_on[name],
             }
+            if node.gpu_links:
+                # Only a node that lists links says how its GPUs group (the picture draws them): other plans stay as they were.
+                usage[name]["gpu_groups"] = link_groups(node)
         return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}
