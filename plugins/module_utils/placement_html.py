@@ -195,8 +195,8 @@ def _gpu_indices(usage, members):
 
 def _nvlink_box(usage, rows, members, lanes):
     label = "NVLink \u00d7%d" % lanes if lanes else "NVLink"
-    title = "GPUs %s: NVLinked all to all%s" % (_gpu_indices(usage, members),
-                                                  ", %d link(s) between each pair at least" % lanes if lanes else "")
+    lanes_text = ", %d link(s) between each pair at least" % lanes if lanes else ""
+    title = "GPUs %s: NVLinked all to all%s" % (_gpu_indices(usage, members), lanes_text)
     return '<div class="gpus nvlink" title="%s"><span class="grp">%s</span>%s</div>' % (
         _text(title), _text(label), "".join(rows[position] for position in members))
 
