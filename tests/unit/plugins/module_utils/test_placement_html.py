@@ -16,6 +16,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.placement_html 
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import server, whole
 
 PROBLEM = {
     "nodes": {
@@ -278,7 +279,6 @@ LINK_GROUPS = {
 
 
 def _topology_plan(kinds=tuple(LINK_GROUPS)):
-    from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import server, whole
     return plan({"nodes": {kind: server(kind, name=kind) for kind in kinds}, "services": {"train": whole(2, replicas=3)}})
 
 
