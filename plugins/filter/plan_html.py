@@ -12,7 +12,8 @@ version_added: 0.1.0
 description:
   - Turns the result of M(gangplank.platform.gang_plan) or M(gangplank.platform.gang_schedule) (its C(plan)) into one
     HTML document with inline CSS and SVG only (no script, no network); per node a card with CPU and memory bars, each
-    GPU as a bar split by the instances sharing its memory (a colour per service, the instance on hover), NVMe devices,
+    GPU as a bar split by the instances sharing its memory (a colour per service, the instance on hover), on a node
+    whose usage has C(gpu_groups) (it lists gpu_links) its GPUs in boxes by NVLink group and NUMA node, NVMe devices,
     planted labels and the node's instances; moves and preempted instances marked; an infeasible plan lists every
     unplaced instance with its reason.
   - Every name is escaped; the page stays readable at 50 nodes of 8 GPUs (cards in a grid).

@@ -8,7 +8,9 @@ or not, and returns one HTML document with inline CSS and inline SVG only: no sc
 (a Content-Security-Policy forbids every fetch), so it opens the same on an air-gapped controller.
 
 Per node a card: CPU and memory bars, each GPU as a bar split by the instances sharing its memory
-(one colour per service; the instance, its service and its share on hover), NVMe devices split the
+(one colour per service; the instance, its service and its share on hover), on a node whose usage says how its GPUs
+group by their links (``gpu_groups``, scheduler/topology.py link_groups) the GPUs of each NVLinked group in a box
+("NVLink x4") and those of each NUMA node in a dashed box around them, NVMe devices split the
 same way, the labels the scheduler plants, and the node's instances. Moved instances are marked
 (and listed with where they came from), preempted ones listed, and an infeasible plan shows every
 unplaced instance with its reason. Cards sit in a grid, so 50 nodes of 8 GPUs stay readable.
@@ -31,6 +33,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quant
 MAX_NODES = 10000
 MAX_INSTANCES = 100000
 MAX_TEXT = 200                  # characters of any one name shown; longer ones are cut with an ellipsis
+
+MAX_GPU_GROUPS = 64             # entries of usage.<node>.gpu_groups.nvlink or .numa (one per GPU at most)
+MAX_GROUP_GPUS = 64             # GPUs of one of them
 
 BAR_WIDTH = 260                 # pixels of a bar inside a card
 BAR_HEIGHT = 14
@@ -131,6 +136,106 @@ def _gpu_rows(node, usage, on_gpu):
     return rows
 
 
+def _group_list(groups, key, path, positions, least):
+    """usage.<node>.gpu_groups.<key>: [(the GPUs' positions in usage.gpus, the entry)], each GPU in one entry at most."""
+    entries = groups.get(key)
+    entries = [] if entries is None else _list(entries, path)
+    if len(entries) > MAX_GPU_GROUPS:
+        raise PictureError(path, "got %d groups; expected at most %d" % (len(entries), MAX_GPU_GROUPS))
+    found, taken = [], set()
+    for number, entry in enumerate(entries):
+        where = "%s[%d]" % (path, number)
+        _mapping(entry, where)
+        members = _list(entry.get("gpus"), where + ".gpus")
+        if not least <= len(members) <= MAX_GROUP_GPUS:
+            raise PictureError(where + ".gpus", "got %d GPUs; expected %d to %d" % (len(members), least, MAX_GROUP_GPUS))
+        chosen = []
+        for item, index in enumerate(members):
+            position = positions.get(_amount(index, "%s.gpus[%d]" % (where, item)))
+            if position is None or position in taken:
+                raise PictureError("%s.gpus[%d]" % (where, item), "got %d; expected the index of a GPU of the node's gpus, "
+                                   "in one group at most" % index)
+            taken.add(position)
+            chosen.append(position)
+        found.append((sorted(chosen), entry))
+    return found
+
+
+def _gpu_groups(node, usage):
+    """The node's GPU groups by link (usage.<node>.gpu_groups, as the scheduler's link_groups gives them):
+    ([(positions, NVLink lanes)], [(positions, NUMA node or None)]) with every NVLink group inside one NUMA group
+    (when there are any), or None when the usage does not say."""
+    path = "usage.%s.gpu_groups" % node
+    groups = usage.get("gpu_groups")
+    if groups is None:
+        return None
+    _mapping(groups, path)
+    positions = {}
+    for position, gpu in enumerate(usage.get("gpus") or []):
+        index = gpu.get("index") if isinstance(gpu, dict) else None
+        if isinstance(index, int) and not isinstance(index, bool):
+            positions.setdefault(index, position)
+    nvlink = [(members, _amount(entry.get("nvlinks", 0), "%s.nvlink[%d].nvlinks" % (path, number)))
+              for number, (members, entry) in enumerate(_group_list(groups, "nvlink", path + ".nvlink", positions, 2))]
+    numa = []
+    for number, (members, entry) in enumerate(_group_list(groups, "numa", path + ".numa", positions, 1)):
+        numa_node = entry.get("numa_node")
+        numa.append((members, None if numa_node is None else _amount(numa_node, "%s.numa[%d].numa_node" % (path, number))))
+    if numa:
+        home = {position: number for number, (members, _numa_node) in enumerate(numa) for position in members}
+        for number, (members, _lanes) in enumerate(nvlink):
+            if len({home.get(position) for position in members}) != 1 or home.get(members[0]) is None:
+                raise PictureError("%s.nvlink[%d].gpus" % (path, number), "expected the GPUs of one NUMA group")
+    return nvlink, numa
+
+
+def _gpu_indices(usage, members):
+    return ", ".join(str((usage.get("gpus") or [])[position].get("index")) for position in members)
+
+
+def _nvlink_box(usage, rows, members, lanes):
+    label = "NVLink \u00d7%d" % lanes if lanes else "NVLink"
+    lanes_text = ", %d link(s) between each pair at least" % lanes if lanes else ""
+    title = "GPUs %s: NVLinked all to all%s" % (_gpu_indices(usage, members), lanes_text)
+    return '<div class="gpus nvlink" title="%s"><span class="grp">%s</span>%s</div>' % (
+        _text(title), _text(label), "".join(rows[position] for position in members))
+
+
+def _grouped_gpu_rows(node, usage, on_gpu):
+    """The GPU rows of a card, in boxes by link where the usage says how the GPUs group; as _gpu_rows otherwise."""
+    rows = _gpu_rows(node, usage, on_gpu)
+    groups = _gpu_groups(node, usage)
+    if groups is None:
+        return rows
+    nvlink, numa = groups
+    nvlink_of = {members[0]: (members, lanes) for members, lanes in nvlink}
+    inside_nvlink = {position for members, _lanes in nvlink for position in members}
+
+    def boxed(members):
+        parts = []
+        for position in members:
+            if position in nvlink_of:
+                parts.append(_nvlink_box(usage, rows, *nvlink_of[position]))
+            elif position not in inside_nvlink:
+                parts.append(rows[position])
+        return parts
+
+    numa_of = {members[0]: (members, numa_node) for members, numa_node in numa}
+    inside_numa = {position for members, _numa_node in numa for position in members}
+    parts = []
+    for position in range(len(rows)):
+        if position in numa_of:
+            members, numa_node = numa_of[position]
+            label = "NUMA node %d" % numa_node if numa_node is not None else "NUMA node"
+            title = "GPUs %s share a NUMA node; to the other NUMA nodes' GPUs they go across the CPUs' interconnect" % (
+                _gpu_indices(usage, members))
+            parts.append('<div class="gpus numa" title="%s"><span class="grp">%s</span>%s</div>' % (
+                _text(title), _text(label), "".join(boxed(members))))
+        elif position not in inside_numa:
+            parts.extend(boxed([position]))
+    return parts
+
+
 def _short_model(model):
     """The model without the vendor prefix, e.g. 'A100-SXM4-80GB' for 'NVIDIA A100-SXM4-80GB'."""
     model = str(model)
@@ -217,7 +322,7 @@ def _card(node, usage, placements, moved, labels, health):
                                _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
         parts.append(_used_bar("MEM", _amount(memory.get("used", 0), path + ".memory.used"),
                                _amount(memory.get("total", 0), path + ".memory.total"), format_size))
-    parts.extend(_gpu_rows(node, usage, on_gpu))
+    parts.extend(_grouped_gpu_rows(node, usage, on_gpu))
     parts.extend(_nvme_rows(node, usage, on_nvme))
     planted = sorted((str(key), str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
     if planted:
@@ -288,6 +393,13 @@ table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
 .note{margin:0;white-space:pre-wrap}
+"""
+# Only a page with a node whose GPUs are grouped by link carries this: every other page stays as it was, byte for byte.
+_GROUP_STYLE = """.gpus{border:1px solid #cdd5e0;border-radius:4px;padding:0 4px 2px;margin:3px 0}
+.gpus.nvlink{border-color:#76b900;background:#f5faec}
+.gpus.numa{border-style:dashed;border-color:#8a96a8}
+.grp{display:block;font-size:10px;font-weight:600;color:#4d5a6b}
+.gpus.nvlink>.grp{color:#3f6300}
 """
 
 
@@ -393,11 +505,12 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     feasible = bool(result.get("feasible"))
     # The cards first: they check the shape of every node's usage that the summary counts.
     cards = [_card(node, usage[node], placements, moved, labels.get(node), health) for node in usage] if feasible else []
+    grouped = feasible and any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
     parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
              'img-src data:">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             "<title>%s</title><style>%s</style></head><body>" % (_text(title), _STYLE),
+             "<title>%s</title><style>%s</style></head><body>" % (_text(title), _STYLE + _GROUP_STYLE if grouped else _STYLE),
              "<h1>%s</h1>" % _text(title),
              '<p class="summary%s" id="summary">%s</p>' % (
                  "" if feasible else " bad-plan", _text(_summary(result, placements, usage)))]

@@ -126,7 +126,10 @@ node_labels:
   type: dict
   sample: {"node-a": {"gangplank.io/service.web": "true"}}
 usage:
-  description: Per node, CPU, memory, GPU and NVMe used and total, and its instances.
+  description:
+    - Per node, CPU, memory, GPU and NVMe used and total, and its instances.
+    - A node that lists gpu_links also has C(gpu_groups), its GPUs by link (C(nvlink) groups, C(numa) groups).
+    - See docs/problem-format.md, Result.
   returned: when feasible
   type: dict
 ranks:

@@ -47,11 +47,12 @@ ln -sfn "$PWD" /tmp/gangplank-ac/ansible_collections/gangplank/platform
 export ANSIBLE_COLLECTIONS_PATH=/tmp/gangplank-ac:$PWD/.build/device/collections
 export PYTHONPATH=/tmp/gangplank-ac:$PWD/.build/device/collections:${PYTHONPATH:-}
 
-# The shares under MPS and the watchdog (about 2 minutes on an H100).
+# The shares under MPS and the watchdog (about 2 minutes on an H100), and the topology facts (seconds).
 if python3 -c 'import pytest' 2>/dev/null; then
-    step 420 "GPU shares (pytest tests/gpu)" python3 -m pytest tests/gpu -v -s -p no:cacheprovider --import-mode=importlib
+    step 420 "GPU shares and topology facts (pytest tests/gpu)" python3 -m pytest tests/gpu -v -s -p no:cacheprovider --import-mode=importlib
 else
     step 420 "GPU shares (tests/gpu/test_mps_shares.py as a script)" python3 tests/gpu/test_mps_shares.py
+    step 120 "GPU topology facts (tests/gpu/test_gpu_topology_facts.py as a script)" python3 tests/gpu/test_gpu_topology_facts.py
 fi
 # The unit tests of the watchdog's decisions and of the GPU facts, and playbooks/facts.yml on this host.
 if python3 -c 'import pytest, ansible' 2>/dev/null; then

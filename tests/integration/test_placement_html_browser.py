@@ -21,6 +21,7 @@ import yaml
 
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import BAR_WIDTH, render_html, status_result
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import TOPOLOGIES, server, whole
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PICTURES = os.path.join(ROOT, ".build", "pictures")
@@ -88,6 +89,16 @@ def test_a_50_node_plan_renders(tmp_path):
     assert missing == []
     gpus = sum(len(usage["gpus"]) for usage in result["usage"].values())
     assert dom.count("GPU0 ") + dom.count("GPU7 ") >= gpus // 4
+
+
+def test_gpus_are_drawn_in_their_link_groups(tmp_path):
+    """The four published topologies (NVSwitch, PCIe with NVLink bridges in pairs, dual-socket PCIe, mixed): each
+    node's GPUs inside their NVLink boxes, those inside their NUMA boxes, every GPU once."""
+    result = plan({"nodes": {kind: server(kind, name=kind) for kind in TOPOLOGIES}, "services": {"train": whole(2, replicas=3)}})
+    dom = picture(tmp_path, "gpu-link-groups", result, "1400,1000")
+    assert dom.count('class="gpus nvlink"') == 1 + 4 + 0 + 2 and dom.count('class="gpus numa"') == 0 + 2 + 2 + 2
+    assert dom.count('<span class="grp">NVLink \u00d718</span>') == 1 and dom.count(">NUMA node 1<") == 3
+    assert len(re.findall(r'class="what">GPU\d ', dom)) == 4 * 8
 
 
 def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothing(tmp_path):

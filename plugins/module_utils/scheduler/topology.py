@@ -17,6 +17,15 @@ and then single swaps while they improve the best of them (at most SWAP_PASSES p
 64 candidates x 8 GPUs about 40,000, a few tens of milliseconds. ``required`` keeps only sets whose every pair is
 NVLinked (the greedy then grows cliques of the NVLink graph and may miss one; the exact solver does not).
 
+``largest_nvlinked_set`` bounds what ``required`` can ever get on a node (the GPU plugin's static filter): the largest
+set of the given devices whose every pair is NVLinked, a maximum clique of the NVLink graph (``largest_clique``: branch
+and bound with a pivot over bitmasks, at most CLIQUE_STEPS branches; on the published servers a few dozen, since their
+NVLink graphs are disjoint cliques). Remembered on the node per set of devices.
+
+``link_groups`` tells how a node's GPUs group by their links, for the plan's ``usage`` and its picture: the NVLinked
+groups (largest first, each a maximum clique of what is left) and, where ``system`` links show more than one, the NUMA
+nodes (the GPUs joined by links that stay within one).
+
 ``break_cost`` ranks single devices for a 1-GPU (or share) placement among those that fit equally well: the device
 whose best link to another wholly free device is weakest (then the least linked to them in sum) breaks the least of
 what multi-GPU work could get. Remembered per node state version.
@@ -37,6 +46,7 @@ LINK_SCORES = {"board": 60, "switch": 50, "multi_switch": 40, "host_bridge": 30,
 UNKNOWN_SCORE = LINK_SCORES["unknown"]
 EXHAUSTIVE = 5000               # candidate sets scored one by one at most; beyond, greedy and swaps
 SWAP_PASSES = 8                 # passes of single swaps over the greedy's best set
+CLIQUE_STEPS = 2000             # branches of the maximum-clique search at most; beyond, an upper bound stands
 
 
 def link_score(level, nvlinks):
@@ -216,3 +226,142 @@ def best_empty_score(node, request, choose):
         chosen = choose(NodeState(node), request)
         cache[request] = None if chosen is None else set_score(link_matrix(node), [position for position, _take in chosen])
     return cache[request]
+
+
+def largest_clique(neighbours, candidates, steps=CLIQUE_STEPS):
+    """The largest clique among ``candidates`` (a bitmask of vertices; ``neighbours[v]`` the bitmask of v's neighbours,
+    without v): (its members as a bitmask, True), the first found in a tie (low vertices are tried first); or, when
+    ``steps`` branches did not settle it, (the largest found, False): then no clique is larger than
+    clique_bound(neighbours, candidates).
+    Branch and bound: a branch ends once its size plus what may join cannot beat the best; each level branches only
+    on the vertices not adjacent to a pivot (the one with the most neighbours left), as any maximal clique holds one."""
+    best = [0, 0]                   # [size, members]
+    left = [steps]
+
+    def grow(members, size, pool):
+        if not pool:
+            if size > best[0]:
+                best[0], best[1] = size, members
+            return True
+        if size + bin(pool).count("1") <= best[0]:
+            return True
+        left[0] -= 1
+        if left[0] < 0:
+            return False
+        pivot = max(_bits(pool), key=lambda vertex: (bin(pool & neighbours[vertex]).count("1"), -vertex))
+        for vertex in _bits(pool & ~neighbours[pivot]):
+            if not grow(members | 1 << vertex, size + 1, pool & neighbours[vertex]):
+                return False
+            pool &= ~(1 << vertex)
+            if size + bin(pool).count("1") <= best[0]:
+                break
+        return True
+
+    exact = grow(0, 0, candidates)
+    return best[1], exact
+
+
+def clique_bound(neighbours, candidates):
+    """No clique among ``candidates`` is larger than this: one more than the most neighbours a candidate has among them."""
+    return max((bin(neighbours[vertex] & candidates).count("1") + 1 for vertex in _bits(candidates)), default=0)
+
+
+def _bits(mask):
+    """The vertices of a bitmask, ascending."""
+    vertices = []
+    while mask:
+        low = mask & -mask
+        vertices.append(low.bit_length() - 1)
+        mask ^= low
+    return vertices
+
+
+def nvlink_neighbours(matrix, size):
+    """Per device position the bitmask of the positions NVLinked to it (none without links)."""
+    return [sum(1 << other for other in range(size) if other != position and nvlinked(matrix, position, other))
+            for position in range(size)]
+
+
+def largest_nvlinked_set(node, positions):
+    """How many of the devices at ``positions`` at most are NVLinked all to all: the largest clique of the NVLink
+    graph among them (1 for a device alone, 0 for none), or, where the bounded search does not settle it, an upper
+    bound, so a filter that refuses a larger count refuses only what is certain. Remembered on the node per set."""
+    cache = node.__dict__.get("_largest_nvlinked")
+    if cache is None:
+        cache = {}
+        object.__setattr__(node, "_largest_nvlinked", cache)
+    candidates = sum(1 << position for position in positions)
+    if candidates not in cache:
+        neighbours = nvlink_neighbours(link_matrix(node), len(node.gpus))
+        members, exact = largest_clique(neighbours, candidates)
+        cache[candidates] = bin(members).count("1") if exact else clique_bound(neighbours, candidates)
+    return cache[candidates]
+
+
+# Levels of a path that leaves its NUMA node (nvidia-smi's SYS) or says nothing of it.
+CROSS_NUMA = "system"
+NOT_KNOWN = "unknown"
+
+
+def link_groups(node):
+    """How the node's GPUs group by their links, by GPU index, or None for a node without links:
+    ``{"nvlink": [{"gpus": [...], "nvlinks": the fewest lanes of a pair}, ...], "numa": [{"gpus": [...]}, ...]}``.
+    ``nvlink``: groups of 2 or more GPUs NVLinked all to all, the largest first (a maximum clique of the NVLink graph
+    among the GPUs no group holds yet, ties to the lowest positions), each GPU in at most one; listed by first GPU.
+    ``numa``: the GPUs joined by links that stay within a NUMA node (every level but system and unknown), when the
+    links show at least two such groups and a system link between GPUs; each group has ``numa_node`` where its GPUs
+    say the same one. At most one entry per GPU in each list: the size is bounded by the node's GPUs (64). A fresh
+    value each call (a plan's result is its caller's to change); the clique searches are bounded (CLIQUE_STEPS each)."""
+    groups = None
+    if node.gpu_links:
+        size = len(node.gpus)
+        positions = {device.index: position for position, device in enumerate(node.gpus)}
+        neighbours = nvlink_neighbours(link_matrix(node), size)
+        lanes, near, crossing = {}, [[] for _position in range(size)], False
+        known = [False] * size      # a link of the GPU says where it sits (any level but unknown)
+        for link in node.gpu_links:
+            first, second = positions.get(link.first), positions.get(link.second)
+            if first is None or second is None:
+                continue
+            lanes[(min(first, second), max(first, second))] = link.nvlinks
+            if link.level != NOT_KNOWN:
+                known[first] = known[second] = True
+            if link.level == CROSS_NUMA:
+                crossing = True
+            elif link.level != NOT_KNOWN:
+                near[first].append(second)
+                near[second].append(first)
+        nvlink, left = [], (1 << size) - 1
+        while left:
+            members, _exact = largest_clique(neighbours, left)
+            chosen = _bits(members)
+            if len(chosen) < 2:
+                break
+            fewest = min(lanes.get((a, b), 0) for a in chosen for b in chosen if a < b)
+            nvlink.append({"gpus": [node.gpus[position].index for position in chosen], "nvlinks": fewest})
+            left &= ~members
+        nvlink.sort(key=lambda group: positions[group["gpus"][0]])
+        numa = []
+        if crossing:
+            seen = [False] * size
+            for start in range(size):
+                if seen[start] or not known[start]:
+                    continue        # a GPU whose links say nothing of its NUMA node stays outside
+                seen[start], component, queue = True, [], [start]
+                while queue:
+                    position = queue.pop()
+                    component.append(position)
+                    for other in near[position]:
+                        if not seen[other]:
+                            seen[other] = True
+                            queue.append(other)
+                component.sort()
+                group = {"gpus": [node.gpus[position].index for position in component]}
+                numa_nodes = {node.gpus[position].numa_node for position in component}
+                if len(numa_nodes) == 1 and None not in numa_nodes:
+                    group["numa_node"] = numa_nodes.pop()
+                numa.append(group)
+            if len(numa) < 2:
+                numa = []
+        groups = {"nvlink": nvlink, "numa": numa}
+    return groups

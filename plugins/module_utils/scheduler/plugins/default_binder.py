@@ -14,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import BindPlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX, numa_nodes_of
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpulist
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 
 
 class DefaultBinder(BindPlugin):
@@ -66,6 +67,9 @@ class DefaultBinder(BindPlugin):
                          for position, device in enumerate(node.nvme)],
                 "instances": instances_on[name],
             }
+            if node.gpu_links:
+                # Only a node that lists links says how its GPUs group (the picture draws them): other plans stay as they were.
+                usage[name]["gpu_groups"] = link_groups(node)
         return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}
 
 

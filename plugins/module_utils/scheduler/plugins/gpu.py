@@ -12,7 +12,8 @@ restarted on other GPUs.
 
 Topology (scheduler/topology.py), on a node that lists its GPU links: a multi-GPU request takes the best-linked set of
 the devices that fit (best fit breaking ties), with ``topology: required`` only a set whose every pair is NVLinked
-(else the node is filtered: NO_NVLINKED_SET); among single devices that fit equally well, the one whose taking
+(a node whose devices of the models asked, even all free, hold no such set is filtered statically: NEVER_NVLINKED_SET;
+one whose free devices hold none, dynamically: NO_NVLINKED_SET); among single devices that fit equally well, the one whose taking
 breaks the least of the free well-linked groups. A node without links chooses as before.
 
 A share on a node with ``gpu_sharing: mps`` also needs room for its MPS server on each device
@@ -29,13 +30,16 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
     GPU_SHARING_MPS, GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim, GPURequest, gpu_overhead
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import best_set, break_cost, link_matrix
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
+    best_set, break_cost, largest_nvlinked_set, link_matrix,
+)
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
 INSUFFICIENT_WHOLE = "Insufficient free GPUs"
 INSUFFICIENT_CORES = "Insufficient GPU cores"
 CANNOT_ENFORCE_CORES = "node(s) cannot enforce GPU cores (gpu_sharing none)"
 NO_NVLINKED_SET = "node(s) had no free NVLinked set of %d GPU(s)"
+NEVER_NVLINKED_SET = "node(s) had no NVLinked set of %d GPU(s)"
 # The GPU plugin's cycle state: node name -> (node version, the devices chosen there), written by gpu_choice.
 STATE_KEY = "GPU"
 
@@ -129,6 +133,12 @@ class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):
         large_enough = [device for device in models if needed is None or device.memory >= needed]
         if len(large_enough) < request.count:
             return Status.unschedulable(INSUFFICIENT_MEMORY, self.name)
+        if request.topology == GPU_TOPOLOGY_REQUIRED and request.count > 1:
+            # Even empty the node could not offer it: said apart from the dynamic "no free NVLinked set".
+            positions = [position for position, device in enumerate(node.gpus) if request.matches(device) and (
+                needed is None or device.memory >= needed)]
+            if largest_nvlinked_set(node, positions) < request.count:
+                return Status.unschedulable(NEVER_NVLINKED_SET % request.count, self.name)
         return OK
 
     def filter(self, cycle, cluster, instance, node_state):

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import html.parser
 import re
 
@@ -15,6 +16,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.placement_html 
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import server, whole
 
 PROBLEM = {
     "nodes": {
@@ -260,3 +262,137 @@ def test_a_status_picture_shows_a_down_host_with_what_waits_for_it():
     assert "down: 1 instance(s) wait for it" in page and 'class="chip unknown"' in page
     with pytest.raises(PictureError, match="down: got list"):
         status_result(bindings, down=[])
+
+
+# --- GPUs in their link groups ------------------------------------------------------------------------
+
+# The four published topologies (tests/unit/.../scheduler/test_gpu_topology.py) and how their GPUs group.
+LINK_GROUPS = {
+    "nvswitch": {"nvlink": [{"gpus": list(range(8)), "nvlinks": 18}], "numa": []},
+    "pcie_bridged": {"nvlink": [{"gpus": [0, 1], "nvlinks": 4}, {"gpus": [2, 3], "nvlinks": 4}, {"gpus": [4, 5], "nvlinks": 4},
+                                {"gpus": [6, 7], "nvlinks": 4}],
+                     "numa": [{"gpus": [0, 1, 2, 3], "numa_node": 0}, {"gpus": [4, 5, 6, 7], "numa_node": 1}]},
+    "dual_socket": {"nvlink": [], "numa": [{"gpus": [0, 1, 2, 3], "numa_node": 0}, {"gpus": [4, 5, 6, 7], "numa_node": 1}]},
+    "mixed": {"nvlink": [{"gpus": [0, 1, 2, 3], "nvlinks": 4}, {"gpus": [4, 5], "nvlinks": 2}],
+              "numa": [{"gpus": [0, 1, 2, 3], "numa_node": 0}, {"gpus": [4, 5, 6, 7], "numa_node": 1}]},
+}
+
+
+def _topology_plan(kinds=tuple(LINK_GROUPS)):
+    return plan({"nodes": {kind: server(kind, name=kind) for kind in kinds}, "services": {"train": whole(2, replicas=3)}})
+
+
+def _card_of(page, node):
+    start = page.index(">%s<" % node)
+    return page[start:page.index("</section>", start)]
+
+
+def _boxes(card):
+    """The group boxes of a card in order, as (kind, label, the GPU indices inside), nested ones after their parent."""
+    found = []
+    for match in re.finditer(r'<div class="gpus (nvlink|numa)" title="[^"]*"><span class="grp">([^<]*)</span>', card):
+        depth, position, end = 1, match.end(), match.end()
+        while depth:
+            opening, closing = card.find("<div", position), card.find("</div>", position)
+            if opening != -1 and opening < closing:
+                depth, position = depth + 1, opening + 4
+            else:
+                depth, position, end = depth - 1, closing + 6, closing
+        inside = card[match.end():end]
+        found.append((match.group(1), match.group(2), [int(index) for index in re.findall(r'class="what">GPU(\d+) ', inside)]))
+    return found
+
+
+def test_the_plan_says_how_the_gpus_of_the_four_published_topologies_group():
+    result = _topology_plan()
+    for kind, expected in LINK_GROUPS.items():
+        assert result["usage"][kind]["gpu_groups"] == expected, kind
+    # A node without links says nothing: its usage is as it was.
+    assert "gpu_groups" not in plan(PROBLEM)["usage"]["gpu-a"]
+
+
+def test_each_card_draws_its_gpus_in_their_nvlink_and_numa_boxes():
+    page = render_html(_topology_plan())
+    assert _boxes(_card_of(page, "nvswitch")) == [("nvlink", "NVLink \u00d718", list(range(8)))]
+    assert _boxes(_card_of(page, "pcie_bridged")) == [
+        ("numa", "NUMA node 0", [0, 1, 2, 3]), ("nvlink", "NVLink \u00d74", [0, 1]), ("nvlink", "NVLink \u00d74", [2, 3]),
+        ("numa", "NUMA node 1", [4, 5, 6, 7]), ("nvlink", "NVLink \u00d74", [4, 5]), ("nvlink", "NVLink \u00d74", [6, 7])]
+    assert _boxes(_card_of(page, "dual_socket")) == [("numa", "NUMA node 0", [0, 1, 2, 3]), ("numa", "NUMA node 1", [4, 5, 6, 7])]
+    assert _boxes(_card_of(page, "mixed")) == [
+        ("numa", "NUMA node 0", [0, 1, 2, 3]), ("nvlink", "NVLink \u00d74", [0, 1, 2, 3]),
+        ("numa", "NUMA node 1", [4, 5, 6, 7]), ("nvlink", "NVLink \u00d72", [4, 5])]
+    mixed = _card_of(page, "mixed")
+    # Every GPU drawn once, in index order, its bar unchanged inside the boxes.
+    assert re.findall(r'class="what">GPU(\d+) ', mixed) == [str(index) for index in range(8)]
+    assert 'title="GPUs 4, 5: NVLinked all to all, 2 link(s) between each pair at least"' in mixed
+    assert tags_of(page) <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div", "section",
+                             "span", "svg", "rect", "table", "tr", "th", "td"}
+
+
+def test_a_result_without_gpu_groups_renders_byte_for_byte_as_before():
+    # The page of PROBLEM (no gpu_links) as it was before GPU groups: change this only with the page's look on purpose.
+    page = render_html(plan(PROBLEM), title="t")
+    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "610d2058ea5ebd09f48410e8e8306ea090dd91c78917a4a70faabb1899ebd153"
+    result = _topology_plan(("nvswitch",))
+    del result["usage"]["nvswitch"]["gpu_groups"]
+    page = render_html(result)
+    assert ".gpus{" not in page and 'class="gpus' not in page
+
+
+def test_groups_from_outside_are_escaped_and_checked():
+    result = _topology_plan(("mixed",))
+    result["usage"]["mixed"]["gpus"][0]["model"] = HOSTILE
+    page = render_html(result)
+    assert "<script" not in page and "script" not in tags_of(page)
+    # A NUMA group without numa_node is labelled without a number; an NVLink group without lanes without a count.
+    groups = result["usage"]["mixed"]["gpu_groups"]
+    del groups["numa"][0]["numa_node"]
+    groups["nvlink"][1]["nvlinks"] = 0
+    boxes = _boxes(_card_of(render_html(result), "mixed"))
+    assert ("numa", "NUMA node", [0, 1, 2, 3]) in boxes and ("nvlink", "NVLink", [4, 5]) in boxes
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda groups: groups.update(nvlink={}), "usage.mixed.gpu_groups.nvlink: got dict; expected a list"),
+    (lambda groups: groups["nvlink"][0].update(gpus=[0, 9]),
+     "usage.mixed.gpu_groups.nvlink[0].gpus[1]: got 9; expected the index of a GPU of the node's gpus, in one group at most"),
+    (lambda groups: groups["nvlink"][1].update(gpus=[3, 4]), "usage.mixed.gpu_groups.nvlink[1].gpus[0]: got 3"),
+    (lambda groups: groups["nvlink"][0].update(gpus=[0]), "usage.mixed.gpu_groups.nvlink[0].gpus: got 1 GPUs; expected 2 to 64"),
+    (lambda groups: groups["nvlink"][0].update(gpus=["0", 1]),
+     "usage.mixed.gpu_groups.nvlink[0].gpus[0]: got &#x27;0&#x27;; expected a whole number"),
+    (lambda groups: groups["nvlink"][1].update(nvlinks=-2), "usage.mixed.gpu_groups.nvlink[1].nvlinks: got -2"),
+    (lambda groups: groups["numa"][1].update(numa_node="1"), "usage.mixed.gpu_groups.numa[1].numa_node: got &#x27;1&#x27;"),
+    (lambda groups: groups.update(nvlink=[{"gpus": [3, 4]}]),
+     "usage.mixed.gpu_groups.nvlink[0].gpus: expected the GPUs of one NUMA group"),
+    (lambda groups: groups.update(numa=[{"gpus": [0]}] * 65), "usage.mixed.gpu_groups.numa: got 65 groups; expected at most 64"),
+    (lambda groups: groups.clear() or groups.update(x=1) or None, None),
+])
+def test_bad_gpu_groups_are_named_by_path(change, expected):
+    result = _topology_plan(("mixed",))
+    change(result["usage"]["mixed"]["gpu_groups"])
+    if expected is None:
+        assert render_html(result).endswith("</html>\n")     # keys it does not know are left alone
+        return
+    with pytest.raises(PictureError) as raised:
+        render_html(result)
+    assert expected in str(raised.value)
+
+
+def test_any_broken_group_gives_a_picture_error_or_a_page_never_a_traceback():
+    import random
+    base = _topology_plan(("mixed", "pcie_bridged"))
+    paths = [path for path in _leaves(base["usage"]) if path and "gpu_groups" in path]
+    rng = random.Random(39)
+    for _round in range(1000):
+        result = copy.deepcopy(base)
+        path = rng.choice(paths)
+        target = result["usage"]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = rng.choice(JUNK)
+        try:
+            page = render_html(result)
+        except PictureError as error:
+            assert error.path and str(error).startswith(error.path), error
+        else:
+            assert page.endswith("</html>\n")

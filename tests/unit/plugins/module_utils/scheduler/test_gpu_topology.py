@@ -16,11 +16,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.planning import
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPURequest
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU, choose_gpus
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_matrix, nvlinked, set_score
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
+    clique_bound, largest_clique, largest_nvlinked_set, link_matrix, nvlinked, set_score,
+)
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import checked, errors_of, gpu, node, service
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
@@ -152,7 +154,75 @@ def test_required_filters_a_node_without_an_nvlinked_set_and_says_why():
     result = plan(problem)
     assert not result["feasible"]
     assert result["unschedulable"]["train-0"] == \
-        "0/1 nodes are available: 1 node(s) had no free NVLinked set of 2 GPU(s)."
+        "0/1 nodes are available: 1 node(s) had no NVLinked set of 2 GPU(s)."
+
+
+def test_required_refuses_statically_a_node_that_could_never_offer_the_set():
+    """A PCIe server with NVLink bridges in pairs can never give 4 NVLinked GPUs: its static filter says so (cached
+    per class, counted by the proof); an NVSwitch server passes it; a node whose NVLinked GPUs are taken is refused
+    by the dynamic filter with "no free NVLinked set"."""
+    request = whole(4, "required")
+    bridged = parse_problem({"nodes": {"a": server("pcie_bridged")}, "services": {"train": request}})
+    instance = bridged.instances()[0]
+    status = GPU(bridged).filter_static(instance, bridged.nodes["a"], False)
+    assert not status.ok and status.reasons == ("node(s) had no NVLinked set of 4 GPU(s)",)
+    for kind, largest in (("nvswitch", 8), ("pcie_bridged", 2), ("dual_socket", 1), ("mixed", 4)):
+        the_node = parse_problem({"nodes": {"a": server(kind)}, "services": {}}).nodes["a"]
+        assert largest_nvlinked_set(the_node, range(8)) == largest, kind
+        accepted = GPU(bridged).filter_static(instance, the_node, False).ok
+        assert accepted == (largest >= 4), kind
+    # Only the devices of the models asked count: the mixed server's mesh is 0-3; without GPU 0 there it is 3.
+    mixed = parse_problem({"nodes": {"a": server("mixed")}, "services": {}}).nodes["a"]
+    assert largest_nvlinked_set(mixed, [1, 2, 3, 4, 5]) == 3
+    # A node without links has no NVLinked pair.
+    bare = parse_problem({"nodes": {"a": node(gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(4)])},
+                          "services": {}}).nodes["a"]
+    assert largest_nvlinked_set(bare, range(4)) == 1
+    assert largest_nvlinked_set(bare, []) == 0
+
+
+def test_the_diagnosis_tells_never_from_not_now_and_the_counting_proof_uses_it():
+    # b's NVLink mesh is GPUs 0-3 and an instance that stays holds GPU 0: b could, but not now; a never could.
+    problem = {"nodes": {"a": server("pcie_bridged", name="a"), "b": server("mixed", name="b")},
+               "services": {"train": whole(4, "required"), "old": whole(1, stateful=True)},
+               "previous": {"old-0": {"node": "b", "gpus": [{"uuid": "GPU-b0"}]}}}
+    result = plan(problem, exact_seconds=0)
+    assert not result["feasible"]
+    assert result["unschedulable"] == {"train-0": "0/2 nodes are available: 1 node(s) had no NVLinked set of 4 GPU(s), "
+                                                  "1 node(s) had no free NVLinked set of 4 GPU(s)."}
+    assert "no placement exists" not in result["summary"]
+    only = {"nodes": {"a": server("pcie_bridged", name="a"), "b": server("dual_socket", name="b")},
+            "services": {"train": whole(4, "required")}}
+    result = plan(only, exact_seconds=0)
+    assert result["unschedulable"] == {"train-0": "0/2 nodes are available: 2 node(s) had no NVLinked set of 4 GPU(s)."}
+    assert result["summary"] == "1 of 1 instance(s) could not be placed; no placement exists: no node accepts train-0 (nor 0 more like it)"
+
+
+def test_the_largest_clique_is_exact_and_bounded():
+    """The clique search against brute force on random graphs of 10 vertices, and within its bound on 64."""
+    rng = random.Random(7)
+    for _trial in range(60):
+        size, density = 10, rng.random()
+        edges = {(a, b) for a, b in combinations(range(size), 2) if rng.random() < density}
+        neighbours = [sum(1 << other for other in range(size) if (min(vertex, other), max(vertex, other)) in edges)
+                      for vertex in range(size)]
+        candidates = rng.randrange(1 << size)
+        members, exact_answer = largest_clique(neighbours, candidates)
+        vertices = [vertex for vertex in range(size) if candidates >> vertex & 1]
+        brute = max((len(chosen) for count in range(len(vertices) + 1) for chosen in combinations(vertices, count)
+                     if all(pair in edges for pair in combinations(chosen, 2))), default=0)
+        assert exact_answer and bin(members).count("1") == brute
+        assert members & ~candidates == 0
+    # 64 vertices, random at one half: a hard case for the search, settled or bounded within a few hundred ms.
+    size = 64
+    edges = {(a, b) for a, b in combinations(range(size), 2) if rng.random() < 0.5}
+    neighbours = [sum(1 << other for other in range(size) if (min(vertex, other), max(vertex, other)) in edges)
+                  for vertex in range(size)]
+    started = time.process_time()
+    members, exact_answer = largest_clique(neighbours, (1 << size) - 1)
+    assert time.process_time() - started < 2.0
+    found = bin(members).count("1")
+    assert found >= 5 and (exact_answer or clique_bound(neighbours, (1 << size) - 1) >= found)
 
 
 def test_required_takes_an_nvlinked_set_and_preferred_falls_back():
