@@ -99,7 +99,9 @@ steps:
   elements: dict
   sample: [{"step": "greedy", "seconds": 1.305}, {"step": "counting_proof", "seconds": 0.071}]
 placements:
-  description: Per instance its service, ordinal, node, GPUs (index, uuid, model, memory taken), NVMe device and sidecars; with C(cpu_pinning) C(numa) also C(cpuset_cpus) and C(cpuset_mems). Empty when infeasible.
+  description:
+    - Per instance its service, ordinal, node, GPUs (index, uuid, model, memory taken), NVMe device and sidecars.
+    - With C(cpu_pinning) C(numa) also C(cpuset_cpus) and C(cpuset_mems). Empty when infeasible.
   returned: always
   type: dict
   sample: {"web-0": {"service": "web", "ordinal": 0, "node": "node-a", "gpus": [], "nvme": null, "sidecars": []}}

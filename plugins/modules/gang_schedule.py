@@ -192,7 +192,9 @@ record:
   returned: when feasible
   type: dict
 hosts:
-  description: Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank; C(cpuset_cpus) and C(cpuset_mems) when pinned), for M(gangplank.platform.node_state).
+  description:
+    - Per host, its C(labels) and C(instances) (service, ordinal, node, gpus, nvme, sidecars, rank), for M(gangplank.platform.node_state).
+    - C(cpuset_cpus) and C(cpuset_mems) in an instance when it is pinned.
   returned: when feasible
   type: dict
 preempted:

@@ -68,7 +68,10 @@ def _augment(needed, flow, free, position, amount):
     for numa_node in sorted(needed[position][0]):
         parent[numa_node] = (None, position)
         queue.append(numa_node)
-    for numa_node in queue:     # grows while it is read: breadth first
+    position_read = 0
+    while position_read < len(queue):       # grows while it is read: breadth first
+        numa_node = queue[position_read]
+        position_read += 1
         if free[numa_node] > 0:
             steps = []
             here = numa_node
