@@ -27,9 +27,11 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
     OK, SKIPPED, FilterPlugin, PreFilterPlugin, ReservePlugin, ScorePlugin, Status,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    GPU_SHARING_MPS, GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES,
+    CPU_PINNING_NUMA, GPU_SHARING_MPS, GPU_TOPOLOGY_PREFERRED, GPU_TOPOLOGY_REQUIRED, MAX_GPU_CORES,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPUClaim, GPURequest, gpu_overhead
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
+    GPUClaim, GPURequest, gpu_overhead, numa_capacity, pinnable,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
     best_set, break_cost, largest_nvlinked_set, link_matrix,
 )
@@ -44,8 +46,9 @@ NEVER_NVLINKED_SET = "node(s) had no NVLinked set of %d GPU(s)"
 STATE_KEY = "GPU"
 
 
-def choose_gpus(node_state, request, preferred=()):
-    """The device positions and bytes (the grant) an instance would take on this node, or None."""
+def choose_gpus(node_state, request, preferred=(), usable=None):
+    """The device positions and bytes (the grant) an instance would take on this node, or None. ``usable`` (a
+    predicate on a device position), when given, leaves the others out."""
     used = node_state.gpu_used
     wanted = request.memory
     models = request.models
@@ -56,6 +59,8 @@ def choose_gpus(node_state, request, preferred=()):
     candidates = []
     for position, device in enumerate(node_state.node.gpus):
         if models and not request.matches(device):
+            continue
+        if usable is not None and not usable(position):
             continue
         if wanted is None:
             if used[position] == 0:
@@ -104,9 +109,32 @@ def gpu_choice(cycle, instance, node_state):
     cached = choices.get(node_state.name)
     if cached is not None and cached[0] == node_state.version:
         return cached[1]
-    chosen = choose_gpus(node_state, instance.service.resources.gpu, preferred_uuids(instance, node_state.name))
+    request, preferred = instance.service.resources.gpu, preferred_uuids(instance, node_state.name)
+    chosen = None
+    if instance.service.cpu_pinning == CPU_PINNING_NUMA:
+        # Pinned: devices on a NUMA node whose CPUs still hold the instance first (kube's Topology Manager aligns the
+        # devices with the CPUs), else any, which NUMAPinning's filter then judges exactly (a set may spread).
+        chosen = choose_gpus(node_state, request, preferred, _numa_room(node_state, instance.service.resources.cpu))
+    if chosen is None:
+        chosen = choose_gpus(node_state, request, preferred)
     choices[node_state.name] = (node_state.version, chosen)
     return chosen
+
+
+def _numa_room(node_state, cpu):
+    """Device position -> whether its NUMA node is known and has ``cpu`` millicores left for pinned instances (what the
+    pinned instances on that NUMA node alone ask; those spread over several are left to NUMAPinning's exact check)."""
+    node = node_state.node
+    asked = {}
+    for numa_nodes, amount in node_state.numa_pinned.items():
+        if len(numa_nodes) == 1:
+            (numa_node,) = numa_nodes
+            asked[numa_node] = asked.get(numa_node, 0) + amount
+
+    def usable(position):
+        device = node.gpus[position]
+        return pinnable(node, device) and numa_capacity(node, device.numa_node) - asked.get(device.numa_node, 0) >= cpu
+    return usable
 
 
 class GPU(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin):

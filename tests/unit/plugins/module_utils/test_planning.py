@@ -19,7 +19,7 @@ DEMO_CATALOG = os.path.join(ROOT, "inventories", "local", "group_vars", "all", "
 
 def untimed(result):
     """A plan without the time it took."""
-    return {key: value for key, value in result.items() if key != "seconds"}
+    return {key: value for key, value in result.items() if key not in ("seconds", "steps")}
 
 
 # -- planning a catalog -----------------------------------------------------------------------------------------------

@@ -135,8 +135,12 @@ def test_two_pinned_instances_share_one_numa_node():
     result = checked(problem)
     assert result["path"] == "greedy"
     assert [p["cpuset_mems"] for p in result["placements"].values()] == ["0", "0"]
-    # 2 x 16 = 32 CPUs: the NUMA node is full; a sidecar's CPU counts too.
+    # 2 x 16 = 32 CPUs: the NUMA node is full; a sidecar's CPU counts too, so the second goes to NUMA node 1.
     problem["services"]["log"]["resources"]["cpu"] = "1m"
+    result = checked(problem)
+    assert [p["cpuset_mems"] for p in result["placements"].values()] == ["0", "1"]
+    # With only NUMA node 0's GPUs to take, the second is refused for its CPUs.
+    problem["nodes"]["a"]["gpus"] = problem["nodes"]["a"]["gpus"][:2]
     result = plan(copy.deepcopy(problem), exact_seconds=0)
     assert not result["feasible"]
     assert result["unschedulable"]["infer-1"] == "0/1 nodes are available: 1 Insufficient CPUs on the GPUs' NUMA node."
@@ -157,12 +161,18 @@ def test_refused_without_numa_facts():
     assert checked({"nodes": nodes, "services": {"infer": pinned()}})["placements"]["infer-0"]["node"] == "c"
 
 
-def test_greedy_failure_is_solved_exactly_and_checked():
-    # Best fit puts both whole GPUs on NUMA node 0 (40 > 32 CPUs); the exact solver spreads them.
+def test_pinned_instances_take_devices_on_a_numa_node_with_room():
+    # Best fit alone would put both whole GPUs on NUMA node 0 (40 > 32 CPUs): the second takes a GPU of NUMA node 1,
+    # in the greedy pass.
     problem = {"nodes": {"a": numa_node()}, "services": {"infer": pinned(replicas=2, cpu=20)}}
     result = checked(problem)
-    assert result["path"] == "exact"
+    assert result["path"] == "greedy"
     assert sorted(p["cpuset_mems"] for p in result["placements"].values()) == ["0", "1"]
+    # Unpinned, the same instances keep best fit's devices (both on NUMA node 0).
+    unpinned = copy.deepcopy(problem)
+    del unpinned["services"]["infer"]["cpu_pinning"]
+    placements = checked(unpinned)["placements"]
+    assert [p["gpus"][0]["index"] for p in placements.values()] == [0, 1]
     # Three of 20 CPUs cannot share two NUMA nodes of 32: proved.
     problem["services"]["infer"]["replicas"] = 3
     result = plan(copy.deepcopy(problem))
@@ -252,7 +262,7 @@ def test_numa_facts_change_nothing_for_unpinned_work():
     explicit["infer"]["cpu_pinning"] = "none"
     none = plan({"nodes": {"a": numa_node(), "b": numa_node(prefix="b")}, "services": explicit})
     for result in (with_facts, without, none):
-        del result["seconds"]
+        del result["seconds"], result["steps"]
     assert with_facts == without == none
     assert all("cpuset_cpus" not in placement for placement in with_facts["placements"].values())
 
