@@ -149,6 +149,7 @@ PROBLEM = {
                    "gpus": [{"index": 0, "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 0},
                             {"index": 1, "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 1}],
                    "gpu_links": [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 12}],
+                   "numa_cpus": {"0": "0-7", "1": "8-15"},
                    "nvme": [{"name": "nvme0n1", "size": "1Ti", "labels": ["cache"], "mount": "/mnt/nvme0n1"}],
                    "gpu_sharing": "mps"},
         "node-b": {"cpu": "8", "memory": 34359738368, "labels": {"zone": "west", "version": 1.5},
@@ -162,6 +163,7 @@ PROBLEM = {
                "tolerations": [{"key": "dedicated", "value": "db"}], "image": "localhost/db:1",
                "restart_policy": "always", "health": {"tcp": {"port": 5432}, "interval": 1, "retries": 3}},
         "infer": {"replicas": 2, "scalable": True, "quota": "compute", "sidecars": ["log"], "depends_on": ["db"],
+                  "cpu_pinning": "numa",
                   "resources": {"cpu": "1", "memory": "4Gi",
                                 "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"], "cores": 40,
                                         "topology": "preferred"},
@@ -379,7 +381,7 @@ def run_secrets(services):
             elif not _SAFE_PATH.fullmatch(secret["target"] or "/") or int(secret["mode"], 8) & 0o137:
                 return "violation: services.%s file secret %r" % (name, secret)
     instances = {"%s-0" % name: {"service": name, "ordinal": 0, "rank": 0, "gpus": [], "nvme": None,
-                                 "sidecars": [side for side in (spec.get("sidecars") or [])
+                                 "sidecars": [side for side in (spec.get("sidecars") if isinstance(spec.get("sidecars"), list) else [])
                                               if isinstance(side, str) and side in specs]}
                  for name, spec in services.items() if isinstance(spec, dict) and not spec.get("sidecar")}
     try:
