@@ -23,6 +23,14 @@ PACKING = {
 }
 
 
+def _packing_beside_web():
+    """PACKING beside three CPU-only nodes running web replicas: 5 nodes x 12 instances = 60 instance-node pairs."""
+    problem = copy.deepcopy(PACKING)
+    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
+    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    return problem
+
+
 def test_the_packing_is_found():
     result = plan(PACKING)
     assert result["feasible"] is True and result["path"] == "exact" and result["exact"]["status"] == "optimal"
@@ -52,9 +60,7 @@ def test_zero_seconds_turns_it_off():
 def test_a_problem_too_large_to_model_is_solved_around_its_unplaced_instances(monkeypatch):
     # PACKING beside three CPU-only nodes running web replicas: 5 nodes x 12 instances = 60 pairs, above the
     # limit of 40; the part around the unplaced GPU request (nodes a and b, with what greedy put there) is not.
-    problem = copy.deepcopy(PACKING)
-    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
-    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    problem = _packing_beside_web()
     monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
     result = plan(copy.deepcopy(problem))
     assert result["feasible"] is True and result["path"] == "exact" and result["exact"]["status"] == "feasible"
@@ -117,9 +123,7 @@ def test_building_the_model_is_part_of_the_time_limit(monkeypatch):
 
 
 def test_a_part_whose_model_takes_the_whole_limit_to_build_is_not_searched(monkeypatch):
-    problem = copy.deepcopy(PACKING)
-    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
-    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    problem = _packing_beside_web()
     monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
     parsed = parse_problem(problem)
     framework = framework_for(parsed)
@@ -136,9 +140,7 @@ def test_a_part_whose_model_takes_the_whole_limit_to_build_is_not_searched(monke
 def test_too_large_to_model_the_cheap_steps_go_first_and_share_the_limit(monkeypatch):
     # The PACKING gang beside CPU-only nodes, too large to model whole: no counting proof, the re-orderings
     # (none places it: the packing needs the exact solver), then the exact solver around the unplaced instance.
-    problem = copy.deepcopy(PACKING)
-    problem["nodes"].update({"cpu-%d" % i: {"cpu": 8, "memory": "8Gi"} for i in range(3)})
-    problem["services"]["web"] = {"replicas": 6, "resources": {"cpu": 1, "memory": "1Gi"}}
+    problem = _packing_beside_web()
     monkeypatch.setattr(exact, "MAX_CANDIDATES", 40)
     result = plan(copy.deepcopy(problem))
     names = [step["step"] for step in result["steps"]]
