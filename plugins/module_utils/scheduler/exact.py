@@ -93,7 +93,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     if not available():
         return ExactResult(UNAVAILABLE, 0.0, reason="the exact solver needs OR-Tools (pip install ortools)")
     if not models_whole(problem):
-        reason = "%d instance-node pairs exceed the exact solver's limit of %d" % (candidates(problem), MAX_CANDIDATES)
+        reason = too_large_reason(problem)
         if around is not None:
             # One worker only, the deterministic phase: no plan for the part proves nothing for the whole, and CP-SAT's
             # portfolio searching it for the rest of the limit cost up to workers x the limit of CPU on infeasible
@@ -123,7 +123,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
     return ExactResult(OPTIMAL if status == cp_model.OPTIMAL else FEASIBLE, seconds, placements, cluster)
 
 
-def candidates(problem):
+def _candidates(problem):
     """The instance-node pairs a whole model of ``problem`` would have."""
     return len(problem.nodes) * sum(service.replicas for service in problem.services.values() if not service.sidecar)
 
@@ -131,7 +131,12 @@ def candidates(problem):
 def models_whole(problem):
     """Whether the problem is small enough (MAX_CANDIDATES instance-node pairs) to be modelled whole; a larger one is
     only solved around the unplaced instances of a failed greedy attempt (solve's ``around``)."""
-    return candidates(problem) <= MAX_CANDIDATES
+    return _candidates(problem) <= MAX_CANDIDATES
+
+
+def too_large_reason(problem):
+    """Why a problem that models_whole refuses is not modelled whole."""
+    return "%d instance-node pairs exceed the exact solver's limit of %d" % (_candidates(problem), MAX_CANDIDATES)
 
 
 def modelled(instances):

@@ -207,16 +207,14 @@ def _too_large_to_model(framework, problem, failed, path, infeasible, steps, exa
     capacity the part's model alone took 6 s to build, and before this budget an infeasible gang of 6,421 pods on
     1,213 nodes took 13 s, one that only a re-ordering places up to 4 greedy passes more."""
     deadline = time.monotonic() + exact_seconds
-    too_large = "%d instance-node pairs exceed the exact solver's limit of %d" % (exact.candidates(problem), exact.MAX_CANDIDATES)
-    proof = steps.timed("counting_proof", _counted_proof, failed)
+    too_large = exact.too_large_reason(problem)
+    proof, reordered = _cheap_steps(framework, problem, failed, path, steps, deadline)
     if proof:
         infeasible["summary"] = "%s (%s, so the exact solver did not run); no placement exists: %s" % (
             infeasible["summary"], too_large, proof)
         return infeasible
-    if _near_miss(failed):
-        reordered = _reordered(framework, problem, failed, path, steps, deadline)
-        if reordered is not None:
-            return reordered
+    if reordered is not None:
+        return reordered
     left = deadline - time.monotonic()
     if left <= 0:
         infeasible["summary"] = "%s (%s, and the re-orderings took its %g s, so the exact solver did not run)" % (
@@ -257,13 +255,20 @@ def _not_by_order(framework, problem, failed, path, infeasible, steps):
     """What greedy's failure means when the exact solver gave no answer for the whole problem: no placement exists
     when counting proves it (_counted_proof, cheap: near capacity most infeasible gangs end here), else the plan of a
     cheap re-ordering, else the infeasible result as it is."""
-    proof = steps.timed("counting_proof", _counted_proof, failed)
+    proof, reordered = _cheap_steps(framework, problem, failed, path, steps)
     if proof:
         infeasible["summary"] = "%s; no placement exists: %s" % (infeasible["summary"], proof)
-        return infeasible
-    if not _near_miss(failed):
-        return infeasible           # far from a plan: another order of the same pass will not close it
-    return _reordered(framework, problem, failed, path, steps) or infeasible
+    return reordered or infeasible
+
+
+def _cheap_steps(framework, problem, failed, path, steps, deadline=None):
+    """(proof, plan) after greedy's failure: the counting proof that no placement exists ("" when it finds none),
+    else, after a near miss, the plan of a cheap re-ordering started before ``deadline`` (None when none places the
+    gang; far from a plan, another order of the same pass will not close it, so none is tried)."""
+    proof = steps.timed("counting_proof", _counted_proof, failed)
+    if proof or not _near_miss(failed):
+        return proof, None
+    return proof, _reordered(framework, problem, failed, path, steps, deadline)
 
 
 def _counted_proof(attempt):
