@@ -17,7 +17,7 @@ import socket
 from collections import Counter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS, cpu_ids, format_cpulist, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 SIMULATED_VAR = "gangplank_simulated_gpus"
@@ -141,28 +141,14 @@ def cuda_version_text(version):
 
 def cpulist_of(cpus):
     """A set of CPU numbers as a Linux cpulist ("0-31,64-95"); None when empty."""
-    ranges = []
-    for cpu in sorted(cpus):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in ranges) or None
+    return format_cpulist(cpus) or None
 
 
 def parse_cpulist(text):
     """A Linux cpulist (sysfs local_cpulist, nvidia-smi's CPU Affinity) in its canonical form; None when it is not one
     (checked whole: ASCII digits, ranges low-high, CPUs below MAX_CPUS, bounded length)."""
-    if not isinstance(text, str) or len(text) > _MAX_CPULIST or not _CPULIST.fullmatch(text):
-        return None
-    cpus = set()
-    for part in text.split(","):
-        low, _sep, high = part.partition("-")
-        low, high = int(low), int(high or low)
-        if low > high or high >= MAX_CPUS:
-            return None
-        cpus.update(range(low, high + 1))
-    return cpulist_of(cpus)
+    cpus = cpu_ids(text, _CPULIST, _MAX_CPULIST, MAX_CPUS - 1)
+    return None if cpus is None else cpulist_of(cpus)
 
 
 def cpulist_of_mask(words):

@@ -102,14 +102,24 @@ def format_cpu(millicores):
 def parse_cpulist(text):
     """The CPU ids of a Linux cpulist ("0-15,32-47") as a frozenset, or ValueError (CPULIST_EXPECTED): checked whole, no
     blanks or line breaks around it, ids at most MAX_CPU_ID, every range low <= high, at most MAX_CPULIST characters."""
-    if not isinstance(text, str) or len(text) > MAX_CPULIST or not _CPULIST.fullmatch(text):
+    cpus = cpu_ids(text, _CPULIST, MAX_CPULIST, MAX_CPU_ID)
+    if cpus is None:
         raise ValueError(CPULIST_EXPECTED)
+    return cpus
+
+
+def cpu_ids(text, pattern, max_length, max_id):
+    """The CPU ids of a cpulist as a frozenset, or None: ``text`` matched whole by ``pattern`` (ids and ranges low-high,
+    comma-separated), at most ``max_length`` characters, every range low <= high and its ids at most ``max_id``
+    (checked before a range is expanded)."""
+    if not isinstance(text, str) or len(text) > max_length or not pattern.fullmatch(text):
+        return None
     cpus = set()
     for part in text.split(","):
         low, _sep, high = part.partition("-")
         low, high = int(low), int(high or low)
-        if high > MAX_CPU_ID or low > high:
-            raise ValueError(CPULIST_EXPECTED)
+        if high > max_id or low > high:
+            return None
         cpus.update(range(low, high + 1))
     return frozenset(cpus)
 
