@@ -230,15 +230,16 @@ def _forward(rule):
 
 
 def _stale_forwards(rules, containers):
-    """The forwarding rules (as ``{"published": "address:port", "rule": text}``) that no running container of this host
-    owns: a rule is a running container's when that container publishes the address and port and has the address the
-    rule forwards to. The others are left by a killed run, or belong to another program's container; the wave deletes
+    """The forwarding rules (as ``{"published": "address:port", "rule": text}``) that no container of this host owns:
+    a rule is a container's when that container publishes the address and port and has the address the rule forwards
+    to. A container that is not running owns its rules too when the engine still holds its address: a run killed
+    after Podman set up a container's network but before it started the container leaves it so, and ``podman start``
+    then uses that network as it is, without making its rules again. The others are left by a killed run (Podman
+    killed inside netavark, before it kept the address), or belong to another program's container; the wave deletes
     one only just before it starts a container of this host that publishes the same address and port (which no
     running container can then have)."""
     owned = set()
     for entry in containers:
-        if not (entry.get("State") or {}).get("Running"):
-            continue
         networks = (entry.get("NetworkSettings") or {}).get("Networks") or {}
         addresses = {network.get("IPAddress") for network in networks.values() if isinstance(network, dict)}
         bindings = (entry.get("HostConfig") or {}).get("PortBindings") or {}
@@ -348,7 +349,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     ``leftovers`` names what a run killed inside the engine left of this host's containers: ``<name>`` (image store
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
     (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
-    rules no running container of this host owns (_stale_forwards).
+    rules no container of this host owns (_stale_forwards).
 
     Each line is taken only inside its own section (after its marker line, SECTIONS): a tagged line elsewhere, a
     section twice or out of order, a container of another shape than the projection's are refused. Untagged lines

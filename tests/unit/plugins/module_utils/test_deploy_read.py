@@ -65,18 +65,26 @@ def test_a_podman_read_gives_containers_limits_and_what_killed_runs_left():
 CHAIN = "NETAVARK-DN-1D8721804F16F"
 
 
-def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_they_serve():
+def test_forwarding_rules_that_no_container_owns_are_named_with_what_they_serve():
     db = dict(DB, NetworkSettings={"Networks": {"podman": {"IPAddress": "10.88.0.7"}}})
-    stopped = {"Name": "n1-api-0", "State": {"Running": False},
-               "HostConfig": {"PortBindings": {"8080/tcp": [{"HostIp": "", "HostPort": "8080"}]}},
-               "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.9"}}}}
+    # Set up but not started (a run killed between the two, or `podman init`): `podman start` uses its rules as they
+    # are, so they are its own.
+    initialized = {"Name": "n1-api-0", "State": {"Running": False},
+                   "HostConfig": {"PortBindings": {"8080/tcp": [{"HostIp": "", "HostPort": "8080"}]}},
+                   "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.9"}}}}
+    # Not set up (a run killed inside netavark, before Podman kept the address): its rules are no one's.
+    created = {"Name": "n1-api-1", "State": {"Running": False},
+               "HostConfig": {"PortBindings": {"8081/tcp": [{"HostIp": "", "HostPort": "8081"}]}},
+               "NetworkSettings": {"Networks": {"podman": {"IPAddress": ""}}}}
     rules = {
         # The db's own rule: its address and port, to its address.
         "owned": CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.7:5432",
         # The same address and port to an address no container has: left by a killed run.
         "stale": CHAIN + " -d 127.0.0.1/32 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.129:5432",
-        # Any address ("8080:8080"), for a container that does not run: nothing owns it.
-        "unowned": CHAIN + " -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.9:8080",
+        # Any address ("8080:8080"), to the address the initialized container holds: its own.
+        "initialized": CHAIN + " -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.9:8080",
+        # The created container's port, to an address it does not hold: nothing owns it.
+        "unowned": CHAIN + " -p tcp -m tcp --dport 8081 -j DNAT --to-destination 10.88.0.10:8081",
     }
     hostile = [
         CHAIN + " -d 127.0.0.1/24 -p tcp -m tcp --dport 5432 -j DNAT --to-destination 10.88.0.1:5432",   # a network
@@ -99,11 +107,11 @@ def test_forwarding_rules_that_no_running_container_owns_are_named_with_what_the
                 "NetworkSettings": {"Networks": {"podman": {"IPAddress": "10.88.0.8"}}}}
     rules["anywhere"] = CHAIN + " -p tcp -m tcp --dport 5672 -j DNAT --to-destination 10.88.0.8:5672"
     stdout = sectioned(engine=["engine /usr/bin/podman"],
-                       containers=[json.dumps(db), json.dumps(stopped), json.dumps(anywhere)],
+                       containers=[json.dumps(db), json.dumps(initialized), json.dumps(created), json.dumps(anywhere)],
                        forwards=["forward " + rule for rule in list(rules.values()) + hostile]) + "\r\n"
     found = parse(0, stdout, "podman", PREFIX)
     assert found["forwards"] == [{"published": "127.0.0.1:5432", "rule": rules["stale"]},
-                                 {"published": "8080", "rule": rules["unowned"]}]
+                                 {"published": "8081", "rule": rules["unowned"]}]
 
 
 @pytest.mark.parametrize("engine, answer, asked, enforced", [
