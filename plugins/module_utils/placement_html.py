@@ -426,14 +426,17 @@ def _host_gpus(devices, host):
     return gpus
 
 
-def status_result(bindings, gpus=None, down=None):
+def status_result(bindings, gpus=None, down=None, gpu_groups=None):
     """A result to picture from what each node is bound to run: ``{host: {instance: binding}}`` (the instances of
     each node's gangplank.fact, as playbooks/status.yml reads them). The nodes' CPU and memory are not known there,
     so the cards have no CPU and memory bars. ``gpus`` ({host: the host's gangplank_gpus, as its stored hardware
     facts list them}) gives each GPU its size: its bar is then drawn to scale, and a GPU nobody takes is shown free;
     a GPU of a host without them has the bar of what its instances take. ``down`` ({host: {instance: binding}}, the
-    record's instances of the hosts that are down) adds a card per down host, marked down, with what waits for it."""
+    record's instances of the hosts that are down) adds a card per down host, marked down, with what waits for it.
+    ``gpu_groups`` ({host: how its GPUs group by their links, as a plan's usage.<node>.gpu_groups, or None}) draws
+    each such host's GPUs in their link groups."""
     _mapping(bindings, "bindings")
+    groups = _mapping({} if gpu_groups is None else gpu_groups, "gpu_groups")
     down = _mapping({} if down is None else down, "down")
     bindings = dict(bindings, **{host: instances for host, instances in down.items() if host not in bindings})
     devices = _mapping({} if gpus is None else gpus, "gpus")
@@ -451,6 +454,8 @@ def status_result(bindings, gpus=None, down=None):
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
         usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (str(gpu["index"]).zfill(4), str(gpu["uuid"]))),
                             "instances": sorted(str(name) for name in instances), "down": host in down}
+        if groups.get(host) is not None:
+            usage[str(host)]["gpu_groups"] = groups[host]
     return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
 
 

@@ -16,9 +16,13 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import r
 from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
     StateError, condition_lines, parse_state, render_share_rows, share_rows,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, gpu_links, usable_gpus
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
     health_of, render_html, status_result,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 
 # A probe during status is a look, not a wait: two tries, half a second apart.
 STATUS_PROBE = {"retries": 2, "interval": 0.5}
@@ -30,24 +34,49 @@ def status_probes(containers):
     return [dict(container["probe"], **STATUS_PROBE) for container in containers if container.get("probe")]
 
 
-def hardware_gpus(content):
-    """The GPUs of the hardware facts file the last full gathering stored (base64, as slurp reads it): [] when there
-    is no file or it is not such a file, since the picture then draws the bound GPUs only."""
+def _hardware_facts(content):
+    """The facts of the hardware facts file the last full gathering stored (base64, as slurp reads it); {} when there
+    is no file or it is not such a file."""
     if not content:
-        return []
+        return {}
     try:
         facts = json.loads(base64.b64decode(content)).get("facts")
     except (binascii.Error, ValueError, AttributeError):
-        return []
-    gpus = facts.get("gangplank_gpus") if isinstance(facts, dict) else None
+        return {}
+    return facts if isinstance(facts, dict) else {}
+
+
+def hardware_gpus(content):
+    """The GPUs of the stored hardware facts: [] when there is no file or it is not such a file, since the picture
+    then draws the bound GPUs only."""
+    gpus = _hardware_facts(content).get("gangplank_gpus")
     return gpus if isinstance(gpus, list) else []
 
 
+def hardware_gpu_groups(host, content):
+    """How the host's GPUs group by their links (the scheduler's topology.link_groups, as a plan's usage.<node>
+    .gpu_groups holds them), from the stored hardware facts' GPUs and gangplank_gpu_links; None where those say
+    nothing of links or are not what the facts modules write (the picture then draws the GPUs in one list)."""
+    hostvars = {"inventory_hostname": host, "ansible_facts": _hardware_facts(content)}
+    try:
+        gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
+        links = gpu_links(hostvars, gpus)
+        if not links:
+            return None
+        entries = [dict({"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]},
+                        **({"numa_node": gpu["numa_node"]} if gpu["numa_node"] is not None else {})) for gpu in gpus]
+        problem = parse_problem({"nodes": {"host": {"cpu": "0", "memory": 0, "gpus": entries, "gpu_links": links}},
+                                 "services": {}})
+    except (NodeFactsError, ProblemError):
+        return None
+    return link_groups(problem.nodes["host"])
+
+
 def host_status(host, containers, existing, probes, instances, hardware):
-    """One host's part of the report: its rows, its bound instances and its GPUs (no container spec: they carry
-    the catalog's env)."""
+    """One host's part of the report: its rows, its bound instances, its GPUs and how they group by their links
+    (no container spec: they carry the catalog's env)."""
     return {"rows": status_rows(host, containers, existing, probes), "bound": instances,
-            "gpus": hardware_gpus(hardware)}
+            "gpus": hardware_gpus(hardware), "gpu_groups": hardware_gpu_groups(host, hardware)}
 
 
 def has_gpu_instances(instances):
@@ -99,11 +128,12 @@ def waiting_lines(waiting, separator=DOWN_SEPARATOR):
 
 
 def status_page(hosts, statuses, down):
-    """The status picture: every host's bound instances, its GPUs to scale and each instance's health; the down
-    hosts' instances marked as waiting."""
+    """The status picture: every host's bound instances, its GPUs to scale in their link groups and each instance's
+    health; the down hosts' instances marked as waiting."""
     rows = [row for host in hosts for row in statuses[host]["rows"]]
     result = status_result({host: statuses[host]["bound"] for host in hosts},
-                           gpus={host: statuses[host]["gpus"] for host in hosts}, down=down)
+                           gpus={host: statuses[host]["gpus"] for host in hosts}, down=down,
+                           gpu_groups={host: statuses[host].get("gpu_groups") for host in hosts})
     health = health_of(rows)
     # The instances of a host that is down are not probed: they wait for it.
     health.update({str(name): "waiting: host down" for instances in down.values() for name in instances})

@@ -8,7 +8,7 @@ import base64
 import json
 
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
-    down_instances, hardware_gpus, host_status, status_probes, status_report, waiting_lines,
+    down_instances, hardware_gpu_groups, hardware_gpus, host_status, status_probes, status_report, waiting_lines,
 )
 
 GPU = {"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * 1024 ** 3}
@@ -36,6 +36,42 @@ def test_gpus_come_from_the_stored_hardware_facts_and_an_unreadable_file_gives_n
     assert hardware_gpus(encoded({"facts": {}})) == [] and hardware_gpus(encoded([1])) == []
     assert hardware_gpus(encoded({"facts": {"gangplank_gpus": "x"}})) == []
     assert hardware_gpus("not base64!") == [] and hardware_gpus(base64.b64encode(b"{").decode()) == []
+
+
+def _dual_socket(links=True):
+    """Stored hardware facts of a PCIe server: GPUs 0-1 NVLinked on NUMA node 0, GPUs 2-3 on NUMA node 1."""
+    gpus = [dict(GPU, index=index, uuid="GPU-%d" % index, numa_node=index // 2) for index in range(4)]
+    pairs = [{"gpus": [a, b], "level": "nvlink" if (a, b) in ((0, 1), (2, 3)) else "system" if a // 2 != b // 2
+              else "host_bridge", "nvlinks": 4 if (a, b) in ((0, 1), (2, 3)) else 0}
+             for a in range(4) for b in range(a + 1, 4)]
+    facts = {"gangplank_gpus": gpus}
+    if links:
+        facts["gangplank_gpu_links"] = pairs
+    return encoded({"version": 1, "facts": facts})
+
+
+def test_the_gpus_link_groups_come_from_the_stored_hardware_facts():
+    assert hardware_gpu_groups("h", _dual_socket()) == {
+        "nvlink": [{"gpus": [0, 1], "nvlinks": 4}, {"gpus": [2, 3], "nvlinks": 4}],
+        "numa": [{"gpus": [0, 1], "numa_node": 0}, {"gpus": [2, 3], "numa_node": 1}]}
+    # No links, no file, or facts that are not what the facts modules write: the GPUs are drawn in one list.
+    assert hardware_gpu_groups("h", _dual_socket(links=False)) is None
+    assert hardware_gpu_groups("h", "") is None and hardware_gpu_groups("h", "not base64!") is None
+    hostile = json.loads(base64.b64decode(_dual_socket()))
+    hostile["facts"]["gangplank_gpu_links"][0]["level"] = "<script>"
+    assert hardware_gpu_groups("h", encoded(hostile)) is None
+    hostile["facts"]["gangplank_gpu_links"] = [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}] * 3000
+    assert hardware_gpu_groups("h", encoded(hostile)) is None
+
+
+def test_the_status_page_draws_each_hosts_gpus_in_their_link_groups():
+    statuses = {host: host_status(host, [], [], {}, {"train-0": {"service": "train", "gpus": [
+        {"index": 0, "uuid": "GPU-0", "memory": GPU["memory_total"]}]}} if host == "a" else {}, hardware)
+        for host, hardware in (("a", _dual_socket()), ("b", _dual_socket(links=False)))}
+    page = status_report(["a", "b"], statuses, {}, picture=True)["html"]
+    assert page.count("NVLink \u00d74") == 2 and "NUMA node 0" in page and "NUMA node 1" in page
+    plain = status_report(["b"], {"b": statuses["b"]}, {}, picture=True)["html"]
+    assert "NVLink" not in plain and "NUMA node" not in plain
 
 
 def test_a_host_status_holds_rows_bindings_and_gpus_never_a_spec():
