@@ -10,7 +10,7 @@ Plain constants: it imports nothing.
 
 from __future__ import annotations
 
-SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "resources", "ports", "sidecars",
+SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "max_replicas", "resources", "ports", "sidecars",
                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota", "priority", "preemptible",
                 "every_node", "cpu_pinning")
 

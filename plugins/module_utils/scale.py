@@ -74,6 +74,10 @@ def scale_overrides(services, overrides, request):
         errors.append(("scale.replicas", "got %s with reset; expected either replicas or reset=true, not both" % show(replicas)))
     elif not reset and _replicas(replicas) is None:
         errors.append(("scale.replicas", "got %s; expected an integer >= 0, at most %d" % (show(replicas), MAX_INSTANCES)))
+    elif not reset and service in scalable and _replicas(services[service].get("max_replicas")) is not None \
+            and _replicas(replicas) > _replicas(services[service]["max_replicas"]):
+        errors.append(("scale.replicas", "got %d; expected at most %d (gangplank_services.%s.max_replicas)"
+                       % (_replicas(replicas), _replicas(services[service]["max_replicas"]), service)))
     if errors:
         raise ProblemError(errors)
     result = dict(overrides or {})

@@ -155,6 +155,8 @@ class Service:
     stateful: bool = False
     sidecar: bool = False
     scalable: bool = False
+    # The most replicas scale.yml may ask for a scalable service; the GPU fragmentation score keeps room for them.
+    max_replicas: Optional[int] = None
     resources: Resources = Resources()
     ports: Tuple[int, ...] = ()
     sidecars: Tuple[str, ...] = ()

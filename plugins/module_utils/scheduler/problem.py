@@ -410,6 +410,22 @@ def _cpu_pinning(reader, spec, path, sidecar):
     return value
 
 
+def _max_replicas(reader, spec, path, scalable, replicas):
+    """services.<s>.max_replicas: the most replicas a scale request may set, only on a scalable service, and not below
+    its replicas (a scale request's count included: it is the service's replicas here)."""
+    value = spec.get("max_replicas")
+    if value is None:
+        return None
+    where = join_path(path, "max_replicas")
+    if not scalable:
+        reader.bad(where, value, "nothing on a service that is not scalable: true (only scale requests change replicas)")
+        return None
+    maximum = reader.integer(value, where, minimum=1, limit=MAX_INSTANCES)
+    if maximum is not None and replicas is not None and replicas > maximum:
+        reader.bad(join_path(path, "replicas"), replicas, "at most max_replicas (%d)" % maximum)
+    return maximum
+
+
 def _parse_services(reader, value, quotas, nodes):
     raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
     services = OrderedDict()
@@ -462,12 +478,15 @@ def _parse_services(reader, value, quotas, nodes):
                 if spec.get(key):
                     reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)
         cpu_pinning = _cpu_pinning(reader, spec, path, sidecar)
+        scalable = reader.boolean(spec.get("scalable"), join_path(path, "scalable"))
+        max_replicas = _max_replicas(reader, spec, path, scalable, replicas)
         services[name] = Service(
             name=name,
             replicas=replicas or 0,
             stateful=reader.boolean(spec.get("stateful"), join_path(path, "stateful")),
             sidecar=sidecar,
-            scalable=reader.boolean(spec.get("scalable"), join_path(path, "scalable")),
+            scalable=scalable,
+            max_replicas=max_replicas,
             resources=resources,
             ports=tuple(ports),
             sidecars=reader.names(spec.get("sidecars"), join_path(path, "sidecars")),

@@ -12,7 +12,8 @@ The node's fragmentation is the mean over the expected mix of shapes, weighted b
 occurs; the score is how little placing the instance grows it (a decrease scores highest).
 
 The expected mix is the problem's own catalog: every GPU service's replicas, with their CPU and
-memory (sidecars included), GPU count, memory per device and models. The catalog is what a platform
+memory (sidecars included), GPU count, memory per device and models, and for a scalable service with
+``max_replicas`` the instances it may still grow by (headroom: part of every mix below too). The catalog is what a platform
 runs, and the replicas already placed (recorded placements) are part of it, so no history is needed.
 While a gang is being placed, the scheduler tells this plugin what is left of it (``expect``): the
 mix is then the GPU work still to place, taken again each time that work has halved (heavy first,
@@ -59,10 +60,18 @@ def expected_mix(problem, replicas=None):
 
     Shapes with the same GPU request are one group, so the per-device work is done once per group;
     within a group the (cpu, memory) thresholds keep their own shares. Ordered for determinism.
-    ``replicas`` (service name -> instances) counts other instances than the catalog's replicas.
+    ``replicas`` (service name -> instances) counts other instances than the catalog's replicas. A scalable service
+    with ``max_replicas`` counts as that many (headroom for what the compute platform may grow it to).
     """
-    return _mix([(request, cpu, memory, service.replicas if replicas is None else replicas.get(service.name, 0))
-                 for service, request, cpu, memory in _gpu_services(problem)])
+    return _mix([(request, cpu, memory, (service.replicas if replicas is None else replicas.get(service.name, 0))
+                  + headroom(service)) for service, request, cpu, memory in _gpu_services(problem)])
+
+
+def headroom(service):
+    """The instances a scalable service may still grow by (``max_replicas`` above its replicas), 0 for any other."""
+    if not service.scalable or service.max_replicas is None:
+        return 0
+    return max(service.max_replicas - service.replicas, 0)
 
 
 def _gpu_services(problem):
@@ -136,6 +145,9 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         super().__init__(problem)
         self._requests = problem.requests()
         self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
+        # What the scalable services may grow by: part of every mix, the gang's remaining work included, so that its
+        # last placements leave room shaped for that growth.
+        self._headroom = {service.name: headroom(service) for service, _r, _c, _m in _gpu_services(problem)}
         self._catalog = expected_mix(problem)
         # GPU instances that run already (recorded placements): the work a living cluster holds besides the queue.
         self._running = sum(1 for instance in problem.instances() if instance.previous is not None
@@ -199,7 +211,8 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
             if self._basis is not None and left * REFRESH > self._basis:
                 return False
             self._basis = left
-            mix = _mix([(request, cpu, memory, remaining.get(name, 0)) for name, request, cpu, memory in self._services])
+            mix = _mix([(request, cpu, memory, remaining.get(name, 0) + self._headroom[name])
+                        for name, request, cpu, memory in self._services])
             if not mix:
                 mix = self._catalog
         else:

@@ -51,3 +51,11 @@ def test_a_count_that_is_not_an_integer_of_0_or_more_is_refused(replicas):
 def test_count_and_reset_together_are_refused_and_every_mistake_is_named():
     assert [path for path, _message in errors_of({"service": "db", "replicas": 2, "reset": True})] == [
         "scale.service", "scale.replicas"]
+
+
+def test_a_count_above_max_replicas_is_refused_and_up_to_it_recorded():
+    services = dict(SERVICES, worker={"replicas": 3, "scalable": True, "max_replicas": 6})
+    assert scale_overrides(services, {}, {"service": "worker", "replicas": "6"}) == {"worker": 6}
+    with pytest.raises(ProblemError) as caught:
+        scale_overrides(services, {}, {"service": "worker", "replicas": 7})
+    assert caught.value.errors == [("scale.replicas", "got 7; expected at most 6 (gangplank_services.worker.max_replicas)")]

@@ -144,3 +144,21 @@ def test_an_instance_cannot_clash_with_its_own_sidecars():
         'got "proxy"; expected a sidecar whose host ports do not clash with db\'s (port 80)'
     assert errors["services.db.sidecars[1]"] == \
         'got "metrics"; expected a sidecar whose host ports do not clash with db\'s (port 80)'
+
+
+def test_max_replicas_only_on_a_scalable_service_and_not_below_its_replicas():
+    errors = errors_of({"nodes": GOOD_NODES, "services": {
+        "fixed": service(max_replicas=4),
+        "grown": service(replicas=5, scalable=True, max_replicas=4),
+        "odd": service(scalable=True, max_replicas="4"),
+        "none": service(scalable=True, max_replicas=0),
+        "log": {"sidecar": True, "max_replicas": 2},
+    }})
+    assert errors["services.fixed.max_replicas"] == ("got 4; expected nothing on a service that is not scalable: true "
+                                                     "(only scale requests change replicas)")
+    assert errors["services.grown.replicas"] == "got 5; expected at most max_replicas (4)"
+    assert errors["services.odd.max_replicas"] == 'got "4"; expected an integer >= 1'
+    assert errors["services.none.max_replicas"] == "got 0; expected an integer >= 1"
+    assert "not scalable" in errors["services.log.max_replicas"]
+    problem = parse_problem({"nodes": GOOD_NODES, "services": {"web": service(replicas=2, scalable=True, max_replicas=6)}})
+    assert problem.services["web"].max_replicas == 6 and problem.services["web"].replicas == 2

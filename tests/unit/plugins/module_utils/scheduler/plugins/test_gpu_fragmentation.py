@@ -175,3 +175,34 @@ def test_without_gpu_work_the_framework_leaves_the_score_out():
         scorers[case] = [plugin.name for plugin in framework.scorers]
     assert "GPUFragmentation" not in scorers["cpu"]
     assert "GPUFragmentation" in scorers["gpu"]
+
+
+def test_a_scalable_service_counts_in_the_mix_as_its_max_replicas():
+    problem = parse_problem({"nodes": {"a": gpu_node()}, "services": {
+        "small": shared(replicas=3, memory="10Gi"),
+        "train": dict(whole(replicas=1, count=2), scalable=True, max_replicas=4)}})
+    assert [(request.count, round(weight, 3)) for request, weight, _shapes in expected_mix(problem)] == [
+        (1, 0.429), (2, 0.571)]
+    # Without max_replicas, its replicas alone (the growth is not known).
+    plain = parse_problem({"nodes": {"a": gpu_node()}, "services": {
+        "small": shared(replicas=3, memory="10Gi"), "train": dict(whole(replicas=1, count=2), scalable=True)}})
+    assert [(request.count, round(weight, 3)) for request, weight, _shapes in expected_mix(plain)] == [
+        (1, 0.75), (2, 0.25)]
+
+
+def test_the_gang_leaves_room_for_what_a_scalable_service_may_grow_to():
+    # Two 8-GPU servers, GPU shares that never move, and a training service of 4 whole GPUs that the compute
+    # platform grows from 0 (benchmarks/headroom_benchmark.py, seed 1). With max_replicas 2 the shares are packed so
+    # that both training instances fit later without moving anything; without it the same gang leaves room for one.
+    nodes = {name: node(cpu=96, memory="1Ti", gpus=[gpu(i, uuid="GPU-%s-%d" % (name, i)) for i in range(8)])
+             for name in ("a", "b")}
+    services = {
+        "infer": dict(shared(replicas=12, memory="20Gi", cpu=2), stateful=True),
+        "embed": dict(shared(replicas=5, memory="40Gi", cpu=2), stateful=True),
+        "train": dict(whole(replicas=0, count=4, cpu=8), scalable=True, max_replicas=2),
+    }
+    gang = solve(nodes, services)
+    assert gang["feasible"]
+    grown = solve(nodes, dict(services, train=dict(services["train"], replicas=2)), previous=gang["placements"])
+    assert grown["feasible"], grown.get("reasons")
+    assert not grown["moves"]
