@@ -42,8 +42,23 @@ def takes_replicas(spec):
 def applied_overrides(services, overrides):
     """The overrides that apply to the catalog now. One recorded while a service was scalable that has since become a
     sidecar or an every-node service no longer applies (giving it replicas would fail every plan); it is dropped
-    from the record by the next plan. Overrides of services not in the catalog are kept, as before, and not applied."""
-    return {name: count for name, count in (overrides or {}).items() if name not in services or takes_replicas(services[name])}
+    from the record by the next plan. One above the service's ``max_replicas`` (lowered since it was recorded) applies
+    as ``max_replicas``, as Kubernetes' HorizontalPodAutoscaler holds its count to maxReplicas. Overrides of services
+    not in the catalog are kept, as before, and not applied."""
+    applied = {}
+    for name, count in (overrides or {}).items():
+        if name in services and not takes_replicas(services[name]):
+            continue
+        most = _max_replicas(services.get(name))
+        applied[name] = most if most is not None and _replicas(count) is not None and _replicas(count) > most else count
+    return applied
+
+
+def _max_replicas(spec):
+    """A scalable catalog entry's max_replicas, or None (not scalable, none given, or not a count)."""
+    if not isinstance(spec, dict) or spec.get("scalable") is not True:
+        return None
+    return _replicas(spec.get("max_replicas"))
 
 
 def scale_overrides(services, overrides, request):
@@ -74,10 +89,11 @@ def scale_overrides(services, overrides, request):
         errors.append(("scale.replicas", "got %s with reset; expected either replicas or reset=true, not both" % show(replicas)))
     elif not reset and _replicas(replicas) is None:
         errors.append(("scale.replicas", "got %s; expected an integer >= 0, at most %d" % (show(replicas), MAX_INSTANCES)))
-    elif not reset and service in scalable and _replicas(services[service].get("max_replicas")) is not None \
-            and _replicas(replicas) > _replicas(services[service]["max_replicas"]):
-        errors.append(("scale.replicas", "got %d; expected at most %d (gangplank_services.%s.max_replicas)"
-                       % (_replicas(replicas), _replicas(services[service]["max_replicas"]), service)))
+    elif not reset and service in scalable:
+        most = _max_replicas(services[service])
+        if most is not None and _replicas(replicas) > most:
+            errors.append(("scale.replicas", "got %d; expected at most %d (gangplank_services.%s.max_replicas)"
+                           % (_replicas(replicas), most, service)))
     if errors:
         raise ProblemError(errors)
     result = dict(overrides or {})

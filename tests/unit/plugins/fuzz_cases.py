@@ -162,8 +162,8 @@ PROBLEM = {
         "db": {"replicas": 1, "stateful": True, "resources": {"cpu": 2, "memory": "8Gi"}, "ports": [5432],
                "tolerations": [{"key": "dedicated", "value": "db"}], "image": "localhost/db:1",
                "restart_policy": "always", "health": {"tcp": {"port": 5432}, "interval": 1, "retries": 3}},
-        "infer": {"replicas": 2, "scalable": True, "quota": "compute", "sidecars": ["log"], "depends_on": ["db"],
-                  "cpu_pinning": "numa",
+        "infer": {"replicas": 2, "scalable": True, "max_replicas": 4, "quota": "compute", "sidecars": ["log"],
+                  "depends_on": ["db"], "cpu_pinning": "numa",
                   "resources": {"cpu": "1", "memory": "4Gi",
                                 "gpu": {"count": 1, "memory": "20Gi", "models": ["A100", "L4"], "cores": 40,
                                         "topology": "preferred"},
@@ -752,6 +752,9 @@ def scale_kinds_case(choose):
         services["log"]["scalable"] = True          # the parser refuses it; the scale request must too
     if choose((True, False, False, False)):
         services["agent"]["scalable"] = choose((True, False))
+    if choose((True, False)):
+        # A recorded override may be above it (max_replicas lowered since): it applies as max_replicas.
+        services["infer"].update(replicas=1, max_replicas=choose((1, 2, 3, 10 ** 9)))
     overrides = {name: 3 for name in ("agent", "log", "infer", "gone") if choose((True, False))}
     service = choose(("infer",) * 6 + ("log", "agent", "batch", "web", "gone", "", None))
     if choose((True, True, False)):

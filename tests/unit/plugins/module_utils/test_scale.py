@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
 
 SERVICES = {"db": {"stateful": True}, "worker": {"replicas": 3, "scalable": True}, "infer": {"scalable": True}}
 
@@ -59,3 +59,11 @@ def test_a_count_above_max_replicas_is_refused_and_up_to_it_recorded():
     with pytest.raises(ProblemError) as caught:
         scale_overrides(services, {}, {"service": "worker", "replicas": 7})
     assert caught.value.errors == [("scale.replicas", "got 7; expected at most 6 (gangplank_services.worker.max_replicas)")]
+
+
+def test_an_override_above_a_lowered_max_replicas_applies_as_max_replicas():
+    services = dict(SERVICES, worker={"replicas": 3, "scalable": True, "max_replicas": 4})
+    assert applied_overrides(services, {"worker": 7, "infer": 9}) == {"worker": 4, "infer": 9}
+    assert applied_overrides(services, {"worker": 2}) == {"worker": 2}
+    # Not scalable any more: max_replicas is not this module's to read (the plan refuses the catalog).
+    assert applied_overrides(dict(services, worker={"replicas": 3, "max_replicas": 4}), {"worker": 7}) == {"worker": 7}
