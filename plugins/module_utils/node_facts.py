@@ -370,19 +370,13 @@ def scheduler_node(hostvars):
     if not isinstance(taints, list):
         raise NodeFactsError("%s: gangplank_taints: got %s; expected a list of {key, value, effect}" % (host, show(taints)))
     gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
-    entries = []
-    for gpu in gpus:
-        entry = {"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]}
-        if gpu["numa_node"] is not None:
-            entry["numa_node"] = gpu["numa_node"]
-        entries.append(entry)
     node = {
         "cpu": "%dm" % cpu,
         "memory": memory,
         "labels": node_labels(hostvars),
         "taints": list(taints),
         "unschedulable": boolean(hostvars.get("gangplank_unschedulable", False), host, "gangplank_unschedulable"),
-        "gpus": entries,
+        "gpus": scheduler_gpus(gpus),
         "nvme": [{"name": device["name"], "size": device["size"], "labels": list(device.get("labels") or []),
                   "mount": device["mount"]}
                  for device in sorted(usable_nvme(hostvars), key=lambda device: device["name"])],
@@ -395,6 +389,17 @@ def scheduler_node(hostvars):
     if numa_cpus:
         node["numa_cpus"] = numa_cpus
     return node
+
+
+def scheduler_gpus(gpus):
+    """The scheduler's ``nodes.<host>.gpus`` entries of usable_gpus' GPUs, in the order given."""
+    entries = []
+    for gpu in gpus:
+        entry = {"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]}
+        if gpu["numa_node"] is not None:
+            entry["numa_node"] = gpu["numa_node"]
+        entries.append(entry)
+    return entries
 
 
 def _numa_cpus(gpus):

@@ -16,7 +16,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import r
 from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
     StateError, condition_lines, parse_state, render_share_rows, share_rows,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, gpu_links, usable_gpus
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+    NodeFactsError, gpu_links, scheduler_gpus, usable_gpus,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
     health_of, render_html, status_result,
 )
@@ -34,7 +36,7 @@ def status_probes(containers):
     return [dict(container["probe"], **STATUS_PROBE) for container in containers if container.get("probe")]
 
 
-def _hardware_facts(content):
+def hardware_facts(content):
     """The facts of the hardware facts file the last full gathering stored (base64, as slurp reads it); {} when there
     is no file or it is not such a file."""
     if not content:
@@ -46,27 +48,26 @@ def _hardware_facts(content):
     return facts if isinstance(facts, dict) else {}
 
 
-def hardware_gpus(content):
-    """The GPUs of the stored hardware facts: [] when there is no file or it is not such a file, since the picture
-    then draws the bound GPUs only."""
-    gpus = _hardware_facts(content).get("gangplank_gpus")
+def hardware_gpus(facts):
+    """The GPUs of the stored hardware facts (hardware_facts): [] when there are none or they are not a list, since the
+    picture then draws the bound GPUs only."""
+    gpus = facts.get("gangplank_gpus")
     return gpus if isinstance(gpus, list) else []
 
 
-def hardware_gpu_groups(host, content):
+def hardware_gpu_groups(host, facts):
     """How the host's GPUs group by their links (the scheduler's topology.link_groups, as a plan's usage.<node>
-    .gpu_groups holds them), from the stored hardware facts' GPUs and gangplank_gpu_links; None where those say
-    nothing of links or are not what the facts modules write (the picture then draws the GPUs in one list)."""
-    hostvars = {"inventory_hostname": host, "ansible_facts": _hardware_facts(content)}
+    .gpu_groups holds them), from the stored hardware facts' (hardware_facts) GPUs and gangplank_gpu_links; None
+    where those say nothing of links or are not what the facts modules write (the picture then draws the GPUs in one
+    list)."""
+    hostvars = {"inventory_hostname": host, "ansible_facts": facts}
     try:
         gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
         links = gpu_links(hostvars, gpus)
         if not links:
             return None
-        entries = [dict({"index": gpu["index"], "uuid": gpu["uuid"], "model": gpu["model"], "memory": gpu["memory_total"]},
-                        **({"numa_node": gpu["numa_node"]} if gpu["numa_node"] is not None else {})) for gpu in gpus]
-        problem = parse_problem({"nodes": {"host": {"cpu": "0", "memory": 0, "gpus": entries, "gpu_links": links}},
-                                 "services": {}})
+        problem = parse_problem({"nodes": {"host": {"cpu": "0", "memory": 0, "gpus": scheduler_gpus(gpus),
+                                                    "gpu_links": links}}, "services": {}})
     except (NodeFactsError, ProblemError):
         return None
     return link_groups(problem.nodes["host"])
@@ -75,8 +76,9 @@ def hardware_gpu_groups(host, content):
 def host_status(host, containers, existing, probes, instances, hardware):
     """One host's part of the report: its rows, its bound instances, its GPUs and how they group by their links
     (no container spec: they carry the catalog's env)."""
+    facts = hardware_facts(hardware)
     return {"rows": status_rows(host, containers, existing, probes), "bound": instances,
-            "gpus": hardware_gpus(hardware), "gpu_groups": hardware_gpu_groups(host, hardware)}
+            "gpus": hardware_gpus(facts), "gpu_groups": hardware_gpu_groups(host, facts)}
 
 
 def has_gpu_instances(instances):

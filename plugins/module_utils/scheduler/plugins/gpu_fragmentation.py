@@ -144,10 +144,11 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
     def __init__(self, problem):
         super().__init__(problem)
         self._requests = problem.requests()
-        self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in _gpu_services(problem)]
+        gpu_services = _gpu_services(problem)
+        self._services = [(service.name, request, cpu, memory) for service, request, cpu, memory in gpu_services]
         # What the scalable services may grow by: part of every mix, the gang's remaining work included, so that its
         # last placements leave room shaped for that growth.
-        self._headroom = {service.name: headroom(service) for service, _r, _c, _m in _gpu_services(problem)}
+        self._headroom = {service.name: headroom(service) for service, _r, _c, _m in gpu_services}
         self._catalog = expected_mix(problem)
         # GPU instances that run already (recorded placements): the work a living cluster holds besides the queue.
         self._running = sum(1 for instance in problem.instances() if instance.previous is not None

@@ -8,7 +8,7 @@ import base64
 import json
 
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
-    down_instances, hardware_gpu_groups, hardware_gpus, host_status, status_probes, status_report, waiting_lines,
+    down_instances, hardware_facts, hardware_gpu_groups, hardware_gpus, host_status, status_probes, status_report, waiting_lines,
 )
 
 GPU = {"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100-SXM4-80GB", "memory_total": 80 * 1024 ** 3}
@@ -31,11 +31,11 @@ def test_only_containers_with_a_probe_are_probed_once_quickly():
 
 
 def test_gpus_come_from_the_stored_hardware_facts_and_an_unreadable_file_gives_none():
-    assert hardware_gpus(encoded({"version": 1, "facts": {"gangplank_gpus": [GPU]}})) == [GPU]
-    assert hardware_gpus("") == [] and hardware_gpus(None) == []
-    assert hardware_gpus(encoded({"facts": {}})) == [] and hardware_gpus(encoded([1])) == []
-    assert hardware_gpus(encoded({"facts": {"gangplank_gpus": "x"}})) == []
-    assert hardware_gpus("not base64!") == [] and hardware_gpus(base64.b64encode(b"{").decode()) == []
+    assert hardware_gpus(hardware_facts(encoded({"version": 1, "facts": {"gangplank_gpus": [GPU]}}))) == [GPU]
+    assert hardware_gpus(hardware_facts("")) == [] and hardware_gpus(hardware_facts(None)) == []
+    assert hardware_gpus(hardware_facts(encoded({"facts": {}}))) == [] and hardware_gpus(hardware_facts(encoded([1]))) == []
+    assert hardware_gpus(hardware_facts(encoded({"facts": {"gangplank_gpus": "x"}}))) == []
+    assert hardware_gpus(hardware_facts("not base64!")) == [] and hardware_gpus(hardware_facts(base64.b64encode(b"{").decode())) == []
 
 
 def _dual_socket(links=True):
@@ -51,17 +51,17 @@ def _dual_socket(links=True):
 
 
 def test_the_gpus_link_groups_come_from_the_stored_hardware_facts():
-    assert hardware_gpu_groups("h", _dual_socket()) == {
+    assert hardware_gpu_groups("h", hardware_facts(_dual_socket())) == {
         "nvlink": [{"gpus": [0, 1], "nvlinks": 4}, {"gpus": [2, 3], "nvlinks": 4}],
         "numa": [{"gpus": [0, 1], "numa_node": 0}, {"gpus": [2, 3], "numa_node": 1}]}
     # No links, no file, or facts that are not what the facts modules write: the GPUs are drawn in one list.
-    assert hardware_gpu_groups("h", _dual_socket(links=False)) is None
-    assert hardware_gpu_groups("h", "") is None and hardware_gpu_groups("h", "not base64!") is None
+    assert hardware_gpu_groups("h", hardware_facts(_dual_socket(links=False))) is None
+    assert hardware_gpu_groups("h", hardware_facts("")) is None and hardware_gpu_groups("h", hardware_facts("not base64!")) is None
     hostile = json.loads(base64.b64decode(_dual_socket()))
     hostile["facts"]["gangplank_gpu_links"][0]["level"] = "<script>"
-    assert hardware_gpu_groups("h", encoded(hostile)) is None
+    assert hardware_gpu_groups("h", hardware_facts(encoded(hostile))) is None
     hostile["facts"]["gangplank_gpu_links"] = [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}] * 3000
-    assert hardware_gpu_groups("h", encoded(hostile)) is None
+    assert hardware_gpu_groups("h", hardware_facts(encoded(hostile))) is None
 
 
 def test_the_status_page_draws_each_hosts_gpus_in_their_link_groups():
