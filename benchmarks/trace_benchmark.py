@@ -8,6 +8,7 @@ beside the published ones.
         [--expected analysis_allo_discrete.csv] [--seeds 42-51] [--modes online,gang,moves,plan]
         [--weights GPUFragmentation=0,...] [--policy ours|fgd] [--check] [--json] [--restrict-models 0.33]
         [--cpu-nodes 310]
+    .venv/bin/python benchmarks/trace_benchmark.py NODES.csv PODS.csv [...] --gap-analysis
 
 The trace files are arguments; nothing of the trace ships here. They are public: Alibaba's
 alibaba/clusterdata repository, folder cluster-trace-gpu-v2023/csv/ (openb_node_list_gpu_node.csv and
@@ -253,10 +254,15 @@ class Replay:
         sort_key = self.framework.queue_sort.sort_key
         return sorted(batch, key=lambda entry: sort_key(entry[0], True))
 
-    def online(self, moves=False, in_arrival_order=False):
+    def online(self, moves=False, in_arrival_order=False, foresight=False):
         """Allocation ratio per arrived percent; with ``moves``, a batch that does not fit as it is may re-pack;
-        ``in_arrival_order``: each pod alone, as it arrives, not the batch in queue order."""
+        ``in_arrival_order``: each pod alone, as it arrives, not the batch in queue order; ``foresight``: before
+        each batch GPUFragmentation is told exactly what is still to arrive (no scheduler can know it: a
+        ceiling of what looking ahead by the mix can give)."""
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
+        to_come = {}
+        for instance, _gpus in self.instances:
+            to_come[instance.service.name] = to_come.get(instance.service.name, 0) + 1
         attempt.instances = attempt.gang = []
         attempt.extra = []
         attempt.total = 0
@@ -266,6 +272,12 @@ class Replay:
         curve = {}
         replans = 0
         for percent, batch in self.batches:
+            if foresight:
+                # A new mix rescores every node: the attempt's cached scores go (as Attempt._schedule_all does).
+                if self.framework.run_expect(None) | self.framework.run_expect(to_come):
+                    attempt.generation += 1
+                for entry in batch:
+                    to_come[entry[0].service.name] -= 1
             failed = [entry for entry in (batch if in_arrival_order else self._sorted(batch))
                       if not attempt.place(entry[0])]
             for entry in batch:
@@ -515,6 +527,127 @@ def _best_filling(order, sizes, price):
     return chosen[room], best[room]
 
 
+def kind_bound(nodes, pods, iterations=300):
+    """An upper bound of the GPUs (in % of the cluster's) that ``pods`` (read_pods tuples) can hold on ``nodes``
+    (read_nodes), with CPU, memory and models kept per node kind (nodes of the same CPU, memory, GPU count and
+    model; boundaries between the nodes of one kind relaxed) and shares packed per device: the device-filling LP
+    of pattern_bound per kind, whole-GPU pods as variables, every column charged its CPU and memory, by column
+    generation with Farley's bound (valid at any iteration). CPU-only pods add no GPUs: the bound leaves them out.
+    (bound, LP iterations); None without OR-Tools."""
+    if pywraplp is None:
+        return None
+    kinds = {}
+    for spec in nodes.values():
+        if spec["gpus"]:
+            key = (int(spec["cpu"][:-1]), int(spec["memory"][:-2]), len(spec["gpus"]), spec["gpus"][0]["model"])
+            kinds[key] = kinds.get(key, 0) + 1
+    supply = {}
+    for pod in pods:
+        if pod[2]:
+            supply[pod] = supply.get(pod, 0) + 1
+    order = sorted(kinds)
+    usable = {kind: [pod for pod in sorted(supply) if pod[0] <= kind[0] and pod[1] <= kind[1] and pod[2] <= kind[2]
+                     and (not pod[4] or kind[3] in pod[4])] for kind in order}
+    fillings = {kind: [{pod: 1} for pod in usable[kind] if pod[3] < MILLI] for kind in order}
+    gpus = sum(kind[2] * count for kind, count in kinds.items())
+    best = float("inf")
+    for iteration in range(1, iterations + 1):
+        solver = pywraplp.Solver.CreateSolver("GLOP")
+        terms = {pod: [] for pod in supply}
+        value, limits = [], {}
+        for kind in order:
+            devices, cpu, memory = [], [], []
+            for pod in usable[kind]:
+                if pod[3] >= MILLI:
+                    var = solver.NumVar(0, supply[pod], "")
+                    terms[pod].append(var)
+                    devices.append(pod[2] * var)
+                    cpu.append(pod[0] * var)
+                    memory.append(pod[1] * var)
+                    value.append(pod[2] * MILLI * var)
+            for filling in fillings[kind]:
+                var = solver.NumVar(0, solver.infinity(), "")
+                devices.append(var)
+                cpu.append(sum(pod[0] * count for pod, count in filling.items()) * var)
+                memory.append(sum(pod[1] * count for pod, count in filling.items()) * var)
+                value.append(sum(pod[3] * count for pod, count in filling.items()) * var)
+                for pod, count in filling.items():
+                    terms[pod].append(count * var)
+            limits[kind] = (solver.Add(sum(devices) <= kinds[kind] * kind[2]), solver.Add(sum(cpu) <= kinds[kind] * kind[0]),
+                            solver.Add(sum(memory) <= kinds[kind] * kind[1]))
+        arrived = {pod: solver.Add(sum(terms[pod]) <= supply[pod]) for pod in supply if terms[pod]}
+        solver.Maximize(sum(value))
+        solver.Solve()
+        found = solver.Objective().Value()
+        gain, added = 0.0, False
+        for kind in order:
+            devices, cpu, memory = (limit.dual_value() for limit in limits[kind])
+            price = {pod: (arrived[pod].dual_value() + cpu * pod[0] + memory * pod[1]) for pod in usable[kind] if pod[3] < MILLI}
+            filling, worth = _best_mixed_filling(price, supply)
+            reduced = worth - devices
+            if reduced > 1e-6:
+                gain += kinds[kind] * kind[2] * reduced
+                if filling not in fillings[kind]:
+                    fillings[kind].append(filling)
+                    added = True
+        best = min(best, found + gain)
+        if not added:
+            break
+    return 100.0 * best / MILLI / gpus, iteration
+
+
+def _best_mixed_filling(price, supply):
+    """The filling of one device (pod -> count, their GPU memory at most MILLI) of the largest sum of GPU memory -
+    price: _best_filling over pods that differ in CPU and memory as well."""
+    best = [0.0] * (MILLI + 1)
+    chosen = [{} for _room in range(MILLI + 1)]
+    for pod in sorted(price):
+        size, value = pod[3], pod[3] - price[pod]
+        if value <= 0:
+            continue
+        for _copy in range(min(supply[pod], MILLI // size)):
+            for room in range(MILLI, size - 1, -1):
+                candidate = best[room - size] + value
+                if candidate > best[room] + 1e-12:
+                    best[room] = candidate
+                    filling = dict(chosen[room - size])
+                    filling[pod] = filling.get(pod, 0) + 1
+                    chosen[room] = filling
+    room = max(range(MILLI + 1), key=lambda at: best[at])
+    return chosen[room], best[room]
+
+
+def gap_analysis(nodes, gpus, pods, seed):
+    """What the gap between the online figure and the upper bound is made of (first seed): the bound again with CPU,
+    memory and models per node kind; online with foresight (the mix told exactly what is still to arrive); and at
+    100% arrived, where the free GPU memory is and whether any refused pod would fit it by GPU memory alone."""
+    replay = Replay(nodes, gpus, pods, seed, dict(WEIGHTS))
+    pod_of = {instance.name: pod for pod, (instance, _gpus) in zip(replay.order, replay.instances)}
+    arrived = [pod_of[instance.name] for instance, _gpus in replay.arrived()]
+    replay.batches = [(percent, batch) for percent, batch in replay.batches if percent <= MEASURE_AT]
+    curve, attempt, _replans = replay.online()
+    holes = {}
+    largest = 0
+    for node_state in attempt.cluster.nodes.values():
+        for device, used in zip(node_state.node.gpus, node_state.gpu_used):
+            free = (device.memory - used) >> 20
+            if free:
+                holes[free // 100 * 100] = holes.get(free // 100 * 100, 0) + 1
+                largest = max(largest, free)
+    refused = [pod_of[name] for name in attempt.unplaced]
+    smallest = min((pod[3] for pod in refused if pod[2]), default=None)
+    started = time.process_time()
+    bound = kind_bound(nodes, arrived)
+    seconds = time.process_time() - started
+    foresight, _attempt, _replans = Replay(nodes, gpus, pods, seed, dict(WEIGHTS)).online(foresight=True)
+    return {"online": 100.0 * curve[MEASURE_AT], "online_foresight": 100.0 * foresight[MEASURE_AT],
+            "bound": share_ceiling(replay.arrived(), gpus)[1], "kind_bound": None if bound is None else bound[0],
+            "kind_bound_iterations": None if bound is None else bound[1], "kind_bound_seconds": seconds,
+            "refused": len(refused), "refused_gpus": sum(pod_gpus(pod) for pod in refused),
+            "smallest_refused_gpu_memory": smallest, "largest_hole": largest,
+            "holes_by_100": sorted(holes.items())}
+
+
 def diagnosis(attempt):
     """Why pods failed, and where the free GPUs are stranded (the issue's measurement)."""
     reasons = {}
@@ -670,6 +803,10 @@ def main(argv=None):
     parser.add_argument("--exact-seconds", type=float, default=None,
                         help="the exact solver's time limit: with --one-plan (default 0: greedy only), with the plan mode "
                         "(default %g, plan()'s own)" % EXACT_SECONDS)
+    parser.add_argument("--gap-analysis", action="store_true",
+                        help="instead: per pod list (first seed), what the online figure's gap to the upper bound is made "
+                        "of: the bound with CPU, memory and models per node kind, online with foresight of what is still to "
+                        "arrive, and the free GPU memory at 100%% arrived against the refused pods")
     parser.add_argument("--near-capacity", action="store_true",
                         help="instead: per pod list (first seed), the largest prefix of the arrivals plan() places as one "
                         "gang on all nodes, and the CPU time of plan() there and just past it, with its steps")
@@ -685,6 +822,19 @@ def main(argv=None):
         pods = read_pods(path)
         return restrict_models(pods, nodes, args.restrict_models) if args.restrict_models else pods
 
+    if args.gap_analysis:
+        for path in args.pods:
+            found = gap_analysis(nodes, gpus, pods_of(path), args.seeds[0])
+            print("%s (seed %d): online %.2f%%; with foresight of what is still to arrive %.2f%%; upper bound %.2f%%, "
+                  "with CPU, memory and models per node kind %s (%s LP iterations, %.1f s); refused at 100%% arrived: "
+                  "%d pods, %.2f GPUs, the smallest asking %s Mi of a 1000 Mi device; the free memory's largest hole %d Mi, "
+                  "holes by 100 Mi %s" % (
+                      path.rsplit("/", 1)[-1], args.seeds[0], found["online"], found["online_foresight"], found["bound"],
+                      "-" if found["kind_bound"] is None else "%.2f%%" % found["kind_bound"], found["kind_bound_iterations"],
+                      found["kind_bound_seconds"], found["refused"], found["refused_gpus"],
+                      found["smallest_refused_gpu_memory"], found["largest_hole"],
+                      " ".join("%d-%d: %d" % (low, low + 99, count) for low, count in found["holes_by_100"])), flush=True)
+        return 0
     if args.near_capacity:
         for path in args.pods:
             boundary, rows = near_capacity(nodes, pods_of(path), args.seeds[0], args.exact_seconds)
