@@ -37,6 +37,14 @@ options:
         C(index), C(model) and C(memory_total) in bytes), at most 64 per host; a GPU nobody takes is then shown free.
     type: dict
     default: {}
+  gpu_links:
+    description:
+      - With O(status), per host the links between its GPUs as its stored hardware facts list them
+        (C(gangplank_gpu_links), see M(gangplank.platform.gpu_facts)); with that host's O(gpus), its GPUs are drawn in
+        boxes by NVLink group and NUMA node, as on a plan's page. Links that are not what the facts modules write are an
+        error naming the host and the entry.
+    type: dict
+    default: {}
   down:
     description:
       - With O(status), per host that is down (in the placement record, not live in this run) its recorded instances;
@@ -70,6 +78,18 @@ EXAMPLES = r"""
     dest: /tmp/gangplank-plan.html
     mode: "0644"
   delegate_to: localhost
+
+- name: Picture what each host is bound to run, its GPUs in their link groups
+  ansible.builtin.copy:
+    content: >-
+      {{ bound | gangplank.platform.plan_html(status=true, title='bound now',
+         gpus={'gpu1': hostvars['gpu1'].gangplank_gpus},
+         gpu_links={'gpu1': hostvars['gpu1'].gangplank_gpu_links}) }}
+    dest: /tmp/gangplank-status.html
+    mode: "0644"
+  delegate_to: localhost
+  vars:
+    bound: "{{ {'gpu1': hostvars['gpu1'].ansible_local.gangplank.instances} }}"
 """
 
 RETURN = r"""
@@ -80,19 +100,40 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
     PictureError, health_of, render_html, status_result,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.status import gpu_groups
 
 
-def plan_html(result, title="gangplank placement", health=None, notes=None, status=False, gpus=None, down=None):
+def _gpu_groups(gpus, gpu_links):
+    """{host: its GPUs' link groups} of the hosts that have links, from their gangplank_gpus and gangplank_gpu_links."""
+    if not isinstance(gpus or {}, dict) or not isinstance(gpu_links or {}, dict):
+        raise AnsibleFilterError("plan_html: gpus and gpu_links must be mappings of host to that host's facts")
+    groups = {}
+    for host in sorted(gpu_links or {}, key=str):
+        facts = {"gangplank_gpus": (gpus or {}).get(host) or [], "gangplank_gpu_links": gpu_links[host]}
+        try:
+            groups[host] = gpu_groups(str(host), facts)
+        except (NodeFactsError, ProblemError) as error:
+            # The facts' own paths, as this filter's options name them.
+            message = str(error).replace("%s: ansible_facts.gangplank_gpu_links" % host, "gpu_links.%s" % host, 1)
+            message = message.replace("%s: ansible_facts.gangplank_gpus" % host, "gpus.%s" % host, 1)
+            raise AnsibleFilterError("plan_html: %s" % message) from None
+    return groups
+
+
+def plan_html(result, title="gangplank placement", health=None, notes=None, status=False, gpus=None, down=None,
+              gpu_links=None):
     if not status and (not isinstance(result, dict) or "feasible" not in result):
         raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
     if not isinstance(health or {}, (dict, list)) or not isinstance(notes or [], list):
         raise AnsibleFilterError("plan_html: health must be a mapping of instance to state (or status rows) and notes a list of lines")
     try:
         if status:
-            result = status_result(result, gpus=gpus, down=down)
+            result = status_result(result, gpus=gpus, down=down, gpu_groups=_gpu_groups(gpus, gpu_links))
         if isinstance(health, list):
             health = health_of(health)
         if status and isinstance(down, dict):

@@ -60,16 +60,22 @@ def hardware_gpu_groups(host, facts):
     .gpu_groups holds them), from the stored hardware facts' (hardware_facts) GPUs and gangplank_gpu_links; None
     where those say nothing of links or are not what the facts modules write (the picture then draws the GPUs in one
     list)."""
-    hostvars = {"inventory_hostname": host, "ansible_facts": facts}
     try:
-        gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
-        links = gpu_links(hostvars, gpus)
-        if not links:
-            return None
-        problem = parse_problem({"nodes": {"host": {"cpu": "0", "memory": 0, "gpus": scheduler_gpus(gpus),
-                                                    "gpu_links": links}}, "services": {}})
+        return gpu_groups(host, facts)
     except (NodeFactsError, ProblemError):
         return None
+
+
+def gpu_groups(host, facts):
+    """hardware_gpu_groups, but facts that are not what the facts modules write raise NodeFactsError or ProblemError
+    (naming the fact and entry) rather than giving None; None where the facts list no links."""
+    hostvars = {"inventory_hostname": host, "ansible_facts": facts}
+    gpus = sorted(usable_gpus(hostvars), key=lambda gpu: gpu["index"])
+    links = gpu_links(hostvars, gpus)
+    if not links:
+        return None
+    problem = parse_problem({"nodes": {"host": {"cpu": "0", "memory": 0, "gpus": scheduler_gpus(gpus),
+                                                "gpu_links": links}}, "services": {}})
     return link_groups(problem.nodes["host"])
 
 

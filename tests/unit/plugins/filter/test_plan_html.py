@@ -40,3 +40,36 @@ def test_status_bindings_and_status_rows():
     assert "1 instance(s) on 1 node(s), as bound on the nodes" in page and "web-0 (web), missing" in page
     with pytest.raises(AnsibleFilterError, match=r"rows\[0\]: got str"):
         plan_html(bindings, status=True, health=["x"])
+
+
+def _dual_socket_facts():
+    """gangplank_gpus and gangplank_gpu_links of a PCIe server: GPUs 0-1 NVLinked on NUMA node 0, GPUs 2-3 on node 1."""
+    gpus = [{"index": index, "uuid": "GPU-%d" % index, "model": "A100", "memory_total": 80 << 30, "numa_node": index // 2}
+            for index in range(4)]
+    links = [{"gpus": [a, b], "level": "nvlink" if (a, b) in ((0, 1), (2, 3)) else "system" if a // 2 != b // 2
+              else "host_bridge", "nvlinks": 4 if (a, b) in ((0, 1), (2, 3)) else 0}
+             for a in range(4) for b in range(a + 1, 4)]
+    return gpus, links
+
+
+def test_status_mode_draws_a_hosts_gpus_in_their_link_groups_from_its_links():
+    gpus, links = _dual_socket_facts()
+    bindings = {"g": {"train-0": {"service": "train", "gpus": [{"index": 0, "uuid": "GPU-0", "memory": 80 << 30}]}}}
+    page = plan_html(bindings, status=True, gpus={"g": gpus}, gpu_links={"g": links})
+    assert page.count("NVLink \u00d74") == 2 and "NUMA node 0" in page and "NUMA node 1" in page
+    plain = plan_html(bindings, status=True, gpus={"g": gpus})
+    assert "NVLink" not in plain and "NUMA node" not in plain
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda links: links[0].update(level="bogus"), r"plan_html: gpu_links\.g\[0\]\.level: got \"bogus\"; expected one of nvlink"),
+    (lambda links: links.extend(links * 500), r"plan_html: gpu_links\.g: got \[.*; expected a list of at most 2016 pairs"),
+])
+def test_status_mode_refuses_links_that_are_not_what_the_facts_modules_write(change, message):
+    gpus, links = _dual_socket_facts()
+    change(links)
+    with pytest.raises(AnsibleFilterError, match=message) as raised:
+        plan_html({"g": {}}, status=True, gpus={"g": gpus}, gpu_links={"g": links})
+    assert "Traceback" not in str(raised.value)
+    with pytest.raises(AnsibleFilterError, match="must be mappings of host"):
+        plan_html({"g": {}}, status=True, gpus={"g": gpus}, gpu_links=[links])
