@@ -507,21 +507,26 @@ def pattern_bound(sizes, devices, iterations=500):
 
 
 def _best_filling(order, sizes, price):
-    """The filling of one device (size -> count, at most MILLI in all) of the largest sum of size - price: a bounded
-    knapsack by dynamic programming over the device's MILLI thousandths."""
+    """The filling of one device (size -> count, at most MILLI in all) of the largest sum of size - price."""
+    return _knapsack([(size, size, size - price[size], sizes[size]) for size in order])
+
+
+def _knapsack(items):
+    """The filling of one device (key -> count) of the largest value from ``items`` [(key, size in thousandths of a
+    device, value of one, copies at most)]: a bounded knapsack by dynamic programming over the device's MILLI
+    thousandths (each copy one 0/1 pass). (filling, its value)."""
     best = [0.0] * (MILLI + 1)
     chosen = [{} for _room in range(MILLI + 1)]
-    for size in order:
-        value = size - price[size]
+    for key, size, value, copies in items:
         if value <= 0:
             continue
-        for _copy in range(min(sizes[size], MILLI // size)):
+        for _copy in range(min(copies, MILLI // size)):
             for room in range(MILLI, size - 1, -1):
                 candidate = best[room - size] + value
-                if candidate > best[room] + 1e-12 and chosen[room - size].get(size, 0) < sizes[size]:
+                if candidate > best[room] + 1e-12:
                     best[room] = candidate
                     filling = dict(chosen[room - size])
-                    filling[size] = filling.get(size, 0) + 1
+                    filling[key] = filling.get(key, 0) + 1
                     chosen[room] = filling
     room = max(range(MILLI + 1), key=lambda at: best[at])
     return chosen[room], best[room]
@@ -583,7 +588,8 @@ def kind_bound(nodes, pods, iterations=300):
         for kind in order:
             devices, cpu, memory = (limit.dual_value() for limit in limits[kind])
             price = {pod: (arrived[pod].dual_value() + cpu * pod[0] + memory * pod[1]) for pod in usable[kind] if pod[3] < MILLI}
-            filling, worth = _best_mixed_filling(price, supply)
+            # The pods differ in CPU and memory too: each is its own item.
+            filling, worth = _knapsack([(pod, pod[3], pod[3] - price[pod], supply[pod]) for pod in sorted(price)])
             reduced = worth - devices
             if reduced > 1e-6:
                 gain += kinds[kind] * kind[2] * reduced
@@ -594,27 +600,6 @@ def kind_bound(nodes, pods, iterations=300):
         if not added:
             break
     return 100.0 * best / MILLI / gpus, iteration
-
-
-def _best_mixed_filling(price, supply):
-    """The filling of one device (pod -> count, their GPU memory at most MILLI) of the largest sum of GPU memory -
-    price: _best_filling over pods that differ in CPU and memory as well."""
-    best = [0.0] * (MILLI + 1)
-    chosen = [{} for _room in range(MILLI + 1)]
-    for pod in sorted(price):
-        size, value = pod[3], pod[3] - price[pod]
-        if value <= 0:
-            continue
-        for _copy in range(min(supply[pod], MILLI // size)):
-            for room in range(MILLI, size - 1, -1):
-                candidate = best[room - size] + value
-                if candidate > best[room] + 1e-12:
-                    best[room] = candidate
-                    filling = dict(chosen[room - size])
-                    filling[pod] = filling.get(pod, 0) + 1
-                    chosen[room] = filling
-    room = max(range(MILLI + 1), key=lambda at: best[at])
-    return chosen[room], best[room]
 
 
 def gap_analysis(nodes, gpus, pods, seed):

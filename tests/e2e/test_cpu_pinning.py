@@ -17,17 +17,10 @@ import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, summaries
+from ansible_collections.gangplank.platform.tests.e2e.pinning import catalog
 
 HOSTS = {"node1": ("pin-n1", "127.0.0.94"), "node2": ("pin-n2", "127.0.0.95"), "node3": ("pin-n3", "127.0.0.96")}
 NAMES = tuple(name for name, _address in HOSTS.values())
-READY = "touch /tmp/ready && exec sleep 2147483647"
-
-
-def catalog(replicas):
-    return {"pinned": {"replicas": replicas, "cpu_pinning": "numa",
-                       "resources": {"cpu": "400m", "memory": "16Mi", "gpu": {"count": 1, "memory": "10Gi"}},
-                       "image": "localhost/gangplank-demo:1", "command": ["sh", "-c", READY], "init": True,
-                       "health": {"command": ["test", "-f", "/tmp/ready"], "timeout": 10, "interval": 0.2, "retries": 50}}}
 
 
 @pytest.fixture(scope="module")

@@ -16,18 +16,11 @@ import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import failures, summaries
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
+from ansible_collections.gangplank.platform.tests.e2e.pinning import catalog
 
 HOST = "fe2e-pin"
 GPU = {"model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 0, "cpu_affinity": "0"}
 STATE = "/var/lib/gangplank/placement.json"
-READY = "touch /tmp/ready && exec sleep 2147483647"
-
-
-def catalog(replicas):
-    return {"pinned": {"replicas": replicas, "cpu_pinning": "numa",
-                       "resources": {"cpu": "400m", "memory": "16Mi", "gpu": {"count": 1, "memory": "10Gi"}},
-                       "image": "localhost/gangplank-demo:1", "command": ["sh", "-c", READY], "init": True,
-                       "health": {"command": ["test", "-f", "/tmp/ready"], "timeout": 10, "interval": 0.2, "retries": 50}}}
 
 
 @pytest.fixture(scope="module")
