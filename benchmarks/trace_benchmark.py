@@ -260,8 +260,8 @@ class Replay:
         each batch GPUFragmentation is told exactly what is still to arrive (no scheduler can know it: a
         ceiling of what looking ahead by the mix can give)."""
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        to_come = {}
-        for instance, _gpus in self.instances:
+        to_come = {}                # foresight: service -> its arrivals not yet placed
+        for instance, _gpus in (self.instances if foresight else ()):
             to_come[instance.service.name] = to_come.get(instance.service.name, 0) + 1
         attempt.instances = attempt.gang = []
         attempt.extra = []
@@ -586,11 +586,12 @@ def kind_bound(nodes, pods, iterations=300):
         found = solver.Objective().Value()
         gain, added = 0.0, False
         for kind in order:
-            devices, cpu, memory = (limit.dual_value() for limit in limits[kind])
-            price = {pod: (arrived[pod].dual_value() + cpu * pod[0] + memory * pod[1]) for pod in usable[kind] if pod[3] < MILLI}
+            device_price, cpu_price, memory_price = (limit.dual_value() for limit in limits[kind])
+            price = {pod: (arrived[pod].dual_value() + cpu_price * pod[0] + memory_price * pod[1])
+                     for pod in usable[kind] if pod[3] < MILLI}
             # The pods differ in CPU and memory too: each is its own item.
             filling, worth = _knapsack([(pod, pod[3], pod[3] - price[pod], supply[pod]) for pod in sorted(price)])
-            reduced = worth - devices
+            reduced = worth - device_price
             if reduced > 1e-6:
                 gain += kinds[kind] * kind[2] * reduced
                 if filling not in fillings[kind]:

@@ -16,7 +16,7 @@ import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import failures, summaries
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
-from ansible_collections.gangplank.platform.tests.e2e.pinning import catalog
+from ansible_collections.gangplank.platform.tests.e2e.pinning import assert_a_third_share_is_refused, catalog
 
 HOST = "fe2e-pin"
 GPU = {"model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi", "numa_node": 0, "cpu_affinity": "0"}
@@ -40,11 +40,6 @@ def docker(bed, script):
     return bed.sh(HOST, "docker " + script).strip()
 
 
-def containers(bed):
-    """The managed containers on the host, from Docker: name -> (state, started at, labels, engine)."""
-    return bed.containers()
-
-
 def test_pinned_instances_on_docker_get_the_cpuset_of_their_gpus_numa_node(bed):
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, failures(report)
@@ -63,22 +58,11 @@ def test_pinned_instances_on_docker_get_the_cpuset_of_their_gpus_numa_node(bed):
 
 
 def test_a_pinned_instance_the_numa_node_cannot_hold_is_refused_and_nothing_changes(bed):
-    before = containers(bed)
-    record = bed.sh(HOST, "cat " + STATE)
-    bed.catalog.write_text(yaml.safe_dump({"gangplank_services": catalog(3)}))
-    try:
-        returncode, report = bed.playbook("site.yml")
-    finally:
-        bed.catalog.write_text(yaml.safe_dump({"gangplank_services": catalog(2)}))
-    assert returncode != 0
-    text = "\n".join(failures(report))
     # 3 x 400m on NUMA node 0's one CPU (the host has two): the third is refused.
-    assert "Insufficient CPUs on the GPUs' NUMA node" in text, text
-    assert containers(bed) == before
-    assert bed.sh(HOST, "cat " + STATE) == record
+    assert_a_third_share_is_refused(bed, lambda: (bed.containers(), bed.sh(HOST, "cat " + STATE)))
 
 
 def test_teardown(bed):
     returncode, report = bed.playbook("teardown.yml")
     assert returncode == 0, failures(report)
-    assert containers(bed) == {}
+    assert bed.containers() == {}
