@@ -106,6 +106,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.placement_html 
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.status import gpu_groups
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
+
+MAX_MESSAGE = 1000      # characters of an error, on one line: names from the input are cut, never printed whole
 
 
 def _gpu_groups(gpus, gpu_links):
@@ -117,11 +120,18 @@ def _gpu_groups(gpus, gpu_links):
         facts = {"gangplank_gpus": (gpus or {}).get(host) or [], "gangplank_gpu_links": gpu_links[host]}
         try:
             groups[host] = gpu_groups(str(host), facts)
-        except (NodeFactsError, ProblemError) as error:
+        except NodeFactsError as error:
             # The facts' own paths, as this filter's options name them.
             message = str(error).replace("%s: ansible_facts.gangplank_gpu_links" % host, "gpu_links.%s" % host, 1)
             message = message.replace("%s: ansible_facts.gangplank_gpus" % host, "gpus.%s" % host, 1)
-            raise AnsibleFilterError("plan_html: %s" % message) from None
+            raise AnsibleFilterError("plan_html: %s" % one_line(message, MAX_MESSAGE)) from None
+        except ProblemError as error:
+            # What the scheduler refuses of the GPUs and links (text with control characters, a link to no GPU): its
+            # paths are those of its own node ("nodes.host.gpus[0]", GPUs by index), the first errors on one line.
+            shown = "; ".join("%s: %s" % (path.replace("nodes.host.", "", 1), message) for path, message in error.errors[:3])
+            more = " (%d more)" % (len(error.errors) - 3) if len(error.errors) > 3 else ""
+            raise AnsibleFilterError(one_line("plan_html: gpus.%s and gpu_links.%s are not what the facts modules write: %s%s"
+                                              % (host, host, shown, more), MAX_MESSAGE)) from None
     return groups
 
 
@@ -142,7 +152,7 @@ def plan_html(result, title="gangplank placement", health=None, notes=None, stat
                                            if isinstance(instances, dict) for name in instances})
         return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []])
     except PictureError as error:
-        raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % error) from None
+        raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % one_line(str(error), MAX_MESSAGE)) from None
 
 
 class FilterModule:

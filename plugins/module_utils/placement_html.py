@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import reprlib
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
@@ -49,9 +50,23 @@ class PictureError(ValueError):
         self.path = path
 
 
+def _str(value):
+    """str() of a value from the input, in bounded time and size: text and numbers as str() gives them; anything
+    else (a nested value, a billion-laughs document a YAML file can hold) as reprlib renders it, which is repr() for a
+    small one and cut short for a large or deep one."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        try:
+            return str(value)
+        except ValueError:      # an integer too long for str()
+            return reprlib.repr(value)
+    return reprlib.repr(value)
+
+
 def _text(value):
     """Escaped text for HTML content and quoted attributes, cut to MAX_TEXT characters."""
-    value = str(value)
+    value = _str(value)
     if len(value) > MAX_TEXT:
         value = value[:MAX_TEXT - 1] + "\u2026"
     return html.escape(value, quote=True)
@@ -59,7 +74,7 @@ def _text(value):
 
 def service_colour(service):
     """A stable colour per service name (an HSL hue from its hash): the same service, the same colour."""
-    digest = hashlib.sha256(str(service).encode("utf-8", "replace")).digest()
+    digest = hashlib.sha256(_str(service).encode("utf-8", "replace")).digest()
     hue = int.from_bytes(digest[:2], "big") % 360
     lightness = 42 + digest[2] % 3 * 8
     return "hsl(%d,62%%,%d%%)" % (hue, lightness)
@@ -85,7 +100,8 @@ def _list(value, path):
 
 def _amount(value, path):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise PictureError(path, "got %s; expected a whole number of 0 or more" % _text(repr(value)[:40]))
+        # reprlib: as repr for a plain value, but bounded in depth and size for a nested or huge one.
+        raise PictureError(path, "got %s; expected a whole number of 0 or more" % _text(reprlib.repr(value)[:40]))
     return value
 
 
@@ -124,15 +140,15 @@ def _gpu_rows(node, usage, on_gpu):
         # A status picture knows what the instances take, not the device's size: the bar is what they take.
         known = gpu.get("total") is not None
         total = _amount(gpu.get("total"), path + ".total") if known else used
-        takers = on_gpu.get(str(gpu.get("uuid")), [])
+        takers = on_gpu.get(_str(gpu.get("uuid")), [])
         segments = [(memory, service_colour(service), "%s (%s): %s on GPU %s" % (
-            instance, service, format_size(memory), gpu.get("index"))) for instance, service, memory in takers]
+            instance, service, format_size(memory), _str(gpu.get("index")))) for instance, service, memory in takers]
         whole = " whole" if not used else ""
-        label = "GPU%s %s %s/%s%s" % (gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used),
+        label = "GPU%s %s %s/%s%s" % (_str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used),
                                       format_size(total), whole) if known else "GPU%s %s %s taken" % (
-            gpu.get("index"), _short_model(gpu.get("model", "")), format_size(used))
+            _str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used))
         rows.append(_bar(segments, total, label, "GPU %s (%s) free: %s" % (
-            gpu.get("index"), gpu.get("uuid"), format_size(max(total - used, 0)))))
+            _str(gpu.get("index")), _str(gpu.get("uuid")), format_size(max(total - used, 0)))))
     return rows
 
 
@@ -190,7 +206,7 @@ def _gpu_groups(node, usage):
 
 
 def _gpu_indices(usage, members):
-    return ", ".join(str((usage.get("gpus") or [])[position].get("index")) for position in members)
+    return ", ".join(_str((usage.get("gpus") or [])[position].get("index")) for position in members)
 
 
 def _nvlink_box(usage, rows, members, lanes):
@@ -238,7 +254,7 @@ def _grouped_gpu_rows(node, usage, on_gpu):
 
 def _short_model(model):
     """The model without the vendor prefix, e.g. 'A100-SXM4-80GB' for 'NVIDIA A100-SXM4-80GB'."""
-    model = str(model)
+    model = _str(model)
     return model[len("NVIDIA "):] if model.startswith("NVIDIA ") else model
 
 
@@ -249,24 +265,24 @@ def _nvme_rows(node, usage, on_nvme):
         _mapping(device, path)
         size = _amount(device.get("size", 0), path + ".size")
         used = _amount(device.get("used", 0), path + ".used")
-        takers = on_nvme.get(str(device.get("name")), [])
-        segments = [(taken, service_colour(service), "%s (%s): %s on %s" % (instance, service, format_size(taken), device.get("name")))
+        takers = on_nvme.get(_str(device.get("name")), [])
+        segments = [(taken, service_colour(service), "%s (%s): %s on %s" % (instance, service, format_size(taken), _str(device.get("name"))))
                     for instance, service, taken in takers]
-        rows.append(_bar(segments, size, "%s %s/%s" % (device.get("name"), format_size(used), format_size(size)),
-                         "%s free: %s" % (device.get("name"), format_size(max(size - used, 0)))))
+        rows.append(_bar(segments, size, "%s %s/%s" % (_str(device.get("name")), format_size(used), format_size(size)),
+                         "%s free: %s" % (_str(device.get("name")), format_size(max(size - used, 0)))))
     return rows
 
 
 def _chip(instance, service, moved_from=None, health=None):
     classes = "chip moved" if moved_from else "chip"
-    title = "%s (%s)" % (instance, service)
+    title = "%s (%s)" % (_str(instance), _str(service))
     mark = ""
     if moved_from:
-        title += ", moved from %s" % moved_from
+        title += ", moved from %s" % _str(moved_from)
         mark = "\u21aa "
     if health:
         verdict = health_verdict(health)
-        title += ", %s" % health
+        title += ", %s" % _str(health)
         classes += " " + verdict
         # In an element of its own: the instance's name stays a text node of its own.
         mark += '<b class="mark">%s</b>' % HEALTH_MARKS[verdict]
@@ -280,7 +296,7 @@ HEALTH_MARKS = {"ok": "\u2714", "bad": "\u2718", "unknown": "?"}
 
 def health_verdict(health):
     """ok (healthy, or running without a probe), unknown (not probed), or bad (failing, stopped, missing)."""
-    health = str(health)
+    health = _str(health)
     if health in ("healthy", "running", "no probe"):
         return "ok"
     if health in ("not probed", "unknown", "", "waiting: host down"):
@@ -299,15 +315,15 @@ def _card(node, usage, placements, moved, labels, health):
         if not isinstance(name, str):
             raise PictureError("%s.instances[%d]" % (path, position), "got %s; expected an instance name" % type(name).__name__)
         placement = placements.get(name) or {}
-        service = str(placement.get("service", ""))
+        service = _str(placement.get("service", ""))
         for claim in _list(placement.get("gpus") or [], "placements.%s.gpus" % name):
             if isinstance(claim, dict):
                 taken = _amount(claim.get("memory", 0), "placements.%s.gpus.memory" % name)
-                on_gpu.setdefault(str(claim.get("uuid")), []).append((name, service, taken))
+                on_gpu.setdefault(_str(claim.get("uuid")), []).append((name, service, taken))
         nvme = placement.get("nvme")
         if isinstance(nvme, dict):
             taken = _amount(nvme.get("size", 0), "placements.%s.nvme.size" % name)
-            on_nvme.setdefault(str(nvme.get("name")), []).append((name, service, taken))
+            on_nvme.setdefault(_str(nvme.get("name")), []).append((name, service, taken))
     empty = "" if instances else " empty"
     if usage.get("down"):
         # A host that is down (status): its recorded instances wait for it.
@@ -324,7 +340,7 @@ def _card(node, usage, placements, moved, labels, health):
                                _amount(memory.get("total", 0), path + ".memory.total"), format_size))
     parts.extend(_grouped_gpu_rows(node, usage, on_gpu))
     parts.extend(_nvme_rows(node, usage, on_nvme))
-    planted = sorted((str(key), str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
+    planted = sorted((_str(key), _str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
     if planted:
         # The scheduler's own labels are all gangplank.io/service.<name>: "true"; shown by name to save room.
         shown = [key[len(SERVICE_LABEL_PREFIX):] if key.startswith(SERVICE_LABEL_PREFIX) and value == "true"
@@ -340,7 +356,7 @@ def _card(node, usage, placements, moved, labels, health):
 
 
 def _legend(placements):
-    services = sorted({str(placement.get("service", "")) for placement in placements.values() if isinstance(placement, dict)})
+    services = sorted({_str(placement.get("service", "")) for placement in placements.values() if isinstance(placement, dict)})
     return '<p class="legend">%s</p>' % " ".join(
         '<span class="key"><svg width="12" height="12"><rect width="12" height="12" fill="%s"/></svg> %s</span>' % (
             service_colour(service), _text(service)) for service in services)
@@ -421,7 +437,7 @@ def _host_gpus(devices, host):
     for position, gpu in enumerate(listed):
         path = "gpus.%s[%d]" % (host, position)
         _mapping(gpu, path)
-        gpus[str(gpu.get("uuid"))] = {"index": gpu.get("index", position), "uuid": gpu.get("uuid"), "model": gpu.get("model", ""),
+        gpus[_str(gpu.get("uuid"))] = {"index": gpu.get("index", position), "uuid": gpu.get("uuid"), "model": gpu.get("model", ""),
                                       "used": 0, "total": _amount(gpu.get("memory_total"), path + ".memory_total")}
     return gpus
 
@@ -442,20 +458,20 @@ def status_result(bindings, gpus=None, down=None, gpu_groups=None):
     devices = _mapping({} if gpus is None else gpus, "gpus")
     placements, usage = {}, {}
     for host in sorted(bindings, key=str):
-        instances = _mapping(bindings[host] or {}, "bindings." + str(host))
-        gpus = _host_gpus(devices, str(host))
+        instances = _mapping(bindings[host] or {}, "bindings." + _str(host))
+        gpus = _host_gpus(devices, _str(host))
         for name in sorted(instances, key=str):
             binding = _mapping(instances[name], "bindings.%s.%s" % (host, name))
-            placements[str(name)] = binding
+            placements[_str(name)] = binding
             for claim in _list(binding.get("gpus") or [], "bindings.%s.%s.gpus" % (host, name)):
                 _mapping(claim, "bindings.%s.%s.gpus" % (host, name))
                 fresh = {"index": claim.get("index"), "uuid": claim.get("uuid"), "model": claim.get("model", ""), "used": 0, "total": None}
-                entry = gpus.setdefault(str(claim.get("uuid")), fresh)
+                entry = gpus.setdefault(_str(claim.get("uuid")), fresh)
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
-        usage[str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (str(gpu["index"]).zfill(4), str(gpu["uuid"]))),
-                            "instances": sorted(str(name) for name in instances), "down": host in down}
+        usage[_str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (_str(gpu["index"]).zfill(4), _str(gpu["uuid"]))),
+                            "instances": sorted(_str(name) for name in instances), "down": host in down}
         if groups.get(host) is not None:
-            usage[str(host)]["gpu_groups"] = groups[host]
+            usage[_str(host)]["gpu_groups"] = groups[host]
     return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
 
 
@@ -465,9 +481,9 @@ def health_of(rows):
     health = {}
     for position, row in enumerate(_list(rows, "rows")):
         _mapping(row, "rows[%d]" % position)
-        state = str(row.get("state", ""))
-        verdict = str(row.get("health", "")) if state == "running" else state
-        instance = str(row.get("instance", ""))
+        state = _str(row.get("state", ""))
+        verdict = _str(row.get("health", "")) if state == "running" else state
+        instance = _str(row.get("instance", ""))
         if health.get(instance) in (None, "healthy", "no probe"):
             health[instance] = verdict
     return health
@@ -480,9 +496,9 @@ def _preempted_rows(result):
     evicted = {}
     for position, entry in enumerate(_list(_field(result, "evictions", []), "result.evictions")):
         _mapping(entry, "result.evictions[%d]" % position)
-        evicted[str(entry.get("instance"))] = entry.get("from", "")
+        evicted[_str(entry.get("instance"))] = entry.get("from", "")
     if isinstance(preempted, dict):
-        return [(name, evicted.get(str(name), ""), reason) for name, reason in preempted.items()]
+        return [(name, evicted.get(_str(name), ""), reason) for name, reason in preempted.items()]
     return [(entry.get("instance"), entry.get("node", ""), entry.get("reason", "")) if isinstance(entry, dict)
             else (entry, "", "") for entry in _list(preempted, "result.preempted")]
 
@@ -501,11 +517,11 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     if len(placements) > MAX_INSTANCES:
         raise PictureError("result.placements", "got %d instances; expected at most %d" % (len(placements), MAX_INSTANCES))
     for name, placement in placements.items():
-        _mapping(placement, "result.placements." + str(name))
+        _mapping(placement, "result.placements." + _str(name))
     moved = {}
     for position, move in enumerate(_list(_field(result, "moves", []), "result.moves")):
         _mapping(move, "result.moves[%d]" % position)
-        moved[str(move.get("instance"))] = move.get("from")
+        moved[_str(move.get("instance"))] = move.get("from")
     labels = _mapping(_field(result, "node_labels", {}), "result.node_labels")
     feasible = bool(result.get("feasible"))
     # The cards first: they check the shape of every node's usage that the summary counts.
@@ -533,7 +549,7 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     else:
         unplaced = _mapping(_field(result, "unschedulable", {}), "result.unschedulable")
         parts.append('<h2 class="section">Unplaced instances (%d)</h2>' % len(unplaced))
-        parts.append(_table(("instance", "why it could not be placed"), sorted((str(name), str(why)) for name, why in unplaced.items())))
+        parts.append(_table(("instance", "why it could not be placed"), sorted((_str(name), _str(why)) for name, why in unplaced.items())))
     rows = _preempted_rows(result)
     if rows:
         parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(rows))

@@ -26,6 +26,8 @@ import subprocess
 import tempfile
 import time
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import GPU_VISIBILITY_VARIABLES, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     DeployError, decide, desired_containers, desired_on_hosts, waves,
@@ -44,6 +46,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebal
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
 from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.plugins.modules import facts_cache as facts_cache_module
+from ansible_collections.gangplank.platform.plugins.filter.plan_html import FilterModule as PlanHtmlFilters
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.plan_checker import check_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -884,6 +887,33 @@ def run_facts_cache(case):
         return "ok" if facts is not None else "rejected"
 
 
+# --- the status picture: the plan_html filter's status mode with each host's GPUs and their links ------------------
+
+STATUS_PICTURE = {
+    "bindings": {"g": {"train-0": {"service": "train", "gpus": [{"index": 0, "uuid": "GPU-0", "memory": 80 * GI}]}}},
+    "gpus": {"g": [{"index": index, "uuid": "GPU-%d" % index, "model": "NVIDIA A100", "memory_total": 80 * GI,
+                    "numa_node": index // 2} for index in range(4)]},
+    "gpu_links": {"g": [{"gpus": [a, b], "level": "nvlink" if (a, b) in ((0, 1), (2, 3)) else "system", "nvlinks": 4 if
+                         (a, b) in ((0, 1), (2, 3)) else 0} for a in range(4) for b in range(a + 1, 4)]},
+}
+
+
+def run_status_picture(case):
+    """plan_html(status=true, gpus=, gpu_links=): a page or the filter's one-line error, never another exception."""
+    plan_html = PlanHtmlFilters().filters()["plan_html"]
+    if not isinstance(case, dict):
+        case = {}
+    try:
+        page = plan_html(case.get("bindings"), status=True, gpus=case.get("gpus"), gpu_links=case.get("gpu_links"))
+    except AnsibleFilterError as error:
+        if "\n" in str(error) or len(str(error)) > 4000:
+            return "violation: error not one bounded line: %r" % str(error)[:300]
+        return "rejected"
+    if not isinstance(page, str) or not page.startswith("<!DOCTYPE html>"):
+        return "violation: not a page: %r" % str(page)[:80]
+    return "ok"
+
+
 # --- every in-process entry point: name -> (make a case from choose, run it) --------------------------
 
 ENTRY_POINTS = {
@@ -904,4 +934,5 @@ ENTRY_POINTS = {
     "facts_cache": (facts_cache_case, run_facts_cache),
     "secrets": (lambda choose: mutate(SECRETS_CATALOG, choose), run_secrets),
     "secret_value": (secret_value_case, run_secret_value),
+    "status_picture": (lambda choose: mutate(STATUS_PICTURE, choose), run_status_picture),
 }

@@ -73,3 +73,22 @@ def test_status_mode_refuses_links_that_are_not_what_the_facts_modules_write(cha
     assert "Traceback" not in str(raised.value)
     with pytest.raises(AnsibleFilterError, match="must be mappings of host"):
         plan_html({"g": {}}, status=True, gpus={"g": gpus}, gpu_links=[links])
+
+
+def test_status_mode_renders_nested_and_huge_values_in_bounded_time_and_errors_on_one_line():
+    deep, laughs = [], ["lol"] * 9
+    for _level in range(5000):
+        deep = [deep]
+    for _level in range(9):             # 9^9 leaves if rendered whole, as YAML aliases can make them
+        laughs = [laughs] * 9
+    bindings = {"g": {"train-0": {"service": laughs, "gpus": [{"index": deep, "uuid": deep, "memory": 1 << 30}]}}}
+    page = plan_html(bindings, status=True, health={"train-0": laughs})
+    assert page.startswith("<!DOCTYPE html>") and len(page) < 100000
+    with pytest.raises(AnsibleFilterError, match="got True; expected a whole number") as raised:
+        plan_html({"a\nb": {"x": {"gpus": [{"memory": True}]}}}, status=True)
+    assert "\n" not in str(raised.value)
+    gpus, links = _dual_socket_facts()
+    gpus[0]["uuid"] = "a\nb"
+    with pytest.raises(AnsibleFilterError, match=r"gpus\.g and gpu_links\.g are not what the facts modules write: gpus\[0\]\.uuid") as raised:
+        plan_html({"g": {}}, status=True, gpus={"g": gpus}, gpu_links={"g": links})
+    assert "\n" not in str(raised.value)
