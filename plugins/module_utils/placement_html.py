@@ -438,7 +438,7 @@ def _host_gpus(devices, host):
         path = "gpus.%s[%d]" % (host, position)
         _mapping(gpu, path)
         gpus[_str(gpu.get("uuid"))] = {"index": gpu.get("index", position), "uuid": gpu.get("uuid"), "model": gpu.get("model", ""),
-                                      "used": 0, "total": _amount(gpu.get("memory_total"), path + ".memory_total")}
+                                       "used": 0, "total": _amount(gpu.get("memory_total"), path + ".memory_total")}
     return gpus
 
 
@@ -469,7 +469,7 @@ def status_result(bindings, gpus=None, down=None, gpu_groups=None):
                 entry = gpus.setdefault(_str(claim.get("uuid")), fresh)
                 entry["used"] += _amount(claim.get("memory", 0), "bindings.%s.%s.gpus.memory" % (host, name))
         usage[_str(host)] = {"gpus": sorted(gpus.values(), key=lambda gpu: (_str(gpu["index"]).zfill(4), _str(gpu["uuid"]))),
-                            "instances": sorted(_str(name) for name in instances), "down": host in down}
+                             "instances": sorted(_str(name) for name in instances), "down": host in down}
         if groups.get(host) is not None:
             usage[_str(host)]["gpu_groups"] = groups[host]
     return {"feasible": True, "path": "status", "placements": placements, "usage": usage, "moves": [], "node_labels": {}}
