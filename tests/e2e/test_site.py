@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -134,23 +135,32 @@ class ApiProbe(threading.Thread):
         self.urls = urls
         self.rounds = []
         self.stopping = threading.Event()
+        self.error = None
 
     def run(self):
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.urls)) as pool:
-            while not self.stopping.is_set():
-                self.rounds.append(tuple(pool.map(self.up, self.urls)))
-                time.sleep(0.02)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.urls)) as pool:
+                while not self.stopping.is_set():
+                    self.rounds.append(tuple(pool.map(self.up, self.urls)))
+                    time.sleep(0.02)
+        except Exception as error:  # pylint: disable=broad-exception-caught
+            # Kept for stop() to raise: a probe that died quietly would leave rounds that miss a restart.
+            self.error = error
 
     @staticmethod
     def up(url):
+        # A connection cut mid-answer (the container stopping while it replies) is down too:
+        # http.client raises IncompleteRead or RemoteDisconnected, which are not all OSErrors.
         try:
             return get(url, timeout=1)[0] == 200
-        except OSError:
+        except (OSError, http.client.HTTPException):
             return False
 
     def stop(self):
         self.stopping.set()
         self.join()
+        if self.error is not None:
+            raise AssertionError("the health probe stopped: %r" % self.error)
 
 
 def api_urls(bed):
