@@ -54,17 +54,31 @@ class Watch:
 
     def __init__(self):
         self.snapshots = []
+        self.failed_reads = 0
+        self.error = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread = threading.Thread(target=self._poll_until_stopped, daemon=True)
 
     def _poll(self):
         while not self._stop.is_set():
-            out = subprocess.run(["podman", "ps", "--filter", "label=gangplank.io/service=gpuweb", "--format", "json"],
-                                 capture_output=True, text=True, check=False).stdout
-            running = {item["Names"][0] for item in json.loads(out or "[]")
-                       if (item.get("Labels") or {}).get("gangplank.io/node") in NAMES}
-            self.snapshots.append(running)
+            listing = subprocess.run(["podman", "ps", "--filter", "label=gangplank.io/service=gpuweb", "--format", "json"],
+                                     capture_output=True, text=True, check=False)
+            # A listing can fail while a container it was reading is removed; a failed one says nothing of what ran,
+            # where an empty snapshot would say that nothing did.
+            if listing.returncode == 0:
+                running = {item["Names"][0] for item in json.loads(listing.stdout or "[]")
+                           if (item.get("Labels") or {}).get("gangplank.io/node") in NAMES}
+                self.snapshots.append(running)
+            else:
+                self.failed_reads += 1
             time.sleep(0.1)
+
+    def _poll_until_stopped(self):
+        try:
+            self._poll()
+        except Exception as error:  # pylint: disable=broad-exception-caught
+            # Kept for __exit__ to raise: a watch that died quietly would leave snapshots that miss the move.
+            self.error = error
 
     def __enter__(self):
         self._thread.start()
@@ -73,6 +87,8 @@ class Watch:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        if self.error is not None:
+            raise AssertionError("the container watch stopped: %r" % self.error)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +144,7 @@ def test_rebalance_moves_one_instance_new_healthy_before_old_removed(bed):
     # Every moment the watch saw, the moved instance ran somewhere; and for a while both ran: the new one
     # started (and passed its health wait) before the old one was removed.
     seen = [snapshot for snapshot in watch.snapshots if snapshot]
-    assert seen and all(old in snapshot or new in snapshot for snapshot in watch.snapshots), watch.snapshots
+    assert seen and all(old in snapshot or new in snapshot for snapshot in watch.snapshots), (watch.snapshots, watch.failed_reads)
     both = [index for index, snapshot in enumerate(watch.snapshots) if old in snapshot and new in snapshot]
     assert both, watch.snapshots
     assert all(old not in snapshot for snapshot in watch.snapshots[both[-1] + 1:])
