@@ -1,20 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fuzz every entry point with hostile inputs and count what went wrong (issue 13).
+"""Fuzz every entry point with hostile inputs and count what went wrong.
 
     .venv/bin/python benchmarks/fuzz_benchmark.py [--cases 300] [--command-cases 40] [--seed N] [--json] [--worst-cases]
 
-Per entry point (tests/unit/plugins/fuzz_cases.py: the planner in-process, the catalog's deploy keys,
-scale requests, host facts, lock and record files, health probes, deploy host names) it runs ``--cases``
+Per entry point (tests/unit/plugins/fuzz_cases.py, ENTRY_POINTS: the planner in-process, the catalog's deploy
+keys, scale requests, profiles, host facts, lock and record files, health probes, deploy host names, rebalance,
+waves, every-node services, the facts cache, secrets, the status picture) it runs ``--cases``
 mutated inputs in this process, each under an alarm of ``--case-seconds``; then ``--command-cases`` runs
 of bin/gangplank-plan in a subprocess with a memory limit and a timeout. It prints, per entry point: cases,
 accepted, rejected (the documented error), tracebacks (any other exception, or one on the command's
 stderr), hangs (the alarm or the timeout), violations (a plan the independent checker refuses, or a
 dangerous value accepted) and the slowest case. The targets are 0 tracebacks, 0 hangs, 0 violations.
-Issue 24 added rebalance (with profiles), waves, scale of sidecars and every-node services, every-node
-clusters and the facts cache, and ``--worst-cases``: the worst input of each pairwise check within the
-documented bounds (docs/problem-format.md, "Work"), timed against the 10 s target.
+``--worst-cases`` also times the worst input of each pairwise check within the documented bounds
+(docs/problem-format.md, "Work") against the 10 s target.
 
 A benchmark, not a test: it exits 0 even when a target is missed (2 on bad arguments) and prints MISS.
 """
@@ -99,7 +99,7 @@ def fuzz_command(cases, rng, examples):
     return row
 
 
-# --- worst cases of the pairwise checks (issue 24; docs/problem-format.md, "Work") ---------------------------
+# --- worst cases of the pairwise checks (docs/problem-format.md, "Work") ---------------------------
 
 TARGET_SECONDS = 10.0       # every input within the documented bounds is answered within this, on this machine
 
@@ -227,7 +227,7 @@ def main(argv=None):
         rows[name] = fuzz_in_process(name, args.cases, rng, args.case_seconds, examples)
     rows["planner_command"] = fuzz_command(args.command_cases, rng, examples)
     total = {column: sum(row[column] for row in rows.values()) for column in COLUMNS[:-1]}
-    # Runs over the 10 s target: every input within the bounds must be answered within it (issue 24).
+    # Runs over the 10 s target: every input within the bounds must be answered within it.
     total["over_10s"] = sum(1 for row in rows.values() if row["slowest_s"] > TARGET_SECONDS)
     worst = worst_cases(max(args.case_seconds, 120.0), examples) if args.worst_cases else {}
     missed = total["tracebacks"] + total["hangs"] + total["violations"]

@@ -412,7 +412,7 @@ class Replay:
         """Every pod that arrived up to 100%, planned at once."""
         entries = self.arrived()
         attempt = Attempt(self.framework, self.problem, moves_allowed=False)
-        # The gang is what Attempt.run places (issue 15: preemptible instances are its ``extra``).
+        # The gang is what Attempt.run places (preemptible instances are its ``extra``).
         attempt.instances = attempt.gang = [entry[0] for entry in entries]
         attempt.extra = []
         attempt.total = len(entries)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Preemptible work and every-node services end to end on a copy of the local test bed (issue 15):
+"""Preemptible work and every-node services end to end on a copy of the local test bed:
 site.yml runs an every-node agent on each host; scale.yml asks for more preemptible batch instances than
 there is room for (one per host: a host port), and only those that fit run while the record keeps the
 ask; a non-preemptible service that needs the same port then evicts them, and their containers go."""

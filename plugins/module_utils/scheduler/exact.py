@@ -97,7 +97,7 @@ def solve(problem, framework, time_limit, hint=None, workers=8, around=None):
         if around is not None:
             # One worker only, the deterministic phase: no plan for the part proves nothing for the whole, and CP-SAT's
             # portfolio searching it for the rest of the limit cost up to workers x the limit of CPU on infeasible
-            # gangs near capacity (27-41 s, issue 25).
+            # gangs near capacity (27-41 s on openb traces).
             found = _solve_around(problem, framework, time_limit, around, 1, started)
             if found.placements is not None:
                 return found
@@ -189,7 +189,7 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
         len(unplaced), len(instances), len(nodes), len(problem.nodes))
     short = _too_little_room(part, instances)
     if short:
-        # Near capacity the part is often short of room in sum: said at once, not searched for (issue 25).
+        # Near capacity the part is often short of room in sum: said at once, not searched for.
         return ExactResult(SKIPPED, 0.0, reason="%s has no plan (%s)" % (scope, short))
     builder = _Model(part, framework, instances, deadline=started + time_limit)
     if builder.out_of_time:

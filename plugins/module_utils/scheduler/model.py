@@ -30,7 +30,7 @@ QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 
 # A problem's bounds (MAX_NODES, MAX_INSTANCES, ...) are in ../problem_format.py, which the catalog's parser shares.
 
-# GPU memory one CUDA MPS server takes beyond its client's grant: measured per server on an H100, driver 580 (issue 38).
+# GPU memory one CUDA MPS server takes beyond its client's grant: measured per server on an H100, driver 580.
 MPS_SERVER_MEMORY = 66 * 2 ** 20
 
 

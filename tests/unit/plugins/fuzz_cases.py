@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hostile inputs for every entry point, and how to judge what each entry point did with them (issue 13).
+"""Hostile inputs for every entry point, and how to judge what each entry point did with them.
 
 Shared by the hypothesis fuzz tests (tests/unit/plugins/test_fuzz.py) and benchmarks/fuzz_benchmark.py.
 A case is built by mutating a valid input: one value somewhere in it is replaced by a hostile one (NaN,
@@ -75,7 +75,7 @@ def _deep(levels=5000):
 
 
 LAUGHS = _laughs()
-# Values that broke some entry point once (issue 13), and their neighbours. Built once: shared, not copied.
+# Values that broke some entry point once, and their neighbours. Built once: shared, not copied.
 HOSTILE = (
     float("nan"), float("inf"), float("-inf"), -1, 0, 1.5, 1e20, 10 ** 30, 10 ** 400, -(10 ** 400), 2 ** 63, 65536,
     1000000000, True, False, None, "", " ", "²", "٣", "1" * 5000, "8e9", "1e400", "16Gi", "500m", "-1Gi", "NaN", ".inf",
@@ -299,7 +299,7 @@ def run_deploy(host):
     return "ok"
 
 
-# --- every host at once (issue 22): the deploy role's run_once steps ------------------------------------------------
+# --- every host at once: the deploy role's run_once steps ------------------------------------------------
 
 _DEPLOY_SERVICES = {"web": {"image": "localhost/web:1", "config": [{"dest": "/etc/web.conf", "content": "x"}]}}
 
@@ -351,7 +351,7 @@ def run_deploy_hosts(settings):
     return "ok"
 
 
-# --- secrets (issue 23): the catalog's secrets key, their layout and the reading of their values ----------------------
+# --- secrets: the catalog's secrets key, their layout and the reading of their values ----------------------
 
 SECRETS_CATALOG = {
     "api": {"image": "localhost/api:1", "ports": [8080], "sidecars": ["log"], "env": {"MODE": "x"},
@@ -631,7 +631,7 @@ def as_text(problem, choose):
     return text, True
 
 
-# --- issue 24: rebalance (with a profile), waves, scale of sidecars and every-node services, the facts cache ----
+# --- rebalance (with a profile), waves, scale of sidecars and every-node services, the facts cache ----
 
 def _fragmented():
     """A feasible, fragmented cluster: inference spread one instance per GPU, web one per node, an every-node agent,

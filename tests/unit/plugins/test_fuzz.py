@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Property-based fuzzing of every entry point (issue 13): no traceback, only the documented errors, bounded
+"""Property-based fuzzing of every entry point: no traceback, only the documented errors, bounded
 time and memory, and every feasible plan accepted by the independent plan checker.
 
 The in-process entry points run in this process: their work is bounded by the documented limits, and a case

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Each defect class of issue 13, at the boundary that now refuses it: a clear error, nothing changed."""
+"""Each class of bad input (numbers, strings, the catalog, scale requests, host facts, state files), at the boundary that now refuses it: a clear error, nothing changed."""
 
 from __future__ import annotations
 

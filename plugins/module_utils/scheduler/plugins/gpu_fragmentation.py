@@ -202,7 +202,7 @@ class GPUFragmentation(ScorePlugin, NormalizeScorePlugin):
         Only when the queue is most of the work the cluster is expected to hold: when, at the start of an attempt,
         more GPU instances run already than the queue has to place (a living cluster whose running instances are
         pinned, scale.yml adding a few: the queue is one call's batch, not the mix of what will arrive), the mix
-        stays the catalog's, running instances included (issue 25: on openb multigpu30 planned in 2% batches,
+        stays the catalog's, running instances included (on openb multigpu30 planned in 2% batches,
         scoring each batch against its own mix refused multi-GPU pods from 82% arrived)."""
         mix = self._catalog
         if remaining is not None:

@@ -681,7 +681,7 @@ def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_o
         "--secret x; value %s; key" % MASK
 
 
-# --- cpu_pinning numa (issue 39) ---------------------------------------------------------------------------------------
+# --- cpu_pinning numa ------------------------------------------------------------------------------------------------
 
 def _pinned_instances(cpus="0-15,32-47", mems="0"):
     instances = copy.deepcopy(INSTANCES)

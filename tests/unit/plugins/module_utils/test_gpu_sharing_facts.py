@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The facts side of GPU shares enforced by MPS (issue 38, part A): gpu_facts' ``mps_control`` (the CUDA MPS control
+"""The facts side of GPU shares enforced by MPS: gpu_facts' ``mps_control`` (the CUDA MPS control
 binary's path, or null) and the host's sharing mode in the scheduler's node entry."""
 
 from __future__ import annotations

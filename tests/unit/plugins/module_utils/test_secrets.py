@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Secrets (issue 23): the catalog's secrets key, the keyed hash, where each secret goes, reading the values, and
+"""Secrets: the catalog's secrets key, the keyed hash, where each secret goes, reading the values, and
 rotation through the spec hash."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""GPU shares enforced by MPS (issue 38, part A): ``nodes.<n>.gpu_sharing``, ``resources.gpu.cores``, the MPS server's
+"""GPU shares enforced by MPS: ``nodes.<n>.gpu_sharing``, ``resources.gpu.cores``, the MPS server's
 memory counted against the device, in the greedy pass, the exact solver, the repair pass and the plan checker."""
 
 from __future__ import annotations

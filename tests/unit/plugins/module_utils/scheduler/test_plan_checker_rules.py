@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The independent plan checker knows every rule issue 13 lists: each rule is shown to pass a plan that keeps
+"""The independent plan checker knows every rule of the planner: each rule is shown to pass a plan that keeps
 it and to fail one that breaks it (sidecar resources, ports and anti-affinity; NoExecute; quota minimums;
 'already running may stay' on NoSchedule and cordoned nodes; label and taint values as text; a GPU shared
 inside a quota group counted once)."""

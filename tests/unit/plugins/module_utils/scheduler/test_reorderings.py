@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 25: a gang that greedy's queue order cannot place, tried again in cheap other orders when the exact solver
+"""A gang that greedy's queue order cannot place, tried again in cheap other orders when the exact solver
 cannot answer; and GPUFragmentation's expected mix on a living cluster (pinned instances, a small batch)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""cpu_pinning: numa (issue 39): the problem's keys, the NUMAPinning plugin, the exact solver and the plan checker."""
+"""cpu_pinning: numa: the problem's keys, the NUMAPinning plugin, the exact solver and the plan checker."""
 
 from __future__ import annotations
 

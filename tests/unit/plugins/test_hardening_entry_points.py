@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Each defect class of issue 24 (bad input, second round), at the cause that now handles it; test names say which."""
+"""Bad input at the later entry points (names, every-node services, taints, the exact solver's evictions, rebalance,
+waves, scale requests, the facts cache), each at the cause that now handles it; test names say which."""
 
 from __future__ import annotations
 
@@ -69,9 +70,9 @@ def action(services=None, record=None, **args):
     return module.run(task_vars={"hostvars": HOSTVARS})
 
 
-# --- 1 and 2: a lone surrogate in a name ---------------------------------------------------------------
+# --- a lone surrogate in a name ---------------------------------------------------------------
 
-def test_defect01_lone_surrogate_node_name_is_refused_naming_the_path():
+def test_lone_surrogate_node_name_is_refused_naming_the_path():
     errors = errors_of({"nodes": {"ok": NODE, SURROGATE: NODE}, "services": {"web": {}}})
     assert list(errors) == ['nodes."\\ud800"'] and "lone surrogates" in errors['nodes."\\ud800"']
     # Anywhere text is read: labels, taints, GPU fields, previous, quotas.
@@ -83,7 +84,7 @@ def test_defect01_lone_surrogate_node_name_is_refused_naming_the_path():
                               'previous.web-0.node', 'services.web.node_selector."\\ud800"']
 
 
-def test_defect01_exact_solver_names_hold_any_node_name():
+def test_exact_solver_names_hold_any_node_name():
     """The cause of the TypeError: OR-Tools names carried node names as UTF-8. Given a model past the parser
     (a user plugin's or a caller's), the exact solver must still run."""
     problem = parse_problem({"nodes": {"a": NODE}, "services": {"web": {"resources": {"cpu": 1}}}})
@@ -94,7 +95,7 @@ def test_defect01_exact_solver_names_hold_any_node_name():
 
 
 @pytest.mark.parametrize("extra", [[], ["--json"], ["--html", "page.html"], ["--rebalance"]])
-def test_defect02_lone_surrogate_in_table_and_html_output_is_an_error_not_a_traceback(tmp_path, extra):
+def test_lone_surrogate_in_table_and_html_output_is_an_error_not_a_traceback(tmp_path, extra):
     text = '{"nodes": {"\\ud800": {"cpu": 4, "memory": "8Gi"}}, "services": {"web": {}}}'
     extra = [str(tmp_path / item) if item.endswith(".html") else item for item in extra]
     code, stdout, stderr, _seconds = fuzz_cases.run_command(text, *extra)
@@ -102,9 +103,9 @@ def test_defect02_lone_surrogate_in_table_and_html_output_is_an_error_not_a_trac
     assert not os.path.exists(tmp_path / "page.html")
 
 
-# --- 3 and 4: products of independent bounds -------------------------------------------------------------
+# --- products of independent bounds -------------------------------------------------------------
 
-def test_defect03_every_node_services_times_nodes_is_bounded_before_any_pair_is_checked():
+def test_every_node_services_times_nodes_is_bounded_before_any_pair_is_checked():
     problem = {"nodes": {"n%05d" % i: NODE for i in range(10000)},
                "services": {"s%05d" % j: {"every_node": True} for j in range(10000)}}
     with at_most(60):
@@ -112,7 +113,7 @@ def test_defect03_every_node_services_times_nodes_is_bounded_before_any_pair_is_
     assert "100000000 eligibility checks" in errors["services"] and str(MAX_EVERY_NODE_WORK) in errors["services"]
 
 
-def test_defect03_every_node_within_the_work_bound_is_planned():
+def test_every_node_within_the_work_bound_is_planned():
     problem = {"nodes": {"n%04d" % i: dict(NODE, labels={"role": "gpu" if i % 2 else "cpu"}) for i in range(1000)},
                "services": {"s%02d" % j: {"every_node": True, "node_selector": {"role": "gpu"}, "resources": {"cpu": "1m"}}
                             for j in range(10)}}
@@ -121,7 +122,7 @@ def test_defect03_every_node_within_the_work_bound_is_planned():
     assert all(service.replicas == 500 for service in parsed.services.values())
 
 
-def test_defect04_taints_times_tolerations_is_linear():
+def test_taints_times_tolerations_is_linear():
     taints = [{"key": "k%d" % t, "value": "v", "effect": "NoSchedule"} for t in range(1024)]
     problem = {"nodes": {"n%03d" % i: dict(NODE, taints=taints) for i in range(230)},
                "services": {"web": {"replicas": 4, "resources": {"cpu": "10m"},
@@ -137,7 +138,7 @@ def test_defect04_taints_times_tolerations_is_linear():
     assert result["feasible"] is False and "untolerated taint {k0: v}" in json.dumps(result["unschedulable"])
 
 
-def test_defect04_the_toleration_index_answers_as_toleration_tolerates():
+def test_the_toleration_index_answers_as_toleration_tolerates():
     keys, values, effects = ("k", "j"), (None, "v", "w"), (None, NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
     tolerations = [Toleration(key, value, effect) for key, value, effect in itertools.product(keys, values, effects)]
     taints = [Taint(key, value, effect) for key, value, effect in itertools.product(keys, values, effects[1:])]
@@ -148,7 +149,7 @@ def test_defect04_the_toleration_index_answers_as_toleration_tolerates():
                 assert tolerated(index, taint) == any(toleration.tolerates(taint) for toleration in chosen), (chosen, taint)
 
 
-# --- 5: the exact solver's evictions ------------------------------------------------------------------
+# --- the exact solver's evictions ------------------------------------------------------------------
 
 PRIORITIES = {"nodes": {"n1": NODE, "n2": NODE},
               "services": {"high": {"preemptible": True, "priority": 2, "resources": {"cpu": 2}},
@@ -157,7 +158,7 @@ PRIORITIES = {"nodes": {"n1": NODE, "n2": NODE},
               "previous": {"high-0": {"node": "n1"}, "low-0": {"node": "n2"}, "low-1": {"node": "n2"}}}
 
 
-def test_defect05_exact_solver_never_evicts_a_higher_priority_to_keep_lower_ones():
+def test_exact_solver_never_evicts_a_higher_priority_to_keep_lower_ones():
     greedy = schedule(parse_problem(PRIORITIES), exact_seconds=0)
     assert [entry["instance"] for entry in greedy["evictions"]] == ["low-1"]
     result = schedule(parse_problem(PRIORITIES), exact_seconds=5.0)
@@ -166,7 +167,7 @@ def test_defect05_exact_solver_never_evicts_a_higher_priority_to_keep_lower_ones
     assert "high-0" in result["placements"]
 
 
-def test_defect05_exact_model_alone_weighs_evictions_by_priority():
+def test_exact_model_alone_weighs_evictions_by_priority():
     problem = parse_problem(PRIORITIES)
     found = exact.solve(problem, Framework(problem, PLUGINS, WEIGHTS), 5.0)
     assert found.status == exact.OPTIMAL
@@ -174,7 +175,7 @@ def test_defect05_exact_model_alone_weighs_evictions_by_priority():
     assert "high-0" in placed and "gang-0" in placed and len(placed & {"low-0", "low-1"}) == 1
 
 
-# --- 6: rebalance under a profile ----------------------------------------------------------------------
+# --- rebalance under a profile ----------------------------------------------------------------------
 
 def _profile_problem():
     gpu = {"index": 0, "model": "NVIDIA L4", "memory": "20Gi"}
@@ -188,7 +189,7 @@ def _profile_problem():
     return {"nodes": nodes, "services": services, "previous": previous}
 
 
-def test_defect06_rebalance_honours_the_profile_filter():
+def test_rebalance_honours_the_profile_filter():
     profile = parse_profile(dict(fuzz_cases.PROFILE, plugins={"filter": {"enabled": ["ImageAffinity"]}}))
     # Without the profile, packing both web instances onto the cad node's large GPU frees two GPUs.
     free = rebalance(_profile_problem(), max_moves=2, exact_seconds=5.0)
@@ -202,7 +203,7 @@ def test_defect06_rebalance_honours_the_profile_filter():
         assert plan_catalog(again, exact_seconds=0, profile=profile)["moves"] == []
 
 
-def test_defect06_gang_schedule_rebalance_passes_the_profile():
+def test_gang_schedule_rebalance_passes_the_profile():
     # No host is in zone west: only a profile without NodeSelector places this service, in a plan or a rebalance.
     services = {"web": {"replicas": 2, "node_selector": {"zone": "west"}, "resources": {"cpu": 1}}}
     profile = {"plugins": {"filter": {"disabled": ["NodeSelector"]}}}
@@ -224,10 +225,10 @@ def test_rebalance_max_moves_0_says_the_moves_are_the_current_plans():
     assert quiet["rebalance"]["current_moves"] == 0 and not any("current plan" in line for line in describe(quiet))
 
 
-# --- 7 and 8: strings that pass a loose check -------------------------------------------------------------
+# --- strings that pass a loose check -------------------------------------------------------------
 
 @pytest.mark.parametrize("value", ["50%\n", "50%\n\n", "\n50%", "٥٠%", "50 %"])
-def test_defect07_max_unavailable_block_scalar_is_refused_by_the_catalog(value):
+def test_max_unavailable_block_scalar_is_refused_by_the_catalog(value):
     with pytest.raises(ProblemError) as caught:
         split_catalog({"web": {"image": "localhost/web:1", "max_unavailable": value}})
     assert list(dict(caught.value.errors)) == ["services.web.max_unavailable"]
@@ -236,16 +237,16 @@ def test_defect07_max_unavailable_block_scalar_is_refused_by_the_catalog(value):
 
 
 @pytest.mark.parametrize("value", ["²", "٣", "1²", "\n2²"])
-def test_defect08_rebalance_max_moves_non_ascii_digits_are_refused(value):
+def test_rebalance_max_moves_non_ascii_digits_are_refused(value):
     assert "expected a whole number" in _max_moves({"max_moves": value})
     result = action(rebalance={"max_moves": value})
     assert result["failed"] is True and result["msg"].startswith("rebalance.max_moves: got")
     assert _max_moves({"max_moves": " 2 "}) == 2
 
 
-# --- 9 and 10: scale requests -------------------------------------------------------------------------
+# --- scale requests -------------------------------------------------------------------------
 
-def test_defect09_override_of_a_service_that_became_every_node_is_skipped_and_resettable():
+def test_override_of_a_service_that_became_every_node_is_skipped_and_resettable():
     services = dict(SERVICES, agent={"every_node": True, "resources": {"cpu": "10m"}})
     record = {"replicas": {"agent": 3, "web": 3}}
     result = action(services=services, record=record)
@@ -258,7 +259,7 @@ def test_defect09_override_of_a_service_that_became_every_node_is_skipped_and_re
     assert not reset.get("failed") and reset["record"]["replicas"] == {"web": 3}
 
 
-def test_defect10_a_sidecar_cannot_be_scalable():
+def test_a_sidecar_cannot_be_scalable():
     errors = errors_of({"nodes": {"a": NODE}, "services": {"web": {"sidecars": ["log"]}, "log": {"sidecar": True, "scalable": True}}})
     assert list(errors) == ["services.log.scalable"]
     services = {"web": {"scalable": True, "sidecars": ["log"]}, "log": {"sidecar": True, "scalable": True}}
@@ -269,9 +270,9 @@ def test_defect10_a_sidecar_cannot_be_scalable():
     assert result["failed"] is True and "record" not in result
 
 
-# --- 11: the facts cache on something that is not a file ---------------------------------------------------
+# --- the facts cache on something that is not a file ---------------------------------------------------
 
-def test_defect11_facts_cache_on_a_fifo_does_not_block(tmp_path):
+def test_facts_cache_on_a_fifo_does_not_block(tmp_path):
     fifo = tmp_path / "facts.json"
     os.mkfifo(fifo)
     with at_most(10):
@@ -279,14 +280,14 @@ def test_defect11_facts_cache_on_a_fifo_does_not_block(tmp_path):
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom"])
-def test_defect11_facts_cache_linked_to_an_endless_device_is_not_read(tmp_path, target):
+def test_facts_cache_linked_to_an_endless_device_is_not_read(tmp_path, target):
     link = tmp_path / "facts.json"
     os.symlink(target, link)
     with at_most(10):
         assert read_cache(str(link)) is None
 
 
-def test_defect11_facts_cache_on_a_directory_or_fifo_leaves_no_descriptor_open(tmp_path):
+def test_facts_cache_on_a_directory_or_fifo_leaves_no_descriptor_open(tmp_path):
     directory, fifo = tmp_path / "dir.json", tmp_path / "fifo.json"
     directory.mkdir()
     os.mkfifo(fifo)
@@ -296,7 +297,7 @@ def test_defect11_facts_cache_on_a_directory_or_fifo_leaves_no_descriptor_open(t
     assert len(os.listdir("/proc/self/fd")) == before
 
 
-def test_defect11_facts_cache_larger_than_its_bound_is_not_read_whole(tmp_path):
+def test_facts_cache_larger_than_its_bound_is_not_read_whole(tmp_path):
     big = tmp_path / "facts.json"
     big.write_bytes(b'{"x": "' + b"a" * (5 * 2 ** 20) + b'"}')
     assert read_cache(str(big)) is None
@@ -305,7 +306,7 @@ def test_defect11_facts_cache_larger_than_its_bound_is_not_read_whole(tmp_path):
     assert read_cache(str(small)) == {"version": 1}
 
 
-def test_defect11_facts_cache_module_answers_on_a_fifo(tmp_path):
+def test_facts_cache_module_answers_on_a_fifo(tmp_path):
     """The module as Ansible runs it (a subprocess reading its arguments as JSON): it answers and does not block."""
     fifo = tmp_path / "facts.json"
     os.mkfifo(fifo)
@@ -318,7 +319,7 @@ def test_defect11_facts_cache_module_answers_on_a_fifo(tmp_path):
     assert answer["valid"] is False and answer["changed"] is False
 
 
-# --- found by the fuzz run of issue 24 ---------------------------------------------------------------------
+# --- found by fuzzing -----------------------------------------------------------------------------------------
 
 def test_fuzz_found_a_catalog_entry_that_is_not_a_mapping_is_refused_by_the_deploy_side():
     for entry in (3, [], "web"):
