@@ -28,7 +28,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read imp
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
 # A published port "address:host:container" or "host:container", as a read names a forwarding rule's destination.
-_CONTAINER_PORT = re.compile(r":[0-9]+$")
+_CONTAINER_PORT = re.compile(r":[0-9]+\Z")
 
 
 def _read_of(reads, host):

@@ -175,7 +175,10 @@ class Reader:
     def labels(self, value, path):
         result = {}
         for key, item in sorted(self.mapping(value, path).items(), key=lambda kv: str(kv[0])):
-            if isinstance(key, str) and key:
+            if key == "":
+                # Refused, not dropped: the label the user meant would silently be missing from the plan.
+                self.error(path, 'got the key ""; expected non-empty label keys')
+            elif isinstance(key, str):
                 converted = self.label_value(item, join_path(path, key))
                 if converted is not None:
                     result[key] = converted

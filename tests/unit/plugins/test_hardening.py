@@ -135,6 +135,17 @@ def test_label_values_are_text():
                       "nodes.a.labels.y": "got an integer of about 101 digits; expected a string, boolean or number, of at most 64 digits"}
 
 
+def test_an_empty_label_key_is_refused_not_dropped():
+    # Dropped, the label meant would be missing from the plan without a word (found by fuzzing: a deep list under "").
+    deep = []
+    for _ in range(2000):
+        deep = [deep]
+    errors = errors_of({"nodes": {"a": dict(NODE, labels={"": deep, "zone": "east"})},
+                        "services": {"web": {"node_selector": {"": "x"}}}})
+    assert errors == {"nodes.a.labels": 'got the key ""; expected non-empty label keys',
+                      "services.web.node_selector": 'got the key ""; expected non-empty label keys'}
+
+
 def test_paths_with_newlines_stay_on_one_line():
     errors = errors_of({"nodes": {"a\nb": dict(NODE, colour="red")}, "services": {}})
     assert errors == {'nodes."a\\nb".colour': "unknown key; expected one of: cpu, memory, labels, taints, unschedulable, "

@@ -15,6 +15,7 @@ It assumes the problem itself is valid (the scheduler accepted it).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter, defaultdict
@@ -706,18 +707,27 @@ def _check_preempted(model, result, placements, violations):
         violations.append("evictions: got %r, expected %r" % (result.get("evictions"), expected))
     # Priority order, for new work only (a running instance keeps its node; it is not evicted for other
     # preemptible work). Within a service the same request goes in ordinal order.
+    # Placed instances are grouped (ordinals per service, names per service and node), so that a gang of tens of
+    # thousands of replicas is checked in n log n, not n squared: the fuzz run's 65,536 replicas took 125 s.
     fresh = [name for name in model.instances if name not in model.gang and name not in model.previous]
+    ordinals, on_node = defaultdict(list), defaultdict(list)
+    for placed in sorted(name for name in fresh if name in placements):
+        other, other_ordinal = model.instances[placed]
+        ordinals[other].append((other_ordinal, placed))
+        on_node[(other, placements[placed].get("node"))].append(placed)
+    for entries in ordinals.values():
+        entries.sort()
     for left_out in sorted(name for name in fresh if name in preempted):
         service_name, ordinal = model.instances[left_out]
-        for placed in sorted(name for name in fresh if name in placements):
-            other, other_ordinal = model.instances[placed]
-            if other == service_name and other_ordinal > ordinal:
-                violations.append("preempted %s while %s of the same service is placed" % (left_out, placed))
-            elif other != service_name and model.services[other]["priority"] < model.services[service_name]["priority"] \
-                    and _would_fit_instead(model, service_name, other, placements[placed].get("node")):
-                violations.append("preempted %s (priority %d) while %s (priority %d, a larger request) is placed on %s" % (
-                    left_out, model.services[service_name]["priority"], placed, model.services[other]["priority"],
-                    placements[placed].get("node")))
+        entries = ordinals.get(service_name, [])
+        for _other_ordinal, placed in entries[bisect.bisect_right(entries, (ordinal, "\U0010ffff")):]:
+            violations.append("preempted %s while %s of the same service is placed" % (left_out, placed))
+        priority = model.services[service_name]["priority"]
+        for (other, node), names in sorted(on_node.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+            if other != service_name and model.services[other]["priority"] < priority \
+                    and _would_fit_instead(model, service_name, other, node):
+                violations += ["preempted %s (priority %d) while %s (priority %d, a larger request) is placed on %s" % (
+                    left_out, priority, placed, model.services[other]["priority"], node) for placed in names]
 
 
 def _plain(model, service_name):

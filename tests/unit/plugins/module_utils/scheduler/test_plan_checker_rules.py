@@ -118,3 +118,24 @@ def test_quota_minimums_are_kept_for_their_group():
     result = planned(problem)
     problem["quotas"]["ml"] = {"min": {"gpu": 1}}
     flags(problem, result, "quota min reservations: gpu needs 2")
+
+
+def swap(result, placed, preempted):
+    """``placed`` left out and ``preempted`` put on its node, as a planner that ignored the order would."""
+    result["placements"][preempted] = result["placements"].pop(placed)
+    result["preempted"][placed] = result["preempted"].pop(preempted)
+
+
+def test_preemptible_work_is_left_out_lowest_priority_and_highest_ordinal_first():
+    problem = {"nodes": {"a": {"cpu": 4, "memory": "4Gi"}},
+               "services": {"high": {"replicas": 2, "preemptible": True, "priority": 2, "resources": {"cpu": 1}},
+                            "low": {"replicas": 3, "preemptible": True, "priority": 1, "resources": {"cpu": 1}}}}
+    result = planned(problem)
+    assert sorted(result["placements"]) == ["high-0", "high-1", "low-0", "low-1"]
+    assert sorted(result["preempted"]) == ["low-2"]
+    by_ordinal = copy.deepcopy(result)
+    swap(by_ordinal, "low-0", "low-2")
+    flags(problem, by_ordinal, "preempted low-0 while low-2 of the same service is placed")
+    by_priority = copy.deepcopy(result)
+    swap(by_priority, "high-1", "low-2")
+    flags(problem, by_priority, "preempted high-1 (priority 2) while low-2 (priority 1, a larger request) is placed on a")
