@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Each class of bad input (numbers, strings, the catalog, scale requests, host facts, state files), at the boundary that now refuses it: a clear error, nothing changed."""
+"""Each class of bad input (numbers, strings, the catalog, scale requests, host facts, state files), at the boundary
+that now refuses it: a clear error, nothing changed."""
 
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ def test_label_values_are_text():
 def test_an_empty_label_key_is_refused_not_dropped():
     # Dropped, the label meant would be missing from the plan without a word (found by fuzzing: a deep list under "").
     deep = []
-    for _ in range(2000):
+    for _level in range(2000):
         deep = [deep]
     errors = errors_of({"nodes": {"a": dict(NODE, labels={"": deep, "zone": "east"})},
                         "services": {"web": {"node_selector": {"": "x"}}}})
