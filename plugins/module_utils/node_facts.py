@@ -427,6 +427,11 @@ def _labels_text(labels):
     return ",".join(_brief(label) for label in labels) or "-" if isinstance(labels, list) else _brief(labels or "-")
 
 
+def _count_text(items):
+    """How many ``items`` a list holds; "?" for what the facts modules do not write (a table shows what it can)."""
+    return str(len(items)) if isinstance(items, list) else "0" if items is None else "?"
+
+
 def _size_text(value):
     return format_size(value) if _whole(value) else "-"
 
@@ -462,7 +467,7 @@ def facts_table(hostvars):
                 rows.append((gpu.get("index"), "ERROR: %s" % _brief(gpu["error"]), "-", "-", "-") + (("-",) if numa else ())
                             + (gpu.get("source") or "-",))
                 continue
-            mig = "on (%d)" % len(gpu.get("mig_devices") or []) if _mig_on(gpu) else "-"
+            mig = "on (%s)" % _count_text(gpu.get("mig_devices")) if _mig_on(gpu) else "-"
             node = () if not numa else ("-" if gpu.get("numa_node") is None else gpu["numa_node"],)
             rows.append((gpu.get("index"), gpu.get("model") or "-",
                          "%s/%s" % (_size_text(gpu.get("memory_used") or 0), _size_text(gpu.get("memory_total"))),

@@ -139,3 +139,11 @@ def test_facts_table_says_what_is_simulated_and_why_there_are_no_gpus():
 def test_facts_table_shows_gpu_errors():
     text = facts_table(host([gpu(0), gpu(1, error="GPU is lost", model=None, uuid=None, memory_total=None)]))
     assert "ERROR: GPU is lost" in text
+
+
+@pytest.mark.parametrize("mig_devices, shown", [([{"uuid": "MIG-0"}, {"uuid": "MIG-1"}], "on (2)"), (None, "on (0)"),
+                                                (7, "on (?)"), ("MIG-0", "on (?)")])
+def test_facts_table_counts_mig_devices_only_in_a_list(mig_devices, shown):
+    # Stored facts are read back as they are: a count that is not a list is shown as unknown, not a traceback.
+    row = facts_table(host([gpu(0, mig_mode={"current": True}, mig_devices=mig_devices)])).splitlines()[3]
+    assert shown in row
