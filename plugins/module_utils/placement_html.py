@@ -98,10 +98,15 @@ def _list(value, path):
     return value
 
 
+# Above any amount the planner accepts (sizes up to 1 PiB = 2^50, CPU up to 10^9 millicores), and far below what
+# float division (a bar's width, a size's text) overflows at.
+MAX_AMOUNT = 2 ** 60
+
+
 def _amount(value, path):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_AMOUNT:
         # reprlib: as repr for a plain value, but bounded in depth and size for a nested or huge one.
-        raise PictureError(path, "got %s; expected a whole number of 0 or more" % _text(reprlib.repr(value)[:40]))
+        raise PictureError(path, "got %s; expected a whole number from 0 to 2^60" % _text(reprlib.repr(value)[:40]))
     return value
 
 

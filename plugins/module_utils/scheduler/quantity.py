@@ -88,6 +88,9 @@ def format_size(size):
     for unit in ("Pi", "Ti", "Gi", "Mi", "Ki"):
         scale = _SIZE_UNITS[unit]
         if size >= scale:
+            if size // scale >= 10 ** 15:
+                # Past a float's exact digits (and, far above, past what a float holds): the whole number of units.
+                return "%d%s" % (size // scale, unit)
             text = ("%.1f" % (size / scale)).rstrip("0").rstrip(".")
             return text + unit
     return str(size)

@@ -125,7 +125,11 @@ def test_output_is_deterministic():
 @pytest.mark.parametrize("path, value, expected", [
     (("usage",), [], "result.usage: got list; expected a mapping"),
     (("usage", "gpu-a", "gpus"), {}, "usage.gpu-a.gpus: got dict; expected a list"),
-    (("usage", "gpu-a", "gpus", 0, "used"), -1, "usage.gpu-a.gpus[0].used: got -1; expected a whole number of 0 or more"),
+    (("usage", "gpu-a", "gpus", 0, "used"), -1, "usage.gpu-a.gpus[0].used: got -1; expected a whole number from 0 to 2^60"),
+    # A float of it would overflow: the bar's width and the size's text are floats.
+    pytest.param(("usage", "gpu-a", "gpus", 0, "used"), 10 ** 400,
+                 "usage.gpu-a.gpus[0].used: got 100000000000000000...0000000000000000000; expected a whole number from 0 to 2^60",
+                 id="a-used-amount-a-float-cannot-hold"),
     (("usage", "gpu-a", "memory", "total"), True, "usage.gpu-a.memory.total: got True"),
     (("moves",), [1], "result.moves[0]: got int; expected a mapping"),
 ])

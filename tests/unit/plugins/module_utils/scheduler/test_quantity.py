@@ -40,5 +40,8 @@ def test_formatting():
     assert format_size(int(1.5 * 2 ** 40)) == "1.5Ti"
     assert format_size(0) == "0"
     assert format_size(512) == "512"
+    # Past a float's exact digits the whole number of units; a size no float holds is no OverflowError.
+    assert format_size(3 * 10 ** 15 * 2 ** 50 + 1) == "3000000000000000Pi"
+    assert format_size(10 ** 400) == "%dPi" % (10 ** 400 // 2 ** 50)
     assert format_cpu(4000) == "4"
     assert format_cpu(500) == "500m"
