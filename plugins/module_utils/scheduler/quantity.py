@@ -88,9 +88,10 @@ def format_size(size):
     for unit in ("Pi", "Ti", "Gi", "Mi", "Ki"):
         scale = _SIZE_UNITS[unit]
         if size >= scale:
-            if size // scale >= 10 ** 15:
+            whole = size // scale
+            if whole >= 10 ** 15:
                 # Past a float's exact digits (and, far above, past what a float holds): the whole number of units.
-                return "%d%s" % (size // scale, unit)
+                return "%d%s" % (whole, unit)
             text = ("%.1f" % (size / scale)).rstrip("0").rstrip(".")
             return text + unit
     return str(size)
