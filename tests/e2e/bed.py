@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -242,3 +243,42 @@ def _failure_text(result):
 def get(url, timeout=5):
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.status, response.read().decode()
+
+
+class Poller(threading.Thread):
+    """Calls ``poll()`` every ``interval`` seconds, beside a playbook, until ``stop()`` (or the end of a ``with``).
+
+    An exception in ``poll()`` ends the thread, and ``stop()`` raises it by name: a poller that died quietly would
+    leave too few observations, and a test reading them would miss what it watches for.
+    """
+
+    def __init__(self, what, interval):
+        super().__init__(daemon=True)
+        self.what = what
+        self.interval = interval
+        self.stopping = threading.Event()
+        self.error = None
+
+    def poll(self):
+        raise NotImplementedError
+
+    def run(self):
+        try:
+            while not self.stopping.is_set():
+                self.poll()
+                time.sleep(self.interval)
+        except Exception as error:  # pylint: disable=broad-exception-caught
+            self.error = error
+
+    def stop(self):
+        self.stopping.set()
+        self.join()
+        if self.error is not None:
+            raise AssertionError("the %s stopped: %r" % (self.what, self.error))
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
-import time
 
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, task_results
+from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, Poller, containers as containers_of, failures, task_results
 
 HOSTS = {"node1": ("rb1", "127.0.0.171"), "node2": ("rb2", "127.0.0.172"), "node3": ("rb3", "127.0.0.173")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -49,46 +47,24 @@ def use(bed, spread):
     (bed.base / "group_vars" / "all" / "zz_rebalance.yml").write_text(yaml.safe_dump(values))
 
 
-class Watch:
+class Watch(Poller):
     """Polls podman while a playbook runs: the running containers of the gpuweb instances, over time."""
 
     def __init__(self):
+        super().__init__("container watch", 0.1)
         self.snapshots = []
         self.failed_reads = 0
-        self.error = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll_until_stopped, daemon=True)
 
-    def _poll(self):
-        while not self._stop.is_set():
-            listing = subprocess.run(["podman", "ps", "--filter", "label=gangplank.io/service=gpuweb", "--format", "json"],
-                                     capture_output=True, text=True, check=False)
-            # A listing can fail while a container it was reading is removed; a failed one says nothing of what ran,
-            # where an empty snapshot would say that nothing did.
-            if listing.returncode == 0:
-                running = {item["Names"][0] for item in json.loads(listing.stdout or "[]")
-                           if (item.get("Labels") or {}).get("gangplank.io/node") in NAMES}
-                self.snapshots.append(running)
-            else:
-                self.failed_reads += 1
-            time.sleep(0.1)
-
-    def _poll_until_stopped(self):
-        try:
-            self._poll()
-        except Exception as error:  # pylint: disable=broad-exception-caught
-            # Kept for __exit__ to raise: a watch that died quietly would leave snapshots that miss the move.
-            self.error = error
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        if self.error is not None:
-            raise AssertionError("the container watch stopped: %r" % self.error)
+    def poll(self):
+        listing = subprocess.run(["podman", "ps", "--filter", "label=gangplank.io/service=gpuweb", "--format", "json"],
+                                 capture_output=True, text=True, check=False)
+        # A listing can fail while a container it was reading is removed; a failed one says nothing of what ran,
+        # where an empty snapshot would say that nothing did.
+        if listing.returncode != 0:
+            self.failed_reads += 1
+            return
+        self.snapshots.append({item["Names"][0] for item in json.loads(listing.stdout or "[]")
+                               if (item.get("Labels") or {}).get("gangplank.io/node") in NAMES})
 
 
 @pytest.fixture(scope="module")

@@ -19,14 +19,13 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 import yaml
 
 from ansible_collections.gangplank.platform.tests.e2e.bed import (
-    LOCAL, Bed, containers as containers_of, failures, get, kill_run, summaries, survivors, task_results,
+    LOCAL, Bed, Poller, containers as containers_of, failures, get, kill_run, summaries, survivors, task_results,
 )
 
 HOSTS = {"node1": ("e2e-n1", "127.0.0.21"), "node2": ("e2e-n2", "127.0.0.22"), "node3": ("e2e-n3", "127.0.0.23")}
@@ -122,7 +121,7 @@ def test_check_mode_shows_the_restart_and_changes_nothing(bed):
     assert not (bed.state() / "lock.json").exists()
 
 
-class ApiProbe(threading.Thread):
+class ApiProbe(Poller):
     """Polls every api's published health page until stopped: per round, which of them answered.
 
     A round asks every url at the same instant (a thread each): asked one after the other, a loaded
@@ -131,21 +130,13 @@ class ApiProbe(threading.Thread):
     """
 
     def __init__(self, urls):
-        super().__init__(daemon=True)
+        super().__init__("health probe", 0.02)
         self.urls = urls
         self.rounds = []
-        self.stopping = threading.Event()
-        self.error = None
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(urls))
 
-    def run(self):
-        try:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.urls)) as pool:
-                while not self.stopping.is_set():
-                    self.rounds.append(tuple(pool.map(self.up, self.urls)))
-                    time.sleep(0.02)
-        except Exception as error:  # pylint: disable=broad-exception-caught
-            # Kept for stop() to raise: a probe that died quietly would leave rounds that miss a restart.
-            self.error = error
+    def poll(self):
+        self.rounds.append(tuple(self.pool.map(self.up, self.urls)))
 
     @staticmethod
     def up(url):
@@ -157,10 +148,10 @@ class ApiProbe(threading.Thread):
             return False
 
     def stop(self):
-        self.stopping.set()
-        self.join()
-        if self.error is not None:
-            raise AssertionError("the health probe stopped: %r" % self.error)
+        try:
+            super().stop()
+        finally:
+            self.pool.shutdown()
 
 
 def api_urls(bed):
