@@ -17,7 +17,9 @@ import socket
 from collections import Counter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS, cpu_ids, format_cpulist, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+    BLANKS, cpu_ranges, format_cpulist, format_ranges, parse_size,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control
 
 SIMULATED_VAR = "gangplank_simulated_gpus"
@@ -146,9 +148,10 @@ def cpulist_of(cpus):
 
 def parse_cpulist(text):
     """A Linux cpulist (sysfs local_cpulist, nvidia-smi's CPU Affinity) in its canonical form; None when it is not one
-    (checked whole: ASCII digits, ranges low-high, CPUs below MAX_CPUS, bounded length)."""
-    cpus = cpu_ids(text, _CPULIST, _MAX_CPULIST, MAX_CPUS - 1)
-    return None if cpus is None else cpulist_of(cpus)
+    (checked whole: ASCII digits, ranges low-high, CPUs below MAX_CPUS, bounded length, its ranges holding at most
+    MAX_CPUS CPUs in all as listed: no range is expanded, so any text costs at most a sort of its ranges)."""
+    ranges = cpu_ranges(text, _CPULIST, _MAX_CPULIST, MAX_CPUS - 1)
+    return format_ranges(ranges) if ranges else None
 
 
 def cpulist_of_mask(words):

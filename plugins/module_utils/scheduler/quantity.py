@@ -105,27 +105,52 @@ def format_cpu(millicores):
 
 def parse_cpulist(text):
     """The CPU ids of a Linux cpulist ("0-15,32-47") as a frozenset, or ValueError (CPULIST_EXPECTED): checked whole, no
-    blanks or line breaks around it, ids at most MAX_CPU_ID, every range low <= high, at most MAX_CPULIST characters."""
-    cpus = cpu_ids(text, _CPULIST, MAX_CPULIST, MAX_CPU_ID)
-    if cpus is None:
+    blanks or line breaks around it, ids at most MAX_CPU_ID, every range low <= high, at most MAX_CPULIST characters,
+    its ranges holding at most MAX_CPU_ID + 1 CPUs in all (as listed, before overlaps are merged)."""
+    ranges = cpu_ranges(text, _CPULIST, MAX_CPULIST, MAX_CPU_ID)
+    if ranges is None:
         raise ValueError(CPULIST_EXPECTED)
-    return cpus
+    if ranges is TOO_MANY_CPUS:
+        raise ValueError(CPULIST_EXPECTED + "; its ranges hold more than %d CPUs in all" % (MAX_CPU_ID + 1))
+    return frozenset(cpu for low, high in ranges for cpu in range(low, high + 1))
 
 
-def cpu_ids(text, pattern, max_length, max_id):
-    """The CPU ids of a cpulist as a frozenset, or None: ``text`` matched whole by ``pattern`` (ids and ranges low-high,
-    comma-separated), at most ``max_length`` characters, every range low <= high and its ids at most ``max_id``
-    (checked before a range is expanded)."""
+# cpu_ranges' answer for a cpulist whose ranges, as listed, hold more CPUs than there may be.
+TOO_MANY_CPUS = ()
+
+
+def cpu_ranges(text, pattern, max_length, max_id):
+    """A cpulist's CPUs as ascending, disjoint, non-adjacent ranges [(low, high), ...]; None when it is not a cpulist:
+    ``text`` matched whole by ``pattern`` (ids and ranges low-high, comma-separated), at most ``max_length`` characters,
+    every range low <= high and its ids at most ``max_id``; TOO_MANY_CPUS (empty, so false) when its ranges as listed
+    hold more than ``max_id`` + 1 CPUs in all: a cpulist names each CPU once, and so no list of ranges costs more work
+    than the CPUs there may be (a range is never expanded here; the ranges are sorted and merged)."""
     if not isinstance(text, str) or len(text) > max_length or not pattern.fullmatch(text):
         return None
-    cpus = set()
+    listed = []
+    total = 0
     for part in text.split(","):
         low, _sep, high = part.partition("-")
         low, high = int(low), int(high or low)
         if high > max_id or low > high:
             return None
-        cpus.update(range(low, high + 1))
-    return frozenset(cpus)
+        total += high - low + 1
+        if total > max_id + 1:
+            return TOO_MANY_CPUS
+        listed.append((low, high))
+    listed.sort()
+    merged = [list(listed[0])]
+    for low, high in listed[1:]:
+        if low <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return [(low, high) for low, high in merged]
+
+
+def format_ranges(ranges):
+    """cpu_ranges' ranges as a canonical cpulist: "0-15,32-47"; "" for none."""
+    return ",".join(str(low) if low == high else "%d-%d" % (low, high) for low, high in ranges)
 
 
 def format_cpulist(cpus):

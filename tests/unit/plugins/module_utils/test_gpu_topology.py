@@ -173,6 +173,15 @@ def test_helpers():
     assert cpulist_of_mask([0xF, 1 << 63]) == "0-3,127" and cpulist_of_mask([0, 0]) is None
     assert parse_cpulist("0-3,2,8") == "0-3,8" and parse_cpulist("3-1") is None and parse_cpulist("0-99999") is None
     assert parse_cpulist(" 0-3") is None and parse_cpulist("0-3\n") is None
+    assert parse_cpulist("8-11,0-3,4-7,20") == "0-11,20"
+
+
+def test_a_cpulist_listing_more_cpus_than_there_may_be_is_refused():
+    # Each range is within the bound, together they name 65,536 CPUs 8,191 times: refused, nothing expanded.
+    assert parse_cpulist(",".join(["0-65535"] * 8191)) is None
+    assert parse_cpulist(",".join(["0-32767", "32768-65535"])) == "0-65535"
+    assert parse_cpulist(",".join(["0-32767"] * 2)) == "0-32767"
+    assert parse_cpulist(",".join(["0-32767"] * 3)) is None
     assert sysfs_pci_name("00000000:AB:00.0") == "0000:ab:00.0" and sysfs_pci_name("../x") is None
 
 

@@ -57,6 +57,15 @@ def test_hostile_cpulist_refused(text):
         parse_cpulist(text)
 
 
+def test_a_cpulist_listing_more_cpus_than_there_may_be_is_refused():
+    # Ranges that each fit but together list more CPUs than ids exist: refused without expanding them.
+    assert parse_cpulist(",".join(["0-2047"] * 2)) == frozenset(range(2048))
+    with pytest.raises(ValueError, match="its ranges hold more than 4096 CPUs in all"):
+        parse_cpulist(",".join(["0-4095"] * 2))
+    with pytest.raises(ValueError, match="its ranges hold more than 4096 CPUs in all"):
+        parse_cpulist(",".join(["0-4095"] * 1638))
+
+
 def test_format_cpulist_is_canonical():
     assert format_cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
     assert format_cpulist(()) == ""
