@@ -25,7 +25,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.validation impo
 SIMULATED_VAR = "gangplank_simulated_gpus"
 SIMULATED_LINKS_VAR = "gangplank_simulated_gpu_links"
 SIMULATED_KEYS = ("model", "memory", "index", "uuid", "compute_capability", "numa_node", "cpu_affinity")
-SIMULATED_LINK_KEYS = ("gpus", "level", "nvlinks")
+SIMULATED_LINK_KEYS = ("gpus", "level", "nvlinks", "pcie")
 SIMULATED_REASON = "simulated by " + SIMULATED_VAR
 NOTHING_REASON = "nvidia-ml-py (pynvml) is not installed and nvidia-smi was not found"
 
@@ -47,6 +47,8 @@ MAX_TOPOLOGY_GPUS = 64
 TOO_MANY_GPUS = "not read: more than %d GPUs" % MAX_TOPOLOGY_GPUS
 # A pair's level, best first; unknown: NVML (or nvidia-smi) could not tell.
 LINK_LEVELS = ("nvlink", "board", "switch", "multi_switch", "host_bridge", "numa", "system", "unknown")
+# A pair's PCIe path (its pcie): every level but nvlink. An NVLinked pair's is read beside its NVLinks.
+PCIE_LEVELS = LINK_LEVELS[1:]
 # nvmlDeviceGetTopologyCommonAncestor's nvmlGpuTopologyLevel_t values.
 _ANCESTOR_LEVELS = {0: "board", 10: "switch", 20: "multi_switch", 30: "host_bridge", 40: "numa", 50: "system"}
 # nvidia-smi topo -m's cells (its legend), NV<n> aside.
@@ -183,11 +185,19 @@ def numa_of(value):
 
 
 def all_pairs(indexes, known=None):
-    """gangplank_gpu_links for GPUs ``indexes``: every pair i < j, from ``known`` {(i, j): (level, nvlinks)}, else unknown."""
+    """gangplank_gpu_links for GPUs ``indexes``: every pair i < j, from ``known`` {(i, j): (level, nvlinks[, pcie])}, else
+    unknown. Each entry has ``pcie``, the pair's PCIe path: an NVLinked pair's as given (unknown when not), any other
+    pair's its level."""
     known = known or {}
     ordered = sorted(indexes)
-    return [{"gpus": [a, b], "level": known.get((a, b), ("unknown", 0))[0], "nvlinks": known.get((a, b), ("unknown", 0))[1]}
-            for position, a in enumerate(ordered) for b in ordered[position + 1:]]
+    links = []
+    for position, a in enumerate(ordered):
+        for b in ordered[position + 1:]:
+            found = known.get((a, b), ("unknown", 0))
+            level, nvlinks = found[0], found[1]
+            pcie = (found[2] if len(found) > 2 else "unknown") if level == "nvlink" else level
+            links.append({"gpus": [a, b], "level": level, "nvlinks": nvlinks, "pcie": pcie})
+    return links
 
 
 class TopologyError(ValueError):
@@ -374,7 +384,7 @@ def parse_simulated_links(entries, gpus):
     if entries is None:
         entries = []
     if not isinstance(entries, list):
-        raise ValueError("%s: got %s; expected a list of {gpus: [i, j], level, nvlinks}" % (SIMULATED_LINKS_VAR, show(entries)))
+        raise ValueError("%s: got %s; expected a list of {gpus: [i, j], level, nvlinks, pcie}" % (SIMULATED_LINKS_VAR, show(entries)))
     if entries and not gpus:
         raise ValueError("%s: got %d entries; expected none without %s" % (SIMULATED_LINKS_VAR, len(entries), SIMULATED_VAR))
     indexes = {gpu["index"] for gpu in gpus}
@@ -386,7 +396,7 @@ def parse_simulated_links(entries, gpus):
     for position, entry in enumerate(entries):
         path = "%s[%d]" % (SIMULATED_LINKS_VAR, position)
         if not isinstance(entry, dict):
-            raise ValueError("%s: got %s; expected a mapping {gpus: [i, j], level, nvlinks}" % (path, show(entry)))
+            raise ValueError("%s: got %s; expected a mapping {gpus: [i, j], level, nvlinks, pcie}" % (path, show(entry)))
         unknown = sorted((show(key) for key in entry if key not in SIMULATED_LINK_KEYS))
         if unknown:
             raise ValueError("%s: unknown key %s; expected only %s" % (path, ", ".join(unknown), ", ".join(SIMULATED_LINK_KEYS)))
@@ -405,8 +415,12 @@ def parse_simulated_links(entries, gpus):
                 or (nvlinks > 0) != (level == "nvlink"):
             raise ValueError("%s.nvlinks: got %s; expected %s" % (
                 path, show(nvlinks), "1 to %d with level nvlink" % MAX_NVLINKS if level == "nvlink" else "0 unless the level is nvlink"))
-        known[key] = (level, nvlinks, position)
-    return all_pairs(indexes, {key: value[:2] for key, value in known.items()})
+        pcie = entry.get("pcie", "unknown" if level == "nvlink" else level)
+        if not isinstance(pcie, str) or pcie not in PCIE_LEVELS or (level != "nvlink" and pcie != level):
+            raise ValueError("%s.pcie: got %s; expected %s" % (
+                path, show(pcie), "one of " + ", ".join(PCIE_LEVELS) if level == "nvlink" else "%s (or none), the level" % level))
+        known[key] = (level, nvlinks, pcie, position)
+    return all_pairs(indexes, {key: value[:3] for key, value in known.items()})
 
 
 # --- nvidia-smi --------------------------------------------------------------------------------
@@ -702,11 +716,9 @@ class GpuFactCollector:
                 if remotes[a] is None or remotes[b] is None:
                     continue
                 nvlinks = direct[a, b] + (min(switch[a], switch[b]) if switch[a] and switch[b] else 0)
-                if nvlinks > 0:
-                    known[a, b] = ("nvlink", nvlinks)
-                    continue
                 level = self._optional(nvml.nvmlDeviceGetTopologyCommonAncestor, handles[a], handles[b])
-                known[a, b] = (_ANCESTOR_LEVELS.get(level, "unknown") if isinstance(level, int) else "unknown", 0)
+                pcie = _ANCESTOR_LEVELS.get(level, "unknown") if isinstance(level, int) else "unknown"
+                known[a, b] = ("nvlink", nvlinks, pcie) if nvlinks > 0 else (pcie, 0)
         return all_pairs(ordered, known)
 
     def _mig_devices(self, handle):

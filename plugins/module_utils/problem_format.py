@@ -40,8 +40,11 @@ MAX_EVERY_NODE_WORK = 20000000
 # nodes.<n>.gpu_links[].level: how two GPUs of a node meet, best first (NVML's P2P levels, nvidia-smi topo -m):
 # NVLink, the same board, one PCIe switch, several switches, the host bridge, the same NUMA node, across sockets.
 # A pair not listed is unknown. nvlinks: the NVLink lanes between the pair (> 0 for nvlink, 0 otherwise).
+# pcie: the PCIe path of an NVLinked pair besides its NVLinks (one of GPU_PCIE_LEVELS; unknown when not said); the
+# PCIe path of any other pair is its level.
 GPU_LINK_NVLINK = "nvlink"
 GPU_LINK_LEVELS = (GPU_LINK_NVLINK, "board", "switch", "multi_switch", "host_bridge", "numa", "system", "unknown")
+GPU_PCIE_LEVELS = GPU_LINK_LEVELS[1:]
 MAX_NVLINKS = 64                # nodes.<n>.gpu_links[].nvlinks
 MAX_GPU_LINKS = MAX_DEVICES * (MAX_DEVICES - 1) // 2     # entries of nodes.<n>.gpu_links: every pair of 64 GPUs once
 MAX_NUMA_NODE = 1023            # nodes.<n>.gpus[].numa_node

@@ -46,11 +46,14 @@ class GPUDevice:
 @dataclass(frozen=True)
 class GPULink:
     """How GPUs ``first`` and ``second`` (indices, first < second) of one node meet: ``level`` one of
-    problem_format.GPU_LINK_LEVELS; ``nvlinks`` the NVLink lanes between them (0 unless level is nvlink)."""
+    problem_format.GPU_LINK_LEVELS; ``nvlinks`` the NVLink lanes between them (0 unless level is nvlink); ``pcie`` their
+    PCIe path (problem_format.GPU_PCIE_LEVELS): the level itself for a pair without NVLink, and for an NVLinked pair
+    the path besides its NVLinks (unknown when not said)."""
     first: int
     second: int
     level: str
     nvlinks: int = 0
+    pcie: str = "unknown"
 
 
 @dataclass(frozen=True)

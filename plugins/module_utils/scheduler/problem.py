@@ -17,7 +17,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    CPU_PINNING_MODES, CPU_PINNING_NONE, CPU_PINNING_NUMA, MAX_NUMA_NODES, GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_SHARING_MODES,
+    CPU_PINNING_MODES, CPU_PINNING_NONE, CPU_PINNING_NUMA, MAX_NUMA_NODES, GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_PCIE_LEVELS, GPU_SHARING_MODES,
     GPU_SHARING_NONE, GPU_TOPOLOGY_MODES, GPU_TOPOLOGY_PREFERRED,
     MAX_DEVICES, MAX_GPU_LINKS, MAX_NUMA_NODE, MAX_NVLINKS, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
     MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL, SERVICE_KEYS,
@@ -39,7 +39,7 @@ _TOP_KEYS = ("nodes", "services", "quotas", "previous")
 _NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links", "numa_cpus")
 _GPU_KEYS = ("index", "uuid", "model", "memory", "numa_node")
 _GPU_REQUIRED_KEYS = ("index", "uuid", "model", "memory")
-_GPU_LINK_KEYS = ("gpus", "level", "nvlinks")
+_GPU_LINK_KEYS = ("gpus", "level", "nvlinks", "pcie")
 _NVME_KEYS = ("name", "size", "labels", "mount")
 _TAINT_KEYS = ("key", "value", "effect")
 # A problem's service may also carry its image (for user plugins, profiles.py). In a catalog the image is a
@@ -231,7 +231,8 @@ def _numa_cpus(reader, value, path):
 
 
 def _gpu_links(reader, value, path, name, indices):
-    """nodes.<n>.gpu_links: [{gpus: [a, b], level, nvlinks}, ...], each pair of the node's GPU indices at most once."""
+    """nodes.<n>.gpu_links: [{gpus: [a, b], level, nvlinks, pcie}, ...], each pair of the node's GPU indices at most once;
+    pcie (optional) the PCIe path of an NVLinked pair, and for any other pair its level if given."""
     links = []
     pairs = set()
     for position, item in enumerate(reader.sequence(value, path, MAX_GPU_LINKS)):
@@ -269,9 +270,19 @@ def _gpu_links(reader, value, path, name, indices):
             elif level != GPU_LINK_NVLINK and nvlinks != 0:
                 reader.bad(join_path(link_path, "nvlinks"), nvlinks, "0 (or none) for a %s pair: only nvlink has lanes" % level)
                 level = None
+        pcie = spec.get("pcie")
+        pcie_path = join_path(link_path, "pcie")
+        if "pcie" in spec and (not isinstance(pcie, str) or pcie not in GPU_PCIE_LEVELS):
+            reader.bad(pcie_path, pcie, "one of " + ", ".join(GPU_PCIE_LEVELS) + " (the pair's PCIe path)")
+            level = None
+        elif "pcie" in spec and level is not None and level != GPU_LINK_NVLINK and pcie != level:
+            reader.bad(pcie_path, pcie, "%s (or none) for a %s pair: pcie differs from level only beside NVLinks" % (level, level))
+            level = None
         if len(ends) == 2 and None not in ends and level is not None and nvlinks is not None:
             pairs.add((min(ends), max(ends)))
-            links.append(GPULink(min(ends), max(ends), level, nvlinks))
+            if level != GPU_LINK_NVLINK:
+                pcie = level
+            links.append(GPULink(min(ends), max(ends), level, nvlinks, pcie or "unknown"))
     return tuple(sorted(links, key=lambda link: (link.first, link.second)))
 
 

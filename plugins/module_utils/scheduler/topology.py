@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU topology: which set of a node's GPUs a multi-GPU instance gets, by how well its GPUs are linked.
 
-The idea is NVIDIA's go-gpuallocator ``besteffort`` policy (the k8s device plugin's): every pair of GPUs has a link
-score from its P2P level (``nodes.<n>.gpu_links``; a pair not listed is unknown), and a set scores the sum over its
-pairs. Scores, higher better: nvlink 100 + 10 per NVLink lane (lanes counted up to 18), board 60, switch 50,
-multi_switch 40, host_bridge 30, numa 20, system 10, unknown 10.
+The idea and the scores are NVIDIA's go-gpuallocator ``besteffort`` policy (the k8s device plugin's,
+``calculateGPUPairScore``): every pair of GPUs has a link score from its NVLink lanes and its PCIe path
+(``nodes.<n>.gpu_links``; a pair not listed is unknown), and a set scores the sum over its pairs. A pair scores 100
+per NVLink lane (lanes counted up to 18) plus its PCIe path's score: board 60, switch 50, multi_switch 40,
+host_bridge 30, numa 20, system 10, unknown 10 (an NVLinked pair whose PCIe path is not said counts it unknown).
 
 ``best_set`` picks ``count`` of the devices that fit (given in best-fit order, the GPU plugin's) with the highest
 score; among sets of equal score the first in best-fit order (what the GPU plugin takes without links), and the
@@ -39,19 +40,22 @@ from math import comb
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import GPU_LINK_NVLINK
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
 
-NVLINK_SCORE = 100
-NVLINK_LANE_SCORE = 10
+NVLINK_LANE_SCORE = 100
+NVLINK_SCORE = NVLINK_LANE_SCORE    # an NVLinked pair scores at least this (one lane), any other pair less
 MAX_SCORED_LANES = 18           # an H100's NVLink lanes: more count no more
 LINK_SCORES = {"board": 60, "switch": 50, "multi_switch": 40, "host_bridge": 30, "numa": 20, "system": 10, "unknown": 10}
 UNKNOWN_SCORE = LINK_SCORES["unknown"]
+BEST_LINK_SCORE = NVLINK_LANE_SCORE * MAX_SCORED_LANES + max(LINK_SCORES.values())
 EXHAUSTIVE = 5000               # candidate sets scored one by one at most; beyond, greedy and swaps
 SWAP_PASSES = 8                 # passes of single swaps over the greedy's best set
 CLIQUE_STEPS = 2000             # branches of the maximum-clique search at most; beyond, an upper bound stands
 
 
-def link_score(level, nvlinks):
+def link_score(level, nvlinks, pcie="unknown"):
+    """A pair's score: 100 per NVLink lane (at most MAX_SCORED_LANES counted) plus its PCIe path's score; ``pcie`` is
+    read only for an nvlink pair (any other pair's PCIe path is its level)."""
     if level == GPU_LINK_NVLINK:
-        return NVLINK_SCORE + NVLINK_LANE_SCORE * min(nvlinks, MAX_SCORED_LANES)
+        return NVLINK_LANE_SCORE * min(nvlinks, MAX_SCORED_LANES) + LINK_SCORES.get(pcie, UNKNOWN_SCORE)
     return LINK_SCORES.get(level, UNKNOWN_SCORE)
 
 
@@ -71,7 +75,7 @@ def link_matrix(node):
         for link in node.gpu_links:
             first, second = positions.get(link.first), positions.get(link.second)
             if first is not None and second is not None:
-                matrix[first][second] = matrix[second][first] = link_score(link.level, link.nvlinks)
+                matrix[first][second] = matrix[second][first] = link_score(link.level, link.nvlinks, link.pcie)
     object.__setattr__(node, "_link_matrix", matrix)
     return matrix
 

@@ -87,8 +87,14 @@ def choose_gpus(node_state, request, preferred=(), usable=None):
             return None         # no link known: no pair is NVLinked
         return [(candidate[3], candidate[4]) for candidate in candidates[:request.count]]
     takes = {candidate[3]: candidate[4] for candidate in candidates}
-    forced = [candidate[3] for candidate in candidates[:request.count] if not candidate[0]]
-    found = best_set(matrix, [candidate[3] for candidate in candidates], request.count, forced, required)
+    kept = [candidate[3] for candidate in candidates if not candidate[0]]
+    found = None
+    if len(kept) >= request.count:
+        # More previous devices fit than the request asks (it asks fewer than before): the best set of them.
+        found = best_set(matrix, kept, request.count, (), required)
+        kept = []
+    if found is None:
+        found = best_set(matrix, [candidate[3] for candidate in candidates], request.count, kept, required)
     if found is None:
         return None
     return [(position, takes[position]) for position in found[0]]

@@ -6,7 +6,7 @@
 The GPU plugin chooses the devices on each node (the best-linked set that fits, scheduler/topology.py); this
 scores the node by how good that set is: three quarters its link score relative to the best set the empty node
 could give the request (a node whose well-linked groups are still whole scores 100), one quarter its mean link
-score per pair relative to the best link there is (NVLink with 18 lanes), so that between a node of NVLinked GPUs
+score per pair relative to the best link there is (NVLink with 18 lanes on one board), so that between a node of NVLinked GPUs
 and one whose GPUs meet at the host bridge, both whole, the first wins.
 
 It reads the GPU plugin's cycle state (gpu.gpu_choice) and keeps none of its own. It scores every
@@ -19,11 +19,11 @@ from __future__ import annotations
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import ScorePlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus, gpu_choice
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
-    MAX_SCORED_LANES, NVLINK_LANE_SCORE, NVLINK_SCORE, best_empty_score, link_matrix, set_score,
+    BEST_LINK_SCORE, best_empty_score, link_matrix, set_score,
 )
 
 RELATIVE = 0.75                 # the share of the score relative to the empty node's best set; the rest absolute
-BEST_LINK = NVLINK_SCORE + NVLINK_LANE_SCORE * MAX_SCORED_LANES
+BEST_LINK = BEST_LINK_SCORE      # 18 NVLink lanes on one board
 
 
 class GPUTopology(ScorePlugin):

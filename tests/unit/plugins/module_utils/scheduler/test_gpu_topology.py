@@ -348,7 +348,11 @@ def bad_links(entries, gpus=3):
      "got 2; expected 0 (or none) for a system pair: only nvlink has lanes"),
     ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 65}], "nodes.a.gpu_links[0].nvlinks", "got 65; expected an integer from 0 to 64"),
     ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4, "speed": 1}], "nodes.a.gpu_links[0].speed",
-     "unknown key; expected one of: gpus, level, nvlinks"),
+     "unknown key; expected one of: gpus, level, nvlinks, pcie"),
+    ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4, "pcie": "nvlink"}], "nodes.a.gpu_links[0].pcie",
+     'got "nvlink"; expected one of board, switch, multi_switch, host_bridge, numa, system, unknown (the pair\'s PCIe path)'),
+    ([{"gpus": [0, 1], "level": "switch", "pcie": "system"}], "nodes.a.gpu_links[0].pcie",
+     'got "system"; expected switch (or none) for a switch pair: pcie differs from level only beside NVLinks'),
 ])
 def test_bad_gpu_links_name_their_path(entries, path, message):
     errors = errors_of(bad_links(entries))
