@@ -51,8 +51,9 @@ LINK_LEVELS = ("nvlink", "board", "switch", "multi_switch", "host_bridge", "numa
 PCIE_LEVELS = LINK_LEVELS[1:]
 # nvmlDeviceGetTopologyCommonAncestor's nvmlGpuTopologyLevel_t values.
 _ANCESTOR_LEVELS = {0: "board", 10: "switch", 20: "multi_switch", 30: "host_bridge", 40: "numa", 50: "system"}
-# nvidia-smi topo -m's cells (its legend), NV<n> aside.
-_TOPO_LEVELS = {"PIX": "switch", "PXB": "multi_switch", "PHB": "host_bridge", "NODE": "numa", "SYS": "system"}
+# nvidia-smi topo -m's cells (its legend), NV<n> aside; SOC is what drivers before NODE and SYS printed for SYS.
+_TOPO_LEVELS = {"PIX": "switch", "PXB": "multi_switch", "PHB": "host_bridge", "NODE": "numa", "SYS": "system", "SOC": "system"}
+_TOPO_CELLS = "X, SYS, SOC, NODE, PHB, PXB, PIX, NV<n>"
 # The most NVLinks one pair may report (NVML_NVLINK_MAX_LINKS is 18 to 36 per GPU).
 MAX_NVLINKS = 64
 # The highest NUMA node and CPU number taken (Linux's NODES_SHIFT 10 and NR_CPUS 8192; bounded well above).
@@ -66,7 +67,10 @@ _NUMA_TEXT = re.compile(r"[0-9]{1,4}")
 MAX_TOPO_CHARS = 1 << 20
 MAX_TOPO_ROWS = MAX_TOPOLOGY_GPUS + 256
 _TOPO_NV = re.compile(r"NV([1-9][0-9]?)")
-_TOPO_NIC = re.compile(r"NIC[0-9]{1,3}")
+# A network card's column and row: NIC<k> (its name in the NIC Legend below), or, from older drivers, the device itself
+# (mlx5_0, mlx4_0, bnxt_re0, ...): a letter, then letters, digits, "_", "." or "-"; never GPU<n>.
+_TOPO_NIC = re.compile(r"NIC[0-9]{1,3}|(?!GPU[0-9])[A-Za-z][A-Za-z0-9_.-]{0,31}")
+MAX_TOPO_NICS = 256
 _TOPO_EXTRA_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 # The underline nvidia-smi puts around its header line, a terminal or not.
 _SGR_ON, _SGR_OFF = "\x1b[4m", "\x1b[0m"
@@ -207,10 +211,14 @@ class TopologyError(ValueError):
 def parse_topo_matrix(output, indexes):
     """nvidia-smi topo -m, read strictly, for GPUs ``indexes`` (must be 0..n-1, the query's order).
 
-    Returns (links, affinity): links {(i, j): (level, nvlinks)} for every pair, affinity {i: (cpu_affinity, numa_node)}.
-    Raises TopologyError for anything else than what nvidia-smi prints: a header of GPU0..GPUn-1, NIC<k> and the
-    CPU Affinity / NUMA Affinity / GPU NUMA ID columns; each link cell exactly X (the diagonal, also " X "), SYS, NODE,
-    PHB, PXB, PIX or NV<n> (n at most 99), the same both ways."""
+    Returns (links, affinity): links {(i, j): (level, nvlinks, pcie)} for every pair, affinity {i: (cpu_affinity, numa_node)}.
+    An NVLinked pair's PCIe path is not in the table: system where the two GPUs' NUMA Affinity (or CPU Affinity) says
+    they hang off different NUMA nodes, else unknown.
+    Raises TopologyError for anything else than what nvidia-smi prints: a header of GPU0..GPUn-1, the network cards
+    (NIC<k>, or by device name such as mlx5_0 from older drivers; at most MAX_TOPO_NICS) and the CPU Affinity /
+    NUMA Affinity / GPU NUMA ID columns; a row per GPU, then at most a row per network card named as its column;
+    each link cell exactly X (the diagonal, also " X "), SYS, SOC (older drivers' SYS), NODE, PHB, PXB, PIX or NV<n>
+    (n at most 99), the same both ways."""
     count = len(indexes)
     if sorted(indexes) != list(range(count)):
         raise TopologyError("the GPUs' indexes are not 0..%d" % (count - 1))
@@ -230,12 +238,17 @@ def parse_topo_matrix(output, indexes):
         raise TopologyError("the header does not start with GPU0..GPU%d (the %d GPUs the query found)" % (count - 1, count))
     rest = columns[count:]
     nics = 0
-    while nics < len(rest) and _TOPO_NIC.fullmatch(rest[nics]):
+    while nics < len(rest) and rest[nics] not in _TOPO_EXTRA_COLUMNS and _TOPO_NIC.fullmatch(rest[nics]):
         nics += 1
+    if nics > MAX_TOPO_NICS:
+        raise TopologyError("the header has more than %d network cards" % MAX_TOPO_NICS)
+    nic_names = rest[:nics]
+    if len(set(nic_names)) != nics:
+        raise TopologyError("the header names a network card twice")
     extra = rest[nics:]
     if any(name not in _TOPO_EXTRA_COLUMNS for name in extra) or extra != sorted(extra, key=_TOPO_EXTRA_COLUMNS.index) \
             or len(set(extra)) != len(extra):
-        raise TopologyError("the header has a column other than GPU<n>, NIC<n>, CPU Affinity, NUMA Affinity and GPU NUMA ID")
+        raise TopologyError("the header has a column other than GPU<n>, a network card, CPU Affinity, NUMA Affinity and GPU NUMA ID")
     cells = {}
     affinity = {}
     rows = 0
@@ -247,7 +260,7 @@ def parse_topo_matrix(output, indexes):
             raise TopologyError("the table has more than %d rows" % MAX_TOPO_ROWS)
         row = line.split("\t")
         name = row[0]
-        if _TOPO_NIC.fullmatch(name):
+        if rows > count and name in nic_names:
             continue
         if rows > count or name != "GPU%d" % (rows - 1):
             raise TopologyError("line %d is not the row of GPU%d" % (number, min(rows, count + 1) - 1))
@@ -267,11 +280,10 @@ def parse_topo_matrix(output, indexes):
             elif cell in _TOPO_LEVELS:
                 cells[gpu, other] = (_TOPO_LEVELS[cell], 0)
             else:
-                raise TopologyError("line %d: the cell of GPU%d and GPU%d is not one of X, SYS, NODE, PHB, PXB, PIX, NV<n>"
-                                    % (number, gpu, other))
+                raise TopologyError("line %d: the cell of GPU%d and GPU%d is not one of %s" % (number, gpu, other, _TOPO_CELLS))
         for cell in links[count:]:
             if not (cell in ("X", " X ") or cell in _TOPO_LEVELS or _TOPO_NV.fullmatch(cell)):
-                raise TopologyError("line %d: a NIC cell is not one of X, SYS, NODE, PHB, PXB, PIX, NV<n>" % number)
+                raise TopologyError("line %d: a network card's cell is not one of %s" % (number, _TOPO_CELLS))
         named = dict(zip(extra, values))
         cpu_text = named.get("CPU Affinity", "N/A")
         cpus = None if cpu_text == "N/A" else parse_cpulist(cpu_text)
@@ -292,8 +304,37 @@ def parse_topo_matrix(output, indexes):
         for b in range(a + 1, count):
             if cells[a, b] != cells[b, a]:
                 raise TopologyError("GPU%d-GPU%d and GPU%d-GPU%d differ" % (a, b, b, a))
-            links[a, b] = cells[a, b]
+            level, nvlinks = cells[a, b]
+            pcie = "unknown"
+            if level == "nvlink" and _apart(affinity[a], affinity[b]):
+                pcie = "system"
+            links[a, b] = (level, nvlinks, pcie)
     return links, affinity
+
+
+def _apart(first, second):
+    """Whether two GPUs' (cpu_affinity, numa_node) say they hang off different NUMA nodes."""
+    if first[1] is not None and second[1] is not None:
+        return first[1] != second[1]
+    if first[0] is not None and second[0] is not None:
+        return _disjoint(first[0], second[0])
+    return False
+
+
+def _disjoint(first, second):
+    """Whether two canonical cpulists share no CPU (their ranges walked side by side)."""
+    def ranges(text):
+        return [tuple(int(bound) for bound in (part.split("-") * 2)[:2]) for part in text.split(",")]
+    left, right = ranges(first), ranges(second)
+    i = j = 0
+    while i < len(left) and j < len(right):
+        if left[i][1] < right[j][0]:
+            i += 1
+        elif right[j][1] < left[i][0]:
+            j += 1
+        else:
+            return False
+    return True
 
 
 # --- simulated ---------------------------------------------------------------------------------
@@ -406,7 +447,7 @@ def parse_simulated_links(entries, gpus):
             raise ValueError("%s.gpus: got %s; expected two different indexes of %s" % (path, show(pair), SIMULATED_VAR))
         key = (min(pair), max(pair))
         if key in known:
-            raise ValueError("%s.gpus: got %s; %s[%d] already describes that pair" % (path, show(pair), SIMULATED_LINKS_VAR, known[key][2]))
+            raise ValueError("%s.gpus: got %s; %s[%d] already describes that pair" % (path, show(pair), SIMULATED_LINKS_VAR, known[key][3]))
         level = entry.get("level")
         if not isinstance(level, str) or level not in LINK_LEVELS:
             raise ValueError("%s.level: got %s; expected one of %s" % (path, show(level), ", ".join(LINK_LEVELS)))

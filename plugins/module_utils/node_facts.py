@@ -200,7 +200,8 @@ def _numa(host, path, value):
 
 def gpu_links(hostvars, gpus=None):
     """The pairs of ``gpus`` (default: the usable ones) from gangplank_gpu_links whose level is known, as the scheduler's
-    ``gpu_links``: [{gpus: [a, b], level, nvlinks}], a < b by the GPUs' own index. A pair not listed is unknown."""
+    ``gpu_links``: [{gpus: [a, b], level, nvlinks[, pcie]}], a < b by the GPUs' own index (pcie for an NVLinked pair whose
+    PCIe path is known). A pair not listed is unknown."""
     host = _host(hostvars)
     links = _facts(hostvars).get("gangplank_gpu_links") or []
     _fact(host, "ansible_facts.gangplank_gpu_links", links,
@@ -217,9 +218,15 @@ def gpu_links(hostvars, gpus=None):
                       "one of " + ", ".join(LINK_LEVELS))
         nvlinks = _fact(host, path + ".nvlinks", link.get("nvlinks", 0), lambda value: _whole(value) and value <= 64,
                         "a number of NVLinks (0 to 64)")
+        # pcie: the PCIe path beside an NVLinked pair's NVLinks (facts written before it was read lack it: unknown).
+        pcie = _fact(host, path + ".pcie", link.get("pcie", "unknown"),
+                     lambda value: isinstance(value, str) and value in LINK_LEVELS[1:], "one of " + ", ".join(LINK_LEVELS[1:]))
         if level == "unknown" or not set(pair) <= offered:
             continue
-        result[min(pair), max(pair)] = {"gpus": [min(pair), max(pair)], "level": level, "nvlinks": nvlinks}
+        entry = {"gpus": [min(pair), max(pair)], "level": level, "nvlinks": nvlinks}
+        if level == "nvlink" and pcie != "unknown":
+            entry["pcie"] = pcie
+        result[min(pair), max(pair)] = entry
     return [result[key] for key in sorted(result)]
 
 

@@ -14,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts impor
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     NodeFactsError, facts_table, node_labels, nvlink_domain, scheduler_node,
 )
+from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils import published_topo
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.fake_pynvml import FakeNvml
 
 GIB = 2 ** 30
@@ -51,7 +52,7 @@ def dgx_h100():
     links = [switches[0]] * 5 + [switches[1]] * 4 + [switches[2]] * 4 + [switches[3]] * 5
     affinity = {0: mask((0, 55), (112, 167)), 1: mask((56, 111), (168, 223))}
     return FakeNvml([gpu(i, nvlinks=list(links), numa_node=socket_of(i), cpu_affinity=affinity[socket_of(i)]) for i in range(8)],
-                    topology={(a, b): SYS for a in range(8) for b in range(8)})
+                    topology={(a, b): NODE if socket_of(a) == socket_of(b) else SYS for a in range(8) for b in range(8)})
 
 
 def pcie_bridged():
@@ -110,7 +111,10 @@ def test_nvswitch_server_every_pair_nvlinked():
     assert [g["numa_node"] for g in gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert gpus[0]["cpu_affinity"] == "0-55,112-167" and gpus[7]["cpu_affinity"] == "56-111,168-223"
     assert "topology" not in facts["gangplank_gpu_driver"]
-    assert nvml.calls["nvmlDeviceGetTopologyCommonAncestor"] == 0 and nvml.sessions == 0
+    # Beside its NVLinks, each pair's PCIe path: within a socket or across.
+    assert {tuple(link["gpus"]): link["pcie"] for link in links} == {
+        (a, b): "numa" if socket_of(a) == socket_of(b) else "system" for a in range(8) for b in range(a + 1, 8)}
+    assert nvml.calls["nvmlDeviceGetTopologyCommonAncestor"] == 2 * 28 and nvml.sessions == 0
 
 
 def test_pcie_server_with_nvlink_bridges_in_pairs():
@@ -249,6 +253,42 @@ def test_topo_m_of_the_four_servers(tmp_path):
     assert mixed_links[0, 1] == ("nvlink", 12) and mixed_links[0, 2] == ("host_bridge", 0) and mixed_links[2, 3] == ("multi_switch", 0)
 
 
+def pcie_pairs(links):
+    return {tuple(link["gpus"]): (link["level"], link["nvlinks"], link["pcie"]) for link in links}
+
+
+def test_published_topo_m_outputs_are_read():
+    # 8x RTX 4090 with NIC0/NIC1: every pair across the system bus, two sockets.
+    facts = smi_facts(8, published_topo.RTX4090_NICS)[0]
+    assert set(pcie_pairs(facts["gangplank_gpu_links"]).values()) == {("system", 0, "system")}
+    assert [g["numa_node"] for g in facts["gangplank_gpus"]] == [0] * 4 + [1] * 4
+    # 8 PCIe GPUs and a card named mlx4_0 (older drivers), CPU Affinity only.
+    facts = smi_facts(8, published_topo.PCIE_MLX4)[0]
+    links = pcie_pairs(facts["gangplank_gpu_links"])
+    assert links[0, 1] == ("switch", 0, "switch") and links[0, 2] == ("host_bridge", 0, "host_bridge")
+    assert links[3, 4] == ("system", 0, "system") and links[6, 7] == ("switch", 0, "switch")
+    assert "topology" not in facts["gangplank_gpu_driver"]
+    assert facts["gangplank_gpus"][4]["cpu_affinity"] == "10-19,30-39" and facts["gangplank_gpus"][4]["numa_node"] is None
+    # A DGX A100 with NIC0..NIC11: NV12 every pair; beside NVLink, the NUMA nodes tell the pairs across sockets.
+    facts = smi_facts(8, published_topo.DGX_A100_NICS)[0]
+    links = pcie_pairs(facts["gangplank_gpu_links"])
+    assert links[0, 1] == ("nvlink", 12, "unknown") and links[0, 2] == ("nvlink", 12, "system")
+    assert [g["numa_node"] for g in facts["gangplank_gpus"]] == [3, 3, 1, 1, 7, 7, 5, 5]
+    # 4x K40m from a driver that printed SOC for SYS.
+    links = pcie_pairs(smi_facts(4, published_topo.K40M_SOC)[0]["gangplank_gpu_links"])
+    assert links == {(0, 1): ("host_bridge", 0, "host_bridge"), (2, 3): ("host_bridge", 0, "host_bridge"),
+                     (0, 2): ("system", 0, "system"), (0, 3): ("system", 0, "system"),
+                     (1, 2): ("system", 0, "system"), (1, 3): ("system", 0, "system")}
+
+
+def test_a_published_dgx2_with_cards_named_by_device_is_read():
+    links, affinity = parse_topo_matrix(published_topo.DGX2_MLX5, list(range(16)))
+    assert len(links) == 120 and all(link[:2] == ("nvlink", 6) for link in links.values())
+    # Only CPU Affinity: disjoint CPUs tell the pairs across sockets.
+    assert links[0, 7][2] == "unknown" and links[0, 8][2] == "system"
+    assert affinity[15] == ("24-47,72-95", None)
+
+
 def read_dual(sysfs):
     server = dual_socket(sysfs)
     return collect_facts(nvml=FakeNvml(server.gpus, topology=server.topology), sysfs=str(sysfs))
@@ -259,7 +299,7 @@ def test_topo_m_one_gpu_and_without_escapes_or_affinity():
     assert facts["gangplank_gpu_links"] == [] and facts["gangplank_gpus"][0]["cpu_affinity"] == "0-7"
     assert facts["gangplank_gpus"][0]["numa_node"] is None and "topology" not in facts["gangplank_gpu_driver"]
     plain = "\tGPU0\tGPU1\nGPU0\tX\tNV2\r\nGPU1\tNV2\tX\r\n"
-    assert parse_topo_matrix(plain, [0, 1])[0] == {(0, 1): ("nvlink", 2)}
+    assert parse_topo_matrix(plain, [0, 1])[0] == {(0, 1): ("nvlink", 2, "unknown")}
 
 
 HOSTILE = {
@@ -272,7 +312,11 @@ HOSTILE = {
     "a leading space": TOPO_MIXED.replace("PHB", " PHB", 1),
     "a line break in a cell": TOPO_MIXED.replace("NV12", "NV12\n", 1),
     "a carriage return in a cell": TOPO_MIXED.replace("NV12", "NV12\r", 1),
-    "an unknown token": TOPO_MIXED.replace("PHB", "SOC", 1),
+    "an unknown token": TOPO_MIXED.replace("PHB", "QPI", 1),
+    "a network card row without its column": TOPO_MIXED.split("\n\n", maxsplit=1)[0] + "\nmlx5_0\tSYS\tSYS\tSYS\tSYS\t X \n",
+    "a network card named twice": TOPO_MIXED.replace("GPU3\tCPU", "GPU3\tmlx5_0\tmlx5_0\tCPU", 1),
+    "a network card named like a GPU": TOPO_MIXED.replace("GPU3\tCPU", "GPU3\tGPU9\tCPU", 1),
+    "a network card's name with a blank": TOPO_MIXED.replace("GPU3\tCPU", "GPU3\tmlx 5\tCPU", 1),
     "lower case": TOPO_MIXED.replace("PHB", "phb", 1),
     "a non-ASCII digit": TOPO_MIXED.replace("NV12", "NV\u0661\u0662", 1),
     "asymmetry": TOPO_MIXED.replace("NV12", "NV11", 1),
@@ -319,6 +363,16 @@ def test_simulated_default_links_and_numa_unknown():
     assert all(g["numa_node"] is None and g["cpu_affinity"] is None for g in facts["gangplank_gpus"])
 
 
+def test_simulated_links_keep_the_pcie_path_beside_nvlink():
+    sim = [dict(SIM[0], numa_node=i // 2) for i in range(4)]
+    links = [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 2, "pcie": "switch"}, {"gpus": [0, 2], "level": "nvlink", "nvlinks": 1},
+             {"gpus": [2, 3], "level": "host_bridge", "pcie": "host_bridge"}]
+    got = {tuple(link["gpus"]): (link["level"], link["nvlinks"], link["pcie"])
+           for link in collect_facts(simulated=sim, simulated_links=links, hostname="h")["gangplank_gpu_links"]}
+    assert got[0, 1] == ("nvlink", 2, "switch") and got[0, 2] == ("nvlink", 1, "unknown")
+    assert got[2, 3] == ("host_bridge", 0, "host_bridge") and got[1, 3] == ("unknown", 0, "unknown")
+
+
 def test_simulated_links_and_affinity():
     sim = [dict(SIM[0], numa_node=i // 2, cpu_affinity="0-7" if i < 2 else "8-15,8") for i in range(4)]
     links = [{"gpus": [1, 0], "level": "nvlink", "nvlinks": 4}, {"gpus": [2, 3], "level": "switch"}]
@@ -339,6 +393,8 @@ def test_simulated_links_and_affinity():
     ([{"gpus": [0, 1], "level": "system"}, {"gpus": [1, 0], "level": "numa"}], "gangplank_simulated_gpu_links[1].gpus"),
     ([{"gpus": [0, 1], "level": "system", "speed": 1}], "gangplank_simulated_gpu_links[0]: unknown key \"speed\""),
     (["x"], "gangplank_simulated_gpu_links[0]: got"),
+    ([{"gpus": [0, 1], "level": "nvlink", "nvlinks": 2, "pcie": "nvlink"}], "gangplank_simulated_gpu_links[0].pcie: got \"nvlink\"; expected one of board"),
+    ([{"gpus": [0, 1], "level": "switch", "pcie": "system"}], "gangplank_simulated_gpu_links[0].pcie: got \"system\"; expected switch (or none)"),
 ])
 def test_simulated_links_are_checked(links, message):
     with pytest.raises(ValueError) as caught:
@@ -378,6 +434,17 @@ def test_scheduler_node_passes_numa_and_known_links_of_the_offered_gpus():
                                  {"gpus": [1, 2], "level": "host_bridge", "nvlinks": 0}]
 
 
+def test_scheduler_node_passes_the_pcie_path_of_nvlinked_pairs_and_reads_facts_without_it():
+    facts = read(pcie_bridged())
+    links = {tuple(link["gpus"]): link for link in scheduler_node(hostvars(facts))["gpu_links"]}
+    assert links[0, 1] == {"gpus": [0, 1], "level": "nvlink", "nvlinks": 4, "pcie": "numa"}
+    assert links[0, 4] == {"gpus": [0, 4], "level": "system", "nvlinks": 0}
+    for link in facts["gangplank_gpu_links"]:
+        del link["pcie"]        # facts written before the PCIe path was read
+    links = {tuple(link["gpus"]): link for link in scheduler_node(hostvars(facts))["gpu_links"]}
+    assert links[0, 1] == {"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}
+
+
 def test_scheduler_node_unchanged_without_topology():
     facts = collect_facts(simulated=SIM[:2], hostname="h")
     node = scheduler_node(hostvars(facts))
@@ -394,6 +461,7 @@ def test_scheduler_node_unchanged_without_topology():
     (lambda f: f.update(gangplank_gpu_links=[{"gpus": [0], "level": "nvlink", "nvlinks": 1}]), "ansible_facts.gangplank_gpu_links[0].gpus"),
     (lambda f: f.update(gangplank_gpu_links=[{"gpus": [0, 1], "level": "fast", "nvlinks": 1}]), "ansible_facts.gangplank_gpu_links[0].level"),
     (lambda f: f["gangplank_gpus"][1].update(numa_node="0"), "ansible_facts.gangplank_gpus[1].numa_node"),
+    (lambda f: f["gangplank_gpu_links"][0].update(pcie="nvlink"), "ansible_facts.gangplank_gpu_links[0].pcie"),
 ])
 def test_malformed_topology_facts_name_the_host_and_field(change, path):
     facts = read(pcie_bridged())

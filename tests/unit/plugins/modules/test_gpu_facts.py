@@ -61,7 +61,7 @@ def test_returns_only_the_three_facts_from_nvml(monkeypatch, no_nvidia_smi):
     assert set(result) == {"changed", "ansible_facts"}
     facts = result["ansible_facts"]
     assert set(facts) == {"gangplank_gpus", "gangplank_gpu_links", "gangplank_gpu_driver"}
-    assert facts["gangplank_gpu_links"] == [{"gpus": [0, 1], "level": "unknown", "nvlinks": 0}]
+    assert facts["gangplank_gpu_links"] == [{"gpus": [0, 1], "level": "unknown", "nvlinks": 0, "pcie": "unknown"}]
     assert facts["gangplank_gpu_driver"]["source"] == "nvml" and facts["gangplank_gpu_driver"]["gpu_count"] == 2
     assert [g["uuid"] for g in facts["gangplank_gpus"]] == ["GPU-a", "GPU-b"]
     assert nvml.calls["nvmlInit"] == 1 and nvml.calls["nvmlShutdown"] == 1
@@ -137,7 +137,7 @@ def test_simulated_links_reach_the_facts(monkeypatch, no_nvidia_smi):
     monkeypatch.setattr(gpu_facts, "pynvml", fake_nvml())
     simulated = [{"model": "NVIDIA L4", "memory": "24Gi", "numa_node": 1}, {"model": "NVIDIA L4", "memory": "24Gi", "cpu_affinity": "0-7"}]
     facts = run({"simulated": simulated, "simulated_links": [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 2}]})["ansible_facts"]
-    assert facts["gangplank_gpu_links"] == [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 2}]
+    assert facts["gangplank_gpu_links"] == [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 2, "pcie": "unknown"}]
     assert [(g["numa_node"], g["cpu_affinity"]) for g in facts["gangplank_gpus"]] == [(1, None), (None, "0-7")]
     result = run({"simulated": simulated, "simulated_links": [{"gpus": [0, 2], "level": "system"}]})
     assert result["failed"] is True and result["msg"].startswith("gangplank_simulated_gpu_links[0].gpus: got [0, 2]")
