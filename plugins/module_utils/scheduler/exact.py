@@ -10,7 +10,8 @@ says which, so that "infeasible" and "not found in time" are never confused.
 
 What each instance may use is not re-implemented here: the framework's PreFilter and static
 Filter plugins (selectors, taints, unschedulable, stateful pins, GPU models, capacities) give
-each instance's allowed nodes, exactly as in a greedy attempt. The model adds what depends on
+each instance's allowed nodes, exactly as in a greedy attempt; a stateful instance on its node keeps its previous GPUs
+where they still fit its request (as the GPU plugin keeps them first). The model adds what depends on
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
 device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
 GPU cores per device (at most 100 in sum), NVMe space per device, quotas (max per group; min
@@ -378,6 +379,14 @@ class _Model:
                         options.append(var)
                         positions.append(position)
                 self.model.Add(sum(options) == request.count * chosen)
+                kept = _kept_gpus(instance, name, node, positions, request)
+                if kept is not None:
+                    # A stateful instance on its node keeps its GPUs where they still fit the request: it never moves.
+                    for position, var in zip(positions, options):
+                        if position in kept:
+                            self.model.Add(var == chosen)
+                        else:
+                            self.model.Add(var == 0)
                 if pinned:
                     self._numa_flow(index, instance, name, node, options, positions, chosen)
                 if request.topology == GPU_TOPOLOGY_REQUIRED and request.count > 1:
@@ -645,6 +654,16 @@ class _Model:
             _apply(cluster, placement, self.requests[instance.service.name])
             placements.append(placement)
         return placements, cluster
+
+
+def _kept_gpus(instance, name, node, positions, request):
+    """The positions of the GPUs a stateful instance keeps on node ``name``: its previous GPUs, when it ran there and they
+    are all among the devices that fit the request (``positions``), as many as it asks; else None."""
+    previous = instance.previous
+    if not instance.service.stateful or previous is None or previous.node != name or not previous.gpu_uuids:
+        return None
+    kept = {position for position in positions if node.gpus[position].uuid in previous.gpu_uuids}
+    return kept if len(kept) == request.count == len(set(previous.gpu_uuids)) else None
 
 
 def _conflicting_services(problem):

@@ -49,6 +49,14 @@ def render_table(result):
         _path(result), len(result["placements"]), used_nodes, len(result["usage"]), len(result["moves"])))
     for move in result["moves"]:
         lines.append("  move %s: %s -> %s" % (move["instance"], move["from"], move["to"]))
+    restarts = result.get("restarts") or []
+    if restarts:
+        lines.append("restarts: %d instance(s) stay on their node with other devices" % len(restarts))
+        for restart in restarts:
+            changes = ["%s %s -> %s" % (what, ",".join(restart[what]["from"]) if what == "gpus" else restart[what]["from"],
+                                        ",".join(restart[what]["to"]) if what == "gpus" else restart[what]["to"] or "-")
+                       for what in ("gpus", "nvme") if what in restart]
+            lines.append("  restart %s on %s: %s" % (restart["instance"], restart["node"], "; ".join(changes)))
     preempted = result.get("preempted") or {}
     if preempted:
         lines.append("preempted: %d preemptible instance(s) left out" % len(preempted))

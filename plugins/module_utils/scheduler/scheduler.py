@@ -151,9 +151,9 @@ def _schedule_steps(framework, problem, exact_seconds, steps):
     permit = framework.run_permit(attempt)
     if permit.ok:
         result = _feasible(framework, problem, attempt, path)
-        if (result["moves"] or result["evictions"]) and exact_seconds > 0:
+        if (result["moves"] or result["evictions"] or result.get("restarts")) and exact_seconds > 0:
             # Greedy releases or re-packs more instances than needed, and evicts whatever lies under the
-            # gang; the exact solver, started from greedy's plan, finds the fewest evictions, then moves.
+            # gang; the exact solver, started from greedy's plan, finds the fewest evictions, then moves, then restarts.
             # Its plan is taken only when it is better in that order.
             found = steps.timed(EXACT, exact.solve, problem, framework, exact_seconds, hint=attempt.placements)
             if found.placements is not None:
@@ -469,11 +469,12 @@ def _feasible(framework, problem, attempt, path):
 
 def _cost(result, problem):
     """What the exact solver minimises first: evictions, the highest priority first (the priorities of the evicted,
-    highest first, compared as lists: one eviction of priority 2 costs more than any of priority 1), then moves."""
+    highest first, compared as lists: one eviction of priority 2 costs more than any of priority 1), then moves, then
+    restarts on the same node (other GPUs or NVMe device)."""
     priority = {name: service.priority for name, service in problem.services.items()}
     # An evicted instance is preemptible, so <service>-<ordinal> (every-node services are never preemptible).
     evicted = sorted((priority[entry["instance"].rsplit("-", 1)[0]] for entry in result["evictions"]), reverse=True)
-    return (evicted, len(result["moves"]))
+    return (evicted, len(result["moves"]), len(result.get("restarts", ())))
 
 
 def _exact_summary(found, greedy_summary, exact_seconds):

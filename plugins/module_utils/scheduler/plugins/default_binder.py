@@ -24,6 +24,7 @@ class DefaultBinder(BindPlugin):
         ordered = sorted(placements, key=lambda p: (p.instance.service.name, p.instance.ordinal))
         result_placements = {}
         moves = []
+        restarts = []
         for placement in ordered:
             instance = placement.instance
             gpus = [{"index": claim.device.index, "uuid": claim.device.uuid, "model": claim.device.model,
@@ -48,6 +49,10 @@ class DefaultBinder(BindPlugin):
                 result_placements[instance.name].update(_cpusets(self.problem.nodes[placement.node], placement.gpus))
             if instance.previous is not None and instance.previous.node != placement.node:
                 moves.append({"instance": instance.name, "from": instance.previous.node, "to": placement.node})
+            elif instance.previous is not None:
+                restart = _restart(instance, placement)
+                if restart is not None:
+                    restarts.append(restart)
         node_labels = {}
         usage = {}
         instances_on = {name: [] for name in cluster.nodes}
@@ -70,7 +75,27 @@ class DefaultBinder(BindPlugin):
             if node.gpu_links:
                 # Only a node that lists links says how its GPUs group (the picture draws them): other plans stay as they were.
                 usage[name]["gpu_groups"] = link_groups(node)
-        return {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}
+        result = {"placements": result_placements, "moves": moves, "node_labels": node_labels, "usage": usage}
+        if restarts:
+            # Only a plan that restarts an instance on its node says so: every other plan stays as it was, byte for byte.
+            result["restarts"] = restarts
+        return result
+
+
+def _restart(instance, placement):
+    """An instance that stays on its node but gets other GPUs or another NVMe device is restarted there:
+    {instance, node, gpus: {from, to} (uuids), nvme: {from, to}} (only what changes), or None."""
+    previous = instance.previous
+    restart = {}
+    taken = sorted(claim.device.uuid for claim in placement.gpus)
+    if previous.gpu_uuids and taken != sorted(previous.gpu_uuids):
+        restart["gpus"] = {"from": sorted(previous.gpu_uuids), "to": taken}
+    device = None if placement.nvme is None else placement.nvme.name
+    if previous.nvme is not None and device != previous.nvme:
+        restart["nvme"] = {"from": previous.nvme, "to": device}
+    if not restart:
+        return None
+    return dict({"instance": instance.name, "node": placement.node}, **restart)
 
 
 def _cpusets(node, claims):

@@ -13,7 +13,9 @@ restarted on other GPUs.
 Topology (scheduler/topology.py), on a node that lists its GPU links: a multi-GPU request takes the best-linked set of
 the devices that fit (best fit breaking ties), with ``topology: required`` only a set whose every pair is NVLinked
 (a node whose devices of the models asked, even all free, hold no such set is filtered statically: NEVER_NVLINKED_SET;
-one whose free devices hold none, dynamically: NO_NVLINKED_SET); among single devices that fit equally well, the one whose taking
+one whose free devices hold none, dynamically: NO_NVLINKED_SET). A single device is one that leaves every free NVLinked
+group whole where one fits (before best fit: a 1-GPU instance does not take a GPU of the last free NVLinked pair while
+another GPU fits, even a larger one), then best fit, then among devices that fit equally well the one whose taking
 breaks the least of the free well-linked groups. A node without links chooses as before.
 
 A share on a node with ``gpu_sharing: mps`` also needs room for its MPS server on each device
@@ -33,7 +35,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     GPUClaim, GPURequest, gpu_overhead, numa_capacity, pinnable,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
-    best_set, break_cost, largest_nvlinked_set, link_matrix,
+    NVLINK_SCORE, best_set, break_cost, largest_nvlinked_set, link_matrix,
 )
 
 INSUFFICIENT_MEMORY = "Insufficient GPU memory"
@@ -74,11 +76,12 @@ def choose_gpus(node_state, request, preferred=(), usable=None):
     matrix = link_matrix(node_state.node)
     if request.count == 1:
         best = min(candidates)
-        if matrix is not None:
-            # Among the devices that fit as well (preferred alike, as much free), the one that breaks the least.
-            alike = [candidate for candidate in candidates if candidate[:2] == best[:2]]
-            if len(alike) > 1:
-                best = min(alike, key=lambda candidate: (break_cost(node_state, candidate[3]), candidate[2]))
+        if matrix is not None and len(candidates) > 1:
+            # A device that would break a free NVLinked group only where every other device would too (the previous
+            # device first still); then best fit; among the devices that fit as well, the one that breaks the least.
+            best = min(candidates, key=lambda candidate: (
+                candidate[0], break_cost(node_state, candidate[3])[0] >= NVLINK_SCORE, candidate[1],
+                break_cost(node_state, candidate[3]), candidate[2]))
         return [(best[3], best[4])]
     candidates.sort()
     required = request.topology == GPU_TOPOLOGY_REQUIRED

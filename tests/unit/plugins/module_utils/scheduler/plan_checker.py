@@ -162,6 +162,9 @@ class _Model:
             spec = spec or {}
             self.quotas[name] = {"min": _quota_amounts(spec.get("min")), "max": _quota_amounts(spec.get("max"))}
         self.previous = {name: entry["node"] for name, entry in (problem.get("previous") or {}).items()}
+        self.previous_devices = {name: (sorted(gpu["uuid"] for gpu in entry.get("gpus") or []),
+                                        (entry.get("nvme") or {}).get("name"))
+                                 for name, entry in (problem.get("previous") or {}).items()}
         self.instances = {}
         self.own_node = {}      # every-node instance -> its node
         for name, service in self.services.items():
@@ -641,8 +644,10 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
 
     _check_quotas(model, placements, instance_gpu_memory, violations)
 
-    # Previous placements: stateful instances stay; moves are exactly the instances that changed node.
+    # Previous placements: stateful instances stay; moves are exactly the instances that changed node, restarts those
+    # that stay with other GPUs or another NVMe device (the key only where there is one).
     expected_moves = []
+    expected_restarts = []
     for name in sorted(model.instances, key=lambda n: model.instances[n]):
         if name not in placements or name not in model.previous:
             continue
@@ -656,6 +661,20 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 violations.append("stateful %s moved from %s to %s" % (name, previous, node))
         if node != previous:
             expected_moves.append({"instance": name, "from": previous, "to": node})
+        else:
+            gpus, nvme = model.previous_devices[name]
+            restart = {}
+            taken = sorted(entry.get("uuid") for entry in placements[name].get("gpus") or [])
+            if gpus and taken != gpus:
+                restart["gpus"] = {"from": gpus, "to": taken}
+            device = (placements[name].get("nvme") or {}).get("name")
+            if nvme is not None and device != nvme:
+                restart["nvme"] = {"from": nvme, "to": device}
+            if restart:
+                expected_restarts.append(dict({"instance": name, "node": node}, **restart))
+    restarts = result.get("restarts", [])
+    if sorted(map(repr, restarts)) != sorted(map(repr, expected_restarts)):
+        violations.append("restarts: got %r, expected %r" % (restarts, expected_restarts))
     moves = result.get("moves")
     if not isinstance(moves, list):
         violations.append("moves: not a list: %r" % (moves,))

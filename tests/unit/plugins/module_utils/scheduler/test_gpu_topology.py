@@ -18,6 +18,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler impor
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPURequest
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import GPU, choose_gpus
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import (
@@ -381,3 +382,56 @@ def test_a_bad_topology_names_its_service(value, shown):
     errors = errors_of({"nodes": {}, "services": {"train": whole(2, value)}})
     assert errors == {"services.train.resources.gpu.topology":
                       "got %s; expected one of preferred, required (whether every pair of the GPUs must be NVLinked)" % shown}
+
+
+# --- instances placed before keep their GPUs ----------------------------------------------------------------------------
+
+def pinned_pairs_problem(stateful):
+    """GPUs 0-1 and 2-3 NVLinked; db-0 ran on GPU 1 and cache-0 on GPU 2: the free GPUs, 0 and 3, are no NVLinked pair."""
+    spec = node(gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(4)],
+                gpu_links=[{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4}, {"gpus": [2, 3], "level": "nvlink", "nvlinks": 4}])
+    return {"nodes": {"a": spec},
+            "services": {"db": whole(1, stateful=stateful), "cache": whole(1, stateful=stateful), "train": whole(2, "required")},
+            "previous": {"db-0": {"node": "a", "gpus": [{"uuid": "GPU-1"}]}, "cache-0": {"node": "a", "gpus": [{"uuid": "GPU-2"}]}}}
+
+
+@pytest.mark.skipif(not exact.available(), reason="needs OR-Tools")
+def test_a_stateful_instance_keeps_its_gpus_when_required_topology_finds_no_free_set():
+    result = plan(pinned_pairs_problem(stateful=True))
+    assert not result["feasible"] and result["path"] == "exact" and result["exact"]["status"] == "infeasible"
+    assert "no free NVLinked set of 2 GPU(s)" in result["unschedulable"]["train-0"]
+
+
+def test_a_stateless_instance_given_other_gpus_on_its_node_is_reported_as_a_restart():
+    problem = pinned_pairs_problem(stateful=False)
+    result = checked(problem)
+    assert result["moves"] == [] and sorted(gpus_of(result, "train-0")) in ([0, 1], [2, 3])
+    restarted = result["restarts"]
+    assert len(restarted) == 1 and restarted[0]["node"] == "a"
+    name = restarted[0]["instance"]
+    assert restarted[0]["gpus"] == {"from": [problem["previous"][name]["gpus"][0]["uuid"]],
+                                    "to": ["GPU-%d" % gpus_of(result, name)[0]]}
+    assert "  restart %s on a: gpus %s -> %s" % (name, restarted[0]["gpus"]["from"][0], restarted[0]["gpus"]["to"][0]) \
+        in render_table(result).splitlines()
+    # A plan that restarts nothing says nothing of restarts.
+    assert "restarts" not in checked({"nodes": problem["nodes"], "services": {"db": whole(1)},
+                                      "previous": {"db-0": problem["previous"]["db-0"]}})
+
+
+def test_a_single_gpu_keeps_the_last_nvlinked_pair_whole_before_best_fit():
+    # The only NVLinked pair is the two smaller GPUs (40Gi); the 80Gi ones sit on two sockets. Best fit alone gives the
+    # single GPU a 40Gi one, and the pair instance of the same gang a pair across sockets.
+    gpus = [gpu(0, memory="40Gi", uuid="GPU-0"), gpu(1, memory="40Gi", uuid="GPU-1"),
+            gpu(2, uuid="GPU-2"), gpu(3, uuid="GPU-3")]
+    spec = node(gpus=gpus, gpu_links=[{"gpus": [0, 1], "level": "nvlink", "nvlinks": 4},
+                                      {"gpus": [0, 2], "level": "numa"}, {"gpus": [1, 2], "level": "numa"},
+                                      {"gpus": [0, 3], "level": "system"}, {"gpus": [1, 3], "level": "system"},
+                                      {"gpus": [2, 3], "level": "system"}])
+    # The single GPU instance has the higher priority: it is placed first.
+    result = checked({"nodes": {"a": spec}, "services": {"one": whole(1, priority=10), "two": whole(2)}})
+    assert gpus_of(result, "two-0") == [0, 1] and gpus_of(result, "one-0")[0] in (2, 3)
+    # Where no other device fits, best fit stands: a 40Gi request on a node whose only other GPUs are the pair.
+    result = checked({"nodes": {"a": dict(spec, gpus=gpus[:2] + [gpu(2, memory="20Gi", uuid="GPU-2")],
+                                          gpu_links=spec["gpu_links"][:3])},
+                      "services": {"one": service(resources={"gpu": {"count": 1, "memory": "30Gi"}})}})
+    assert gpus_of(result, "one-0")[0] in (0, 1)
