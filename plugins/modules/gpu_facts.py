@@ -36,8 +36,9 @@ options:
     description:
       - The links between simulated GPUs, for test beds. Pass the C(gangplank_simulated_gpu_links) host variable.
       - Each entry has C(gpus) (two indexes of O(simulated)), C(level) (C(nvlink), C(board), C(switch), C(multi_switch),
-        C(host_bridge), C(numa), C(system) or C(unknown)) and C(nvlinks) (1 to 64 with C(nvlink), else 0, the default).
-        A pair not listed is C(unknown) with no NVLinks. Checked like O(simulated).
+        C(host_bridge), C(numa), C(system) or C(unknown)), C(nvlinks) (1 to 64 with C(nvlink), else 0, the default) and
+        C(pcie) (optional, an NVLinked pair's PCIe path beside its NVLinks, one of the levels but C(nvlink), default
+        C(unknown); any other pair's is its level). A pair not listed is C(unknown) with no NVLinks. Checked like O(simulated).
       - Must be empty unless O(simulated) is not.
     type: list
     elements: dict
@@ -169,7 +170,8 @@ ansible_facts:
       returned: always
       type: list
       elements: dict
-      sample: [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 18}, {"gpus": [0, 2], "level": "system", "nvlinks": 0}]
+      sample: [{"gpus": [0, 1], "level": "nvlink", "nvlinks": 18, "pcie": "numa"},
+               {"gpus": [0, 2], "level": "system", "nvlinks": 0, "pcie": "system"}]
       contains:
         gpus:
           description: The two GPUs' indexes, the lower first.
@@ -187,6 +189,13 @@ ansible_facts:
         nvlinks:
           description: The number of active NVLinks between them (through NVSwitches, the fewer of the two GPUs' switch links); 0 without.
           type: int
+          returned: always
+        pcie:
+          description:
+            - Their PCIe path, one of the levels but C(nvlink). For an NVLinked pair the path beside its NVLinks (from NVML's
+              common ancestor; from C(nvidia-smi topo -m), C(system) where the GPUs' NUMA nodes differ, else C(unknown)); for
+              any other pair its C(level).
+          type: str
           returned: always
     gangplank_gpus:
       description: One entry per GPU, in NVML index order. Empty when the driver is not available.
