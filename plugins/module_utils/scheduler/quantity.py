@@ -145,7 +145,7 @@ def cpu_ranges(text, pattern, max_length, max_id):
             merged[-1][1] = max(merged[-1][1], high)
         else:
             merged.append([low, high])
-    return [(low, high) for low, high in merged]
+    return [tuple(pair) for pair in merged]
 
 
 def format_ranges(ranges):
