@@ -135,3 +135,14 @@ GPU1    PHB      X      SOC     SOC     0-7,16-23
 GPU2    SOC     SOC      X      PHB     8-15,24-31
 GPU3    SOC     SOC     PHB      X      8-15,24-31
 """) + OLD_LEGEND
+
+# noonghunna/club-3090 issue 46: 5 PCIe GPUs, one on the second socket, two host-bridge pairs on the first. All rows
+# as published.
+FIVE_PCIE = tabbed("""
+        GPU0    GPU1    GPU2    GPU3    GPU4    CPU Affinity    NUMA Affinity   GPU NUMA ID
+GPU0     X      SYS     SYS     SYS     SYS     8-15,24-31      1               N/A
+GPU1    SYS      X      PHB     NODE    NODE    0-7,16-23       0               N/A
+GPU2    SYS     PHB      X      NODE    NODE    0-7,16-23       0               N/A
+GPU3    SYS     NODE    NODE     X      PHB     0-7,16-23       0               N/A
+GPU4    SYS     NODE    NODE    PHB      X      0-7,16-23       0               N/A
+""") + LEGEND

@@ -281,6 +281,14 @@ def test_published_topo_m_outputs_are_read():
                      (1, 2): ("system", 0, "system"), (1, 3): ("system", 0, "system")}
 
 
+def test_a_published_five_gpu_pcie_host_is_read():
+    facts = smi_facts(5, published_topo.FIVE_PCIE)[0]
+    links = pcie_pairs(facts["gangplank_gpu_links"])
+    assert links[1, 2] == ("host_bridge", 0, "host_bridge") and links[1, 3] == ("numa", 0, "numa")
+    assert all(links[0, other] == ("system", 0, "system") for other in range(1, 5))
+    assert [(g["numa_node"], g["cpu_affinity"]) for g in facts["gangplank_gpus"]] == [(1, "8-15,24-31")] + [(0, "0-7,16-23")] * 4
+
+
 def test_a_published_dgx2_with_cards_named_by_device_is_read():
     links, affinity = parse_topo_matrix(published_topo.DGX2_MLX5, list(range(16)))
     assert len(links) == 120 and all(link[:2] == ("nvlink", 6) for link in links.values())
