@@ -190,6 +190,48 @@ def test_single_gpus_keep_the_nvlinked_pairs_whole_where_theirs_break_them():
 
 # --- through the whole scheduler ------------------------------------------------------------------------
 
+def planned_set(name, held, size, required=()):
+    """The GPUs plan() gives a new instance asking ``size`` whole GPUs on the machine, where each set in ``held`` is
+    held by a stateful instance placed before, and ``required`` are the new instance's previous GPUs."""
+    gpus = 4 if name == "rtx8000" else 8
+    spec = node(cpu=64, memory="512Gi", gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(gpus)],
+                gpu_links=gpu_links(name))
+    services = {"want": service(resources={"gpu": {"count": size}})}
+    previous = {}
+    for number, taken in enumerate(held):
+        services["held%d" % number] = service(stateful=True, resources={"gpu": {"count": len(taken)}})
+        previous["held%d-0" % number] = {"node": "a", "gpus": [{"uuid": "GPU-%d" % index} for index in taken]}
+    if required:
+        previous["want-0"] = {"node": "a", "gpus": [{"uuid": "GPU-%d" % index} for index in required]}
+    result = checked({"nodes": {"a": spec}, "services": services, "previous": previous})
+    return sorted(entry["index"] for entry in result["placements"]["want-0"]["gpus"]) if result["feasible"] else None
+
+
+@pytest.mark.parametrize("available, required, size, theirs", [
+    ([0, 2, 4, 5], [], 2, [4, 5]), ([0, 4, 5, 6], [], 2, [5, 6]), ([0, 3, 1], [], 2, [0, 3]), ([0, 1, 4], [], 2, [0, 4]),
+    (list(range(8)), [4], 1, [4]), (list(range(8)), [4], 2, [4, 7]), (list(range(8)), [4], 4, [4, 5, 6, 7]),
+    (list(range(8)), [0, 2, 4, 6], 4, [0, 2, 4, 6]),
+])
+def test_their_policy_cases_as_problems(available, required, size, theirs):
+    held = [[index] for index in range(8) if index not in available]
+    chosen = planned_set("dgx1_volta", held, size, required)
+    assert_at_least_theirs("dgx1_volta", chosen, theirs)
+    assert set(required) <= set(chosen)
+
+
+@pytest.mark.parametrize("name, steps", SEQUENCES, ids=["%s-%d" % (name, steps[0][0]) for name, steps in SEQUENCES])
+def test_their_sequential_allocations_as_problems(name, steps):
+    held = []
+    for size, theirs in steps:
+        chosen = planned_set(name, held, size)
+        if not theirs:
+            assert chosen is None
+            continue
+        if size > 1:
+            assert_at_least_theirs(name, chosen, theirs)
+        held.append(theirs)
+
+
 def test_a_problem_with_the_dgx1_volta_places_as_theirs():
     # GPUs 1, 2, 3 and 7 held by stateful instances placed before: 0, 4, 5, 6 free; a 2-GPU instance gets 5-6.
     spec = node(cpu=64, memory="512Gi", gpus=[gpu(index, uuid="GPU-%d" % index) for index in range(8)],
