@@ -312,7 +312,8 @@ def link_groups(node):
     ``{"nvlink": [{"gpus": [...], "nvlinks": the fewest lanes of a pair}, ...], "numa": [{"gpus": [...]}, ...]}``.
     ``nvlink``: groups of 2 or more GPUs NVLinked all to all, the largest first (a maximum clique of the NVLink graph
     among the GPUs no group holds yet, ties to the lowest positions), each GPU in at most one; listed by first GPU.
-    ``numa``: the GPUs joined by links that stay within a NUMA node (every level but system and unknown), when the
+    ``numa``: the GPUs joined by links that stay within a NUMA node (every level but system and unknown; an NVLinked
+    pair by its PCIe path where known), when the
     links show at least two such groups and a system link between GPUs; each group has ``numa_node`` where its GPUs
     say the same one. At most one entry per GPU in each list: the size is bounded by the node's GPUs (64). A fresh
     value each call (a plan's result is its caller's to change); the clique searches are bounded (CLIQUE_STEPS each)."""
@@ -328,11 +329,13 @@ def link_groups(node):
             if first is None or second is None:
                 continue
             lanes[(min(first, second), max(first, second))] = link.nvlinks
-            if link.level != NOT_KNOWN:
+            # Where the pair's path runs: an NVLinked pair's PCIe path where it is known (NVLink across sockets).
+            path = link.pcie if link.level == GPU_LINK_NVLINK and link.pcie != NOT_KNOWN else link.level
+            if path != NOT_KNOWN:
                 known[first] = known[second] = True
-            if link.level == CROSS_NUMA:
+            if path == CROSS_NUMA:
                 crossing = True
-            elif link.level != NOT_KNOWN:
+            elif path != NOT_KNOWN:
                 near[first].append(second)
                 near[second].append(first)
         nvlink, left = [], (1 << size) - 1

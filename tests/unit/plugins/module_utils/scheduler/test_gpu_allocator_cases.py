@@ -20,6 +20,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import choose_gpus
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import NodeState
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import checked, gpu, node, service
 
 # Their P2P link types as our PCIe levels, with their scores (calculateGPUPairScore).
@@ -242,3 +243,9 @@ def test_a_problem_with_the_dgx1_volta_places_as_theirs():
                 for ordinal, index in enumerate((1, 2, 3, 7))}
     result = checked({"nodes": {"a": spec}, "services": services, "previous": previous})
     assert sorted(entry["index"] for entry in result["placements"]["train-0"]["gpus"]) == [5, 6]
+
+
+def test_the_picture_groups_the_dgx1_by_socket_across_its_nvlinks():
+    # NVLinks join the two sockets (0-4, 1-5, ...); their PCIe paths say where each GPU sits.
+    groups = link_groups(the_node("dgx1_volta"))
+    assert groups["numa"] == [{"gpus": [0, 1, 2, 3]}, {"gpus": [4, 5, 6, 7]}]
