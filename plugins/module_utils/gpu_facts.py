@@ -322,10 +322,8 @@ def _apart(first, second):
 
 
 def _disjoint(first, second):
-    """Whether two canonical cpulists share no CPU (their ranges walked side by side)."""
-    def ranges(text):
-        return [tuple(int(bound) for bound in (part.split("-") * 2)[:2]) for part in text.split(",")]
-    left, right = ranges(first), ranges(second)
+    """Whether two cpulists (parse_cpulist's) share no CPU: their ranges walked side by side."""
+    left, right = (cpu_ranges(text, _CPULIST, _MAX_CPULIST, MAX_CPUS - 1) for text in (first, second))
     i = j = 0
     while i < len(left) and j < len(right):
         if left[i][1] < right[j][0]:
