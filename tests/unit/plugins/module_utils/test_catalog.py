@@ -306,7 +306,8 @@ def test_unknown_keys_list_both_key_sets():
     errors = errors_of({"api": api(colour="red", volumes=["/a:/b"])})
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
-    assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, image, command, env, init, stop_timeout, restart_policy, "
+    assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, topology_spread, image, command, env, init, "
+                             "stop_timeout, restart_policy, "
                              "health, config, nvme_path, max_unavailable, down_grace, secrets")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
