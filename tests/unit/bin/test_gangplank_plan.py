@@ -41,7 +41,7 @@ def test_infeasible_exits_2_with_the_reasons():
     problem = json.dumps({"nodes": {"a": {"cpu": 1, "memory": "1Gi"}}, "services": {"db": {"resources": {"cpu": 2}}}})
     result = run("-", stdin=problem)
     assert result.returncode == 2
-    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in result.stdout
+    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)." in result.stdout
 
 
 @pytest.mark.parametrize("content, expected", [

@@ -85,7 +85,7 @@ def test_infeasible_lists_every_unplaced_instance_with_its_reason():
                   exact_seconds=0)
     page = render_html(result)
     assert "INFEASIBLE" in page and "Unplaced instances (1)" in page
-    assert "<td>db-1</td><td>0/1 nodes are available: 1 Insufficient cpu.</td>" in page
+    assert "<td>db-1</td><td>0/1 nodes are available: 1 Insufficient cpu (asked 1 CPU; the most free on a node is 0 CPUs).</td>" in page
 
 
 HOSTILE = '"><script>alert(1)</script><svg onload=alert(2)>&amp;'
