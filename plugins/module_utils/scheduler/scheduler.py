@@ -315,7 +315,8 @@ def _counted_proof(attempt):
         # (1) the class alone.
         fits = sum(_holds(nodes[name], requests[service.name], service.resources.gpu) for name in where)
         if not where:
-            return "no node accepts %s (nor %d more like it)" % (groups[key][0].name, len(groups[key]) - 1)
+            others = len(groups[key]) - 1
+            return "no node accepts %s%s" % (groups[key][0].name, " (nor the %d more like it)" % others if others else "")
         if len(groups[key]) > fits:
             return "%d instance(s) like %s ask more than the %d node(s) that accept them hold (%d at most)" % (
                 len(groups[key]), groups[key][0].name, len(where), fits)

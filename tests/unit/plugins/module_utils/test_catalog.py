@@ -412,3 +412,9 @@ def test_the_catalogs_parser_does_not_load_the_scheduler():
             "print(sorted(name for name in sys.modules if '.module_utils.scheduler' in name))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_misspelt_key_gets_the_close_one_suggested():
+    errors = errors_of({"api": api(replica=3, helth={"command": ["true"]})})
+    assert errors == {"services.api.replica": "unknown key; did you mean replicas?",
+                      "services.api.helth": "unknown key; did you mean health?"}

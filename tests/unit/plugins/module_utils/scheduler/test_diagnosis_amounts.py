@@ -30,7 +30,7 @@ def test_several_gpus_say_how_many_devices_have_that_free():
 
 def test_whole_gpus_cpu_and_memory_carry_their_numbers():
     nodes = {"a": _l40s("a", cpu=8, memory="32Gi"), "b": _l40s("b", cpu=64, memory="512Gi")}
-    services = {"hog": service(cpu=1, resources={"gpu": {"count": 3}}, node_selector={"pool": "x"}),
+    services = {"hog": service(cpu=1, resources={"gpu": {"count": 3}}, node_selector={"pool": "x"}, priority=10),
                 "train": service(cpu=16, memory="64Gi", resources={"gpu": {"count": 4}})}
     nodes["b"]["labels"] = {"pool": "x"}
     result = solve(nodes, services)
@@ -48,3 +48,13 @@ def test_nvme_names_the_request_and_the_largest_free_device():
     result = solve(nodes, {"index": service(resources={"nvme": {"label": "cache", "size": "2Ti"}})})
     assert reason(result, "index-0") == (
         "0/1 nodes are available: 1 Insufficient NVMe space (cache; asked 2Ti; the largest free device has 1Ti).")
+
+
+def test_the_counting_proof_names_how_many_more_are_like_the_first():
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
+    nodes = {"a": node()}
+    services = {"web": service(replicas=3, node_selector={"zone": "moon"}), "db": service(node_selector={"zone": "moon"})}
+    result = plan({"nodes": nodes, "services": {"web": services["web"]}}, exact_seconds=0)
+    assert result["summary"].endswith("no placement exists: no node accepts web-0 (nor the 2 more like it)")
+    result = plan({"nodes": nodes, "services": {"db": services["db"]}}, exact_seconds=0)
+    assert result["summary"].endswith("no placement exists: no node accepts db-0")
