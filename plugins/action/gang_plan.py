@@ -12,6 +12,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.reader import P
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
+from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
 
 ARGUMENT_SPEC = {
     "problem": {"type": "dict", "required": True},
@@ -31,6 +32,13 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if exact_seconds_error(args["exact_timeout"]):
             result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
+            return result
+        services = args["problem"].get("services")
+        unreadable = secret_problems(services, self._templar, task_vars)
+        if unreadable:
+            # A catalog's secrets are checked as the deploy reads them: a misspelt variable fails the plan.
+            result.update(failed=True, changed=False, errors=[{"path": path, "message": message} for path, message in unreadable],
+                          msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
             return result
         try:
             # Relative user_plugins paths start from the playbook's folder.

@@ -13,6 +13,9 @@ description:
   - Every instance is placed, or none is. Nothing on any host is read or changed.
   - The problem format is documented in the collection's C(docs/problem-format.md).
   - This is an action plugin. It runs on the controller, whatever host the task targets.
+  - When the services are a catalog with C(secrets), every secret's variable must be readable as the deploy reads it
+    (defined, decrypted, a valid value), or the task fails with the deploy's message, naming
+    C(services.<name>.secrets.<key>) and the variable, never a value. Nothing is planned then.
 options:
   problem:
     description:
