@@ -9,6 +9,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
@@ -19,6 +20,7 @@ ARGUMENT_SPEC = {
     "fail_on_infeasible": {"type": "bool", "default": True},
     "exact_timeout": {"type": "float", "default": 5.0},
     "profile": {"type": "dict", "default": None},
+    "scale": {"type": "dict", "default": None},
 }
 
 
@@ -41,14 +43,16 @@ class ActionModule(ActionBase):
                           msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
             return result
         try:
+            problem = _scaled(args["problem"], args["scale"])
             # Relative user_plugins paths start from the playbook's folder.
             profile = load_profile(args["profile"], self._loader.get_basedir())
-            plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"], profile=profile)
+            plan_result = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
         except ProblemError as error:
             result.update(
                 failed=True,
                 changed=False,
-                msg="The problem is not valid:\n" + str(error),
+                msg="The %s is not valid:\n%s" % ("scale request" if error.errors and error.errors[0][0].startswith("scale.")
+                                                  else "problem", error),
                 errors=[{"path": path, "message": message} for path, message in error.errors],
             )
             return result
@@ -62,3 +66,19 @@ class ActionModule(ActionBase):
             result["failed"] = True
             result["msg"] = render_table(plan_result)
         return result
+
+
+def _scaled(problem, scale):
+    """``problem`` with the scale request ({service, replicas}, as playbooks/scale.yml gives it) applied to its catalog:
+    a preview of the scale, checked as scale.yml checks it (ProblemError naming scale.service or scale.replicas)."""
+    if not scale:
+        return problem
+    services = problem.get("services")
+    if not isinstance(services, dict):
+        return problem
+    overrides = scale_overrides(services, {}, scale)
+    scaled = dict(services)
+    for name, replicas in overrides.items():
+        if name in scaled:
+            scaled[name] = dict(scaled[name], replicas=replicas)
+    return dict(problem, services=scaled)

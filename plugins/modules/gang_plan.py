@@ -27,6 +27,12 @@ options:
       - Fail the task when the gang does not fit. The result still carries the report.
     type: bool
     default: true
+  scale:
+    description:
+      - A scale preview, as C(playbooks/scale.yml) asks it, applied to the catalog before planning
+        (C({service: embed, replicas: 12})). The service must be C(scalable) and the count within its C(max_replicas);
+        else the task fails naming C(scale.service) or C(scale.replicas).
+    type: dict
 extends_documentation_fragment:
   - gangplank.platform.scheduler
 attributes:
