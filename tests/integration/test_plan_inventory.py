@@ -130,3 +130,26 @@ def test_the_hosts_facts_in_the_fact_cache_and_the_diff_against_a_record(tmp_pat
     assert scheduled["changes"]["added"] == ["embed-4", "embed-5"] and scheduled["changes"]["moved"] == []
     shown = tasks["Show the plan"]["msg"]
     assert any(line.startswith("against the record: ") and '"embed-4"' in line for line in shown)
+
+
+def test_a_clone_in_the_collection_layout_plans_without_any_setup(tmp_path):
+    # git clone URL ansible_collections/gangplank/platform: ansible.cfg finds the collection there, with no shim and
+    # no ANSIBLE_COLLECTIONS_PATH.
+    clone = tmp_path / "ansible_collections" / "gangplank" / "platform"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.splitlines()
+    for name in listed:
+        source = os.path.join(ROOT, name)
+        if os.path.isfile(source) and not os.path.islink(source):
+            target = clone / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(open(source, "rb").read())
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS", "PYTHONPATH", "ANSIBLE_CONFIG")}
+    environment.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOCALHOST_WARNING="false",
+                       ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    completed = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/plan.yml", "-e", "@examples/cluster.yml",
+                                "-e", "gangplank_plan_html="], cwd=clone, env=environment, capture_output=True, text=True,
+                               timeout=300, check=False)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert "couldn't resolve module/action" not in completed.stdout + completed.stderr
