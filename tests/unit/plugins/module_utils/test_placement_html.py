@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
-    PictureError, render_html, service_colour,
+    Palette, PictureError, render_html, service_colour,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
@@ -61,10 +61,12 @@ def test_cards_show_gpus_split_by_instance_nvme_and_labels():
     assert "GPU0 A100-SXM4-80GB 60Gi/80Gi" in gpu_node
     assert "<title>infer-0 (infer): 30Gi on GPU 0</title>" in gpu_node
     assert "<title>infer-1 (infer): 30Gi on GPU 0</title>" in gpu_node
-    assert "GPU1 A100-SXM4-80GB 0/80Gi whole" in gpu_node
+    # And named on the card, under their segments, where the name fits.
+    assert '<div class="names"><span style="width:37.50%" title="infer-0 (infer): 30Gi on GPU 0">infer-0</span>' in gpu_node
+    assert "GPU1 A100-SXM4-80GB free: 80Gi" in gpu_node
     assert "nvme0n1 200Gi/1Ti" in gpu_node and "<title>infer-0 (infer): 100Gi on nvme0n1</title>" in gpu_node
     assert ">infer<" in page      # the planted label, shown by service name
-    assert page.count(service_colour("infer")) >= 3        # legend, two GPU segments, chips
+    assert page.count(Palette(["infer"])("infer")) >= 3        # legend, two GPU segments, chips
     assert "1 of 2 GPU(s) whole and free" in page
 
 
@@ -228,7 +230,7 @@ def test_a_status_picture_draws_each_gpu_to_scale_with_the_stored_facts():
     page = render_html(status_result(bindings, gpus=STORED_GPUS))
     for index, uuid in enumerate(("GPU-a0", "GPU-a1")):
         used = taken.get(uuid, 0)
-        label = "GPU%d A100-SXM4-80GB %s/80Gi%s" % (index, format_size(used), "" if used else " whole")
+        label = "GPU%d A100-SXM4-80GB %s" % (index, "%s/80Gi" % format_size(used) if used else "free: 80Gi")
         assert label in page
         # The bar is what the instances take of the GPU's size, not a full bar.
         assert sum(_bar_widths(page, label)) == pytest.approx(BAR_WIDTH * used / (80 * GiB), abs=1.01)
@@ -340,7 +342,7 @@ def test_each_card_draws_its_gpus_in_their_nvlink_and_numa_boxes():
 def test_a_result_without_gpu_groups_renders_byte_for_byte_as_before():
     # The page of PROBLEM (no gpu_links) as it was before GPU groups: change this only with the page's look on purpose.
     page = render_html(plan(PROBLEM), title="t")
-    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "610d2058ea5ebd09f48410e8e8306ea090dd91c78917a4a70faabb1899ebd153"
+    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "586d9b4002dafc5d5a642ab19d2b1037de6313bdcf85efc53722f2a82ea47792"
     result = _topology_plan(("nvswitch",))
     del result["usage"]["nvswitch"]["gpu_groups"]
     page = render_html(result)
@@ -391,3 +393,26 @@ def test_any_broken_group_gives_a_picture_error_or_a_page_never_a_traceback():
     base = _topology_plan(("mixed", "pcie_bridged"))
     paths = [("usage",) + path for path in _leaves(base["usage"]) if path and "gpu_groups" in path]
     _render_broken(base, paths, random.Random(39), 1000)
+
+
+def test_the_services_of_a_page_get_colours_kept_apart():
+    # Hashed hues put postgres and api-gateway, reranker and nightly-batch within a few degrees of each other.
+    services = ["api-gateway", "embed", "llm", "nightly-batch", "postgres", "reranker"]
+    palette = Palette(services)
+    hues = sorted(int(palette(name)[4:].split(",")[0]) for name in services)
+    assert min(b - a for a, b in zip(hues, hues[1:] + [hues[0] + 360])) >= 60
+    assert palette("postgres") != palette("api-gateway") and palette("unknown") == service_colour("unknown")
+    many = Palette(["s%02d" % i for i in range(40)])
+    assert len(set(many.colours.values())) == 40
+
+
+def test_gpu_cores_and_cpu_pinning_are_drawn():
+    result = plan({"nodes": {"a": {"cpu": 64, "memory": "256Gi", "gpu_sharing": "mps", "numa_cpus": {"0": "0-31"},
+                                   "gpus": [{"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100-SXM4-80GB",
+                                             "memory": "80Gi", "numa_node": 0}]}},
+                   "services": {"share": {"resources": {"cpu": 1, "gpu": {"memory": "40Gi", "cores": 30}},
+                                          "cpu_pinning": "numa"}}})
+    page = render_html(result)
+    assert ">share-0 30%</span>" in page
+    assert "40Gi on GPU 0, 30% of its cores" in page
+    assert '<span class="pin">CPUs 0-31</span>' in page and "pinned to CPUs 0-31" in page
