@@ -134,7 +134,8 @@ def _amount(value, path):
     return value
 
 
-NAME_PIXELS = 6.2               # width of a character of a name under a bar (10px system-ui), to judge what fits
+NAME_PIXELS = 5.6               # width of a character of a name under a bar (10px system-ui), to judge what fits
+NAMES_WIDTH = 280               # pixels of the narrowest bar (a card is at least 300 wide, padding 10 each side)
 
 
 def _names(segments, total):
@@ -151,7 +152,7 @@ def _names(segments, total):
             continue
         share = min(left, 100.0 * amount / total)
         left -= share
-        fits = name and len(_str(name)) * NAME_PIXELS <= BAR_WIDTH * share / 100.0
+        fits = name and len(_str(name)) * NAME_PIXELS <= NAMES_WIDTH * share / 100.0
         spans.append('<span style="width:%.2f%%" title="%s">%s</span>' % (share, _text(title), _text(name) if fits else ""))
     return '<div class="names">%s</div>' % "".join(spans)
 
@@ -474,7 +475,7 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 .chip .mark{font-weight:normal;margin-right:3px}
 .chip .pin{color:#5a6472;font-size:10px}
 .names{display:flex;font-size:10px;line-height:12px;height:12px;color:#1d2430}
-.names span{overflow:hidden;white-space:nowrap;flex:none;padding-left:1px}
+.names span{overflow:hidden;white-space:nowrap;flex:none;padding-left:1px;text-overflow:clip}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
