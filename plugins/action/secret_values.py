@@ -48,4 +48,3 @@ class ActionModule(ActionBase):
             result["msg"] = UNREADABLE + "\n".join(
                 "%s: %s" % (entry["path"], entry["message"]) for entry in result["errors"])
         return result
-

@@ -29,9 +29,9 @@ options:
     default: true
   scale:
     description:
-      - A scale preview, as C(playbooks/scale.yml) asks it, applied to the catalog before planning
-        (C({service: embed, replicas: 12})). The service must be C(scalable) and the count within its C(max_replicas);
-        else the task fails naming C(scale.service) or C(scale.replicas).
+      - A scale preview, as C(playbooks/scale.yml) asks it, applied to the catalog before planning, with the keys
+        C(service) and C(replicas). The service must be C(scalable) and the count within its C(max_replicas); else the
+        task fails naming C(scale.service) or C(scale.replicas).
     type: dict
 extends_documentation_fragment:
   - gangplank.platform.scheduler

@@ -229,4 +229,3 @@ class TopologySpread(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin, 
         if broken:
             return Status.unschedulable("the topology spread is broken: %s" % "; ".join(broken), self.name)
         return OK
-
