@@ -333,10 +333,13 @@ def _nvme_rows(node, usage, on_nvme, palette=_HASHED):
     return rows
 
 
-def _chip(instance, service, moved_from=None, health=None, palette=_HASHED, cpuset=None):
-    classes = "chip moved" if moved_from else "chip"
+def _chip(instance, service, moved_from=None, health=None, palette=_HASHED, cpuset=None, new=False):
+    classes = "chip moved" if moved_from else "chip new" if new else "chip"
     title = "%s (%s)" % (_str(instance), _str(service))
     mark = ""
+    if new and not moved_from:
+        title += ", new in this plan"
+        mark = "+ "
     pinned = ""
     if cpuset:
         # cpu_pinning numa: the CPUs (and memory node) its containers are pinned to.
@@ -369,7 +372,7 @@ def health_verdict(health):
     return "bad"
 
 
-def _card(node, usage, placements, moved, labels, health, palette=_HASHED):
+def _card(node, usage, placements, moved, labels, health, palette=_HASHED, added=frozenset()):
     path = "usage." + node
     _mapping(usage, path)
     cpu = _mapping(usage.get("cpu_millicores", {}), path + ".cpu_millicores")
@@ -417,7 +420,7 @@ def _card(node, usage, placements, moved, labels, health, palette=_HASHED):
     if instances:
         parts.append('<p class="chips">%s</p>' % " ".join(
             _chip(name, (placements.get(name) or {}).get("service", ""), moved.get(name), (health or {}).get(name), palette,
-                  (placements.get(name) or {}).get("cpuset_cpus"))
+                  (placements.get(name) or {}).get("cpuset_cpus"), name in added)
             for name in instances))
     parts.append("</section>")
     return "".join(parts)
@@ -469,6 +472,7 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 .chip{border:1px solid #cdd5e0;border-left:5px solid #888;border-radius:3px;padding:0 4px;font-size:11px;
  white-space:nowrap;display:inline-block;max-width:100%;overflow:hidden;text-overflow:ellipsis;vertical-align:middle}
 .chip.moved{border-style:dashed;border-left-style:solid;background:#fff7e0}
+.chip.new{background:#e8f1fd;border-color:#7aa2d6}
 .chip.bad{background:#fde8e8;color:#a0181c}
 .chip.ok{background:#e9f6ec}
 .chip.unknown{background:#f1f1f1;color:#555}
@@ -574,11 +578,12 @@ def _preempted_rows(result):
             else (entry, "", "") for entry in _list(preempted, "result.preempted")]
 
 
-def render_html(result, title="gangplank placement", health=None, notes=()):
+def render_html(result, title="gangplank placement", health=None, notes=(), added=()):
     """One HTML document for a plan ``result``; PictureError when it is not shaped like one.
 
     ``health`` maps instance names to a live state shown on their chips (status.yml); ``notes`` are
-    extra lines shown under the summary (e.g. what a rebalance gains).
+    extra lines shown under the summary (e.g. what a rebalance gains); ``added``: the instances new in this plan
+    (against the record: gang_schedule's changes.added), marked "+" on their chips.
     """
     _mapping(result, "result")
     placements = _mapping(_field(result, "placements", {}), "result.placements")
@@ -597,7 +602,9 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     feasible = bool(result.get("feasible"))
     # The cards first: they check the shape of every node's usage that the summary counts.
     palette = Palette(placement.get("service", "") for placement in placements.values())
-    cards = [_card(node, usage[node], placements, moved, labels.get(node), health, palette) for node in usage] if feasible else []
+    added = frozenset(_str(name) for name in _list(list(added or ()), "added"))
+    cards = [_card(node, usage[node], placements, moved, labels.get(node), health, palette, added)
+             for node in usage] if feasible else []
     grouped = feasible and any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
     parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '

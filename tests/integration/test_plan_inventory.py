@@ -128,6 +128,8 @@ def test_the_hosts_facts_in_the_fact_cache_and_the_diff_against_a_record(tmp_pat
     assert completed.returncode == 0, completed.stdout[-3000:]
     scheduled = tasks["Plan the inventory's hosts from their facts, as site.yml and scale.yml plan them"]
     assert scheduled["changes"]["added"] == ["embed-4", "embed-5"] and scheduled["changes"]["moved"] == []
+    page = (tmp_path / "plan.html").read_text(encoding="utf-8")
+    assert "embed-4 (embed), new in this plan" in page and "embed-0 (embed), new in this plan" not in page
     shown = tasks["Show the plan"]["msg"]
     assert any(line.startswith("against the record: ") and '"embed-4"' in line for line in shown)
 

@@ -342,7 +342,7 @@ def test_each_card_draws_its_gpus_in_their_nvlink_and_numa_boxes():
 def test_a_result_without_gpu_groups_renders_byte_for_byte_as_before():
     # The page of PROBLEM (no gpu_links) as it was before GPU groups: change this only with the page's look on purpose.
     page = render_html(plan(PROBLEM), title="t")
-    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "9c68f91eb0c59c0b84f211e3925c999fc5c4db72286588209e35fd8979d45bf9"
+    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "938870e367992d31d174741279f213af0f2e23bfae6cdfa20773386eb19f1ec1"
     result = _topology_plan(("nvswitch",))
     del result["usage"]["nvswitch"]["gpu_groups"]
     page = render_html(result)
@@ -416,3 +416,15 @@ def test_gpu_cores_and_cpu_pinning_are_drawn():
     assert ">share-0 30%</span>" in page
     assert "40Gi on GPU 0, 30% of its cores" in page
     assert '<span class="pin">CPUs 0-31</span>' in page and "pinned to CPUs 0-31" in page
+
+
+def test_new_and_moved_instances_are_marked():
+    problem = {"nodes": {"a": {"cpu": 4, "memory": "8Gi"}, "b": {"cpu": 1, "memory": "8Gi"}},
+               "services": {"web": {"replicas": 2, "resources": {"cpu": 1}}, "db": {"resources": {"cpu": 1}}},
+               "previous": {"web-0": {"node": "gone"}}}
+    result = plan(problem)
+    page = render_html(result, added=["web-1", "db-0"])
+    assert 'class="chip new"' in page and 'title="web-1 (web), new in this plan"' in page
+    assert result["moves"] == [{"instance": "web-0", "from": "gone", "to": result["placements"]["web-0"]["node"]}]
+    assert 'class="chip moved"' in page and "web-0 (web), moved from gone" in page
+    assert 'class="chip new"' not in render_html(result)
