@@ -484,6 +484,7 @@ table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
 .note{margin:0;white-space:pre-wrap}
+.beside{display:grid;grid-template-columns:minmax(280px,2fr) 3fr;gap:12px;align-items:start}
 """
 # Only a page with a node whose GPUs are grouped by link carries this: every other page stays as it was, byte for byte.
 _GROUP_STYLE = """.gpus{border:1px solid #cdd5e0;border-radius:4px;padding:0 4px 2px;margin:3px 0}
@@ -603,9 +604,10 @@ def render_html(result, title="gangplank placement", health=None, notes=(), adde
     # The cards first: they check the shape of every node's usage that the summary counts.
     palette = Palette(placement.get("service", "") for placement in placements.values())
     added = frozenset(_str(name) for name in _list(list(added or ()), "added"))
-    cards = [_card(node, usage[node], placements, moved, labels.get(node), health, palette, added)
-             for node in usage] if feasible else []
-    grouped = feasible and any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
+    # An infeasible plan places nothing: its nodes are drawn empty (what each has), beside the unplaced instances.
+    cards = [_card(node, usage[node], placements if feasible else {}, moved, labels.get(node) if feasible else None,
+                   health, palette, added) for node in usage]
+    grouped = any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
     parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
              'img-src data:">',
@@ -627,8 +629,15 @@ def render_html(result, title="gangplank placement", health=None, notes=(), adde
             parts.append(_table(("instance", "from", "to"), rows))
     else:
         unplaced = _mapping(_field(result, "unschedulable", {}), "result.unschedulable")
+        parts.append('<div class="beside"><div class="unplaced">')
         parts.append('<h2 class="section">Unplaced instances (%d)</h2>' % len(unplaced))
         parts.append(_table(("instance", "why it could not be placed"), sorted((_str(name), _str(why)) for name, why in unplaced.items())))
+        parts.append("</div>")
+        if cards:
+            parts.append('<div><h2 class="section">Nodes (nothing is placed)</h2><div class="grid" id="nodes">')
+            parts.extend(cards)
+            parts.append("</div></div>")
+        parts.append("</div>")
     rows = _preempted_rows(result)
     if rows:
         parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(rows))

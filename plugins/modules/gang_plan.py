@@ -140,8 +140,8 @@ usage:
   description:
     - Per node, CPU, memory, GPU and NVMe used and total, and its instances.
     - A node that lists gpu_links also has C(gpu_groups), its GPUs by link (C(nvlink) groups, C(numa) groups).
-    - See docs/problem-format.md, Result.
-  returned: when feasible
+    - See docs/problem-format.md, Result. An infeasible plan gives every node with nothing placed on it.
+  returned: always
   type: dict
 ranks:
   description: Deployment ranks, lists of service names from depends_on.

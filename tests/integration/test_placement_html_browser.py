@@ -110,6 +110,8 @@ def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothin
     dom = picture(tmp_path, "infeasible", result, "1000,600")
     assert "0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)." in dom
     assert ">db-0<" in dom
+    # Its node is drawn too, empty, beside the unplaced instances.
+    assert "Nodes (nothing is placed)" in dom and dom.count('<section class="card') == 1 and "CPU 0/1" in dom
     assert "<script" not in dom and "<img" not in dom
     feasible = plan({"nodes": problem["nodes"], "services": {"web": problem["services"]["web"]}})
     dom = picture(tmp_path, "hostile", feasible, "1000,600")

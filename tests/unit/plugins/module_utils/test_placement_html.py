@@ -342,7 +342,7 @@ def test_each_card_draws_its_gpus_in_their_nvlink_and_numa_boxes():
 def test_a_result_without_gpu_groups_renders_byte_for_byte_as_before():
     # The page of PROBLEM (no gpu_links) as it was before GPU groups: change this only with the page's look on purpose.
     page = render_html(plan(PROBLEM), title="t")
-    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "938870e367992d31d174741279f213af0f2e23bfae6cdfa20773386eb19f1ec1"
+    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "e6ba4cfb6f385d1ff1aefd30abbc4d23d02444ed688be6deac5d27e31fee246d"
     result = _topology_plan(("nvswitch",))
     del result["usage"]["nvswitch"]["gpu_groups"]
     page = render_html(result)
@@ -428,3 +428,15 @@ def test_new_and_moved_instances_are_marked():
     assert result["moves"] == [{"instance": "web-0", "from": "gone", "to": result["placements"]["web-0"]["node"]}]
     assert 'class="chip moved"' in page and "web-0 (web), moved from gone" in page
     assert 'class="chip new"' not in render_html(result)
+
+
+def test_an_infeasible_plan_draws_its_nodes_empty_beside_the_unplaced_instances():
+    result = plan({"nodes": {"a": {"cpu": 2, "memory": "8Gi"}, "b": {"cpu": 1, "memory": "8Gi"}},
+                   "services": {"db": {"resources": {"cpu": 4}}, "web": {"resources": {"cpu": 1}}}}, exact_seconds=0)
+    assert not result["feasible"] and result["placements"] == {}
+    assert result["usage"]["a"] == {"cpu_millicores": {"used": 0, "total": 2000}, "memory": {"used": 0, "total": 8 * GiB},
+                                    "gpus": [], "nvme": [], "instances": []}
+    page = render_html(result)
+    unplaced, nodes = page.split("Nodes (nothing is placed)")
+    assert "Unplaced instances (1)" in unplaced and "<td>db-0</td>" in unplaced
+    assert ">a</h2>" in nodes and ">b</h2>" in nodes and "CPU 0/2" in nodes and "chip" not in nodes.split("</style>")[-1]
