@@ -45,6 +45,7 @@ import argparse
 import csv
 import json
 import random
+import re
 from bisect import bisect_left, insort
 import statistics
 import sys
@@ -74,6 +75,9 @@ MILLI = 1000                    # a device is modelled as 1000Mi: a pod's gpu_mi
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 MODES = ("online", "arrival", "gang", "moves", "plan")
 PLAN_STEP = 2                   # plan mode: each batch the pods that arrive while the arrived workload grows by 2%
+# --spread SKEW: every service gets topology_spread [{max_skew: SKEW}] (over the nodes, DoNotSchedule), to measure
+# what a spread costs in packing; None (the default) plans the trace as it is.
+SPREAD = None
 PLAN_RETRIES = 8                # plan mode: plan() calls per batch at most (each refusal drops the refused pods)
 
 
@@ -202,6 +206,8 @@ def problem_for(nodes, order):
                 gpu["models"] = list(models)
             resources["gpu"] = gpu
         services[names[shape]] = {"replicas": counts[shape], "resources": resources}
+        if SPREAD is not None:
+            services[names[shape]]["topology_spread"] = [{"max_skew": SPREAD}]
     return {"nodes": nodes, "services": services}, names
 
 
@@ -641,6 +647,8 @@ def diagnosis(attempt):
         for part in message.split(": ", 1)[-1].rstrip(".").split(", "):
             count, _space, reason = part.partition(" ")
             if count.isdigit():
+                # Without the amounts the message adds ("Insufficient cpu (asked 8 CPUs; ...)"): one line per reason.
+                reason = re.sub(r" \(asked [^)]*\)|; asked [^)]*", "", reason)
                 reasons[reason] = reasons.get(reason, 0) + 1
     free_gpu = stranded = 0.0
     cpu_used = cpu_total = 0
@@ -777,6 +785,8 @@ def main(argv=None):
     parser.add_argument("--policy", choices=("ours", "fgd"), default="ours",
                         help="ours (the default profile) or fgd (the paper's FGD score alone, re-implemented here: "
                         "a baseline for traces without published figures)")
+    parser.add_argument("--spread", type=int, default=None, metavar="SKEW",
+                        help="give every service topology_spread [{max_skew: SKEW}] (over the nodes, DoNotSchedule)")
     parser.add_argument("--check", action="store_true", help="run the plan checker on each final online and gang plan")
     parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     parser.add_argument("--one-plan", metavar="PODSxNODES", help="instead: time one plan() of the first PODS arrivals "
@@ -801,6 +811,11 @@ def main(argv=None):
         args.exact_seconds = 0.0 if args.one_plan and not args.near_capacity else EXACT_SECONDS
     if not 0.0 <= args.restrict_models <= 1.0 or args.cpu_nodes < 0 or not 0.0 <= args.exact_seconds <= 3600.0:
         parser.error("--restrict-models is a fraction 0..1, --cpu-nodes a count >= 0, --exact-seconds 0..3600")
+    if args.spread is not None:
+        if args.spread < 1:
+            parser.error("--spread is a max_skew >= 1")
+        global SPREAD  # pylint: disable=global-statement
+        SPREAD = args.spread
     nodes, gpus = read_nodes(args.nodes)
     nodes = add_cpu_nodes(nodes, args.cpu_nodes)
 

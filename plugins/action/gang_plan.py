@@ -9,15 +9,18 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
+from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
 
 ARGUMENT_SPEC = {
     "problem": {"type": "dict", "required": True},
     "fail_on_infeasible": {"type": "bool", "default": True},
     "exact_timeout": {"type": "float", "default": 5.0},
     "profile": {"type": "dict", "default": None},
+    "scale": {"type": "dict", "default": None},
 }
 
 
@@ -32,15 +35,24 @@ class ActionModule(ActionBase):
         if exact_seconds_error(args["exact_timeout"]):
             result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
             return result
+        services = args["problem"].get("services")
+        unreadable = secret_problems(services, self._templar, task_vars)
+        if unreadable:
+            # A catalog's secrets are checked as the deploy reads them: a misspelt variable fails the plan.
+            result.update(failed=True, changed=False, errors=[{"path": path, "message": message} for path, message in unreadable],
+                          msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
+            return result
         try:
+            problem = _scaled(args["problem"], args["scale"])
             # Relative user_plugins paths start from the playbook's folder.
             profile = load_profile(args["profile"], self._loader.get_basedir())
-            plan_result = plan_catalog(args["problem"], exact_seconds=args["exact_timeout"], profile=profile)
+            plan_result = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
         except ProblemError as error:
             result.update(
                 failed=True,
                 changed=False,
-                msg="The problem is not valid:\n" + str(error),
+                msg="The %s is not valid:\n%s" % ("scale request" if error.errors and error.errors[0][0].startswith("scale.")
+                                                  else "problem", error),
                 errors=[{"path": path, "message": message} for path, message in error.errors],
             )
             return result
@@ -54,3 +66,19 @@ class ActionModule(ActionBase):
             result["failed"] = True
             result["msg"] = render_table(plan_result)
         return result
+
+
+def _scaled(problem, scale):
+    """``problem`` with the scale request ({service, replicas}, as playbooks/scale.yml gives it) applied to its catalog:
+    a preview of the scale, checked as scale.yml checks it (ProblemError naming scale.service or scale.replicas)."""
+    if not scale:
+        return problem
+    services = problem.get("services")
+    if not isinstance(services, dict):
+        return problem
+    overrides = scale_overrides(services, {}, scale)
+    scaled = dict(services)
+    for name, replicas in overrides.items():
+        if name in scaled:
+            scaled[name] = dict(scaled[name], replicas=replicas)
+    return dict(problem, services=scaled)

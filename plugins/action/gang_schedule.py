@@ -18,6 +18,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts impo
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
     ScheduleError, ScheduleInputs, schedule_cluster,
 )
+from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
 
 ARGUMENT_SPEC = {
     "services": {"type": "dict", "required": True},
@@ -45,6 +46,13 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        # Every secret the catalog names must be readable, as the deploy reads it: a misspelt variable fails the plan
+        # (and site.yml --check), with the deploy's message, not the deploy after the plan.
+        unreadable = secret_problems(args["services"], self._templar, task_vars)
+        if unreadable:
+            result.update(failed=True, changed=False, errors=[{"path": path, "message": message} for path, message in unreadable],
+                          msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
+            return result
         hostvars = task_vars["hostvars"]
         # Only the listed hosts' variables; a host missing from the inventory is named by schedule_cluster.
         listed = {host: hostvars[host] for host in args["hosts"] if host in hostvars}

@@ -67,6 +67,13 @@ options:
     type: list
     elements: str
     default: []
+  added:
+    description:
+      - The instances new in this plan (the C(changes.added) of M(gangplank.platform.gang_schedule), against the
+        placement record), each marked C(+) on its chip; moved instances are marked from the plan's C(moves).
+    type: list
+    elements: str
+    default: []
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -136,9 +143,11 @@ def _gpu_groups(gpus, gpu_links):
 
 
 def plan_html(result, title="gangplank placement", health=None, notes=None, status=False, gpus=None, down=None,
-              gpu_links=None):
+              gpu_links=None, added=None):
     if not status and (not isinstance(result, dict) or "feasible" not in result):
         raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
+    if not isinstance(added or [], list):
+        raise AnsibleFilterError("plan_html: added must be a list of instance names")
     if not isinstance(health or {}, (dict, list)) or not isinstance(notes or [], list):
         raise AnsibleFilterError("plan_html: health must be a mapping of instance to state (or status rows) and notes a list of lines")
     try:
@@ -150,7 +159,8 @@ def plan_html(result, title="gangplank placement", health=None, notes=None, stat
             # The instances of a host that is down are not probed: they wait for it.
             health = dict(health or {}, **{str(name): "waiting: host down" for instances in down.values()
                                            if isinstance(instances, dict) for name in instances})
-        return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []])
+        return render_html(result, title=str(title), health=health or {}, notes=[str(note) for note in notes or []],
+                           added=[str(name) for name in added or []])
     except PictureError as error:
         raise AnsibleFilterError("plan_html: the plan result is not valid: %s" % one_line(str(error), MAX_MESSAGE)) from None
 

@@ -80,6 +80,30 @@ def service_colour(service):
     return "hsl(%d,62%%,%d%%)" % (hue, lightness)
 
 
+class Palette:
+    """The colours of one page: its services (sorted by name) get hues spread evenly round the wheel, neighbours also
+    apart in lightness, so no two services of a plan look alike (hashed hues put two of six services 4 degrees apart);
+    a service the page did not list gets its hashed colour (service_colour)."""
+
+    def __init__(self, services=()):
+        names = sorted({_str(service) for service in services})
+        self.colours = {}
+        count = len(names)
+        for position, name in enumerate(names):
+            if count <= 12:
+                hue = position * 360.0 / max(count, 1)
+            else:
+                hue = position * 137.508        # the golden angle: any run of neighbours stays apart
+            lightness = (38, 52, 30)[position % 3] if count > 6 else (40, 48)[position % 2]
+            self.colours[name] = "hsl(%d,65%%,%d%%)" % (int(hue) % 360, lightness)
+
+    def __call__(self, service):
+        return self.colours.get(_str(service)) or service_colour(service)
+
+
+_HASHED = Palette()
+
+
 def _mapping(value, path):
     if not isinstance(value, dict):
         raise PictureError(path, "got %s; expected a mapping" % type(value).__name__)
@@ -110,14 +134,39 @@ def _amount(value, path):
     return value
 
 
+NAME_PIXELS = 5.6               # width of a character of a name under a bar (10px system-ui), to judge what fits
+NAMES_WIDTH = 280               # pixels of the narrowest bar (a card is at least 300 wide, padding 10 each side)
+
+
+def _names(segments, total):
+    """The names under a bar's segments ([(amount, colour, hover text, name)]), each in a box as wide as its segment:
+    the name where it fits, nothing where it does not (its hover text says it)."""
+    if total <= 0 or not any(len(segment) > 3 and segment[3] for segment in segments):
+        return ""
+    spans = []
+    left = 100.0
+    for segment in segments:
+        amount, title = segment[0], segment[2]
+        name = segment[3] if len(segment) > 3 else ""
+        if amount <= 0 or left <= 0:
+            continue
+        share = min(left, 100.0 * amount / total)
+        left -= share
+        fits = name and len(_str(name)) * NAME_PIXELS <= NAMES_WIDTH * share / 100.0
+        spans.append('<span style="width:%.2f%%" title="%s">%s</span>' % (share, _text(title), _text(name) if fits else ""))
+    return '<div class="names">%s</div>' % "".join(spans)
+
+
 def _bar(segments, total, label, empty_title):
-    """An SVG bar of ``total`` split into ``segments`` ([(amount, colour, hover text)]), with a label under it."""
+    """An SVG bar of ``total`` split into ``segments`` ([(amount, colour, hover text[, name])]), with a label over it
+    and, for segments that name an instance, the names under it where they fit."""
     parts = ['<svg class="bar" width="100%%" height="%d" viewBox="0 0 %d %d" preserveAspectRatio="none" role="img">' % (
         BAR_HEIGHT, BAR_WIDTH, BAR_HEIGHT)]
     parts.append('<rect x="0" y="0" width="%d" height="%d" class="free"><title>%s</title></rect>' % (
         BAR_WIDTH, BAR_HEIGHT, _text(empty_title)))
     offset = 0.0
-    for amount, colour, title in segments:
+    for segment in segments:
+        amount, colour, title = segment[:3]
         if total <= 0 or amount <= 0:
             continue
         width = min(BAR_WIDTH - offset, BAR_WIDTH * amount / total)
@@ -127,7 +176,7 @@ def _bar(segments, total, label, empty_title):
             offset, max(width, 1.0), BAR_HEIGHT, colour, _text(title)))
         offset += width
     parts.append("</svg>")
-    return '<div class="row"><span class="what">%s</span>%s</div>' % (_text(label), "".join(parts))
+    return '<div class="row"><span class="what">%s</span>%s%s</div>' % (_text(label), "".join(parts), _names(segments, total))
 
 
 def _used_bar(name, used, total, formatter, colour="#5b7fa6"):
@@ -136,7 +185,7 @@ def _used_bar(name, used, total, formatter, colour="#5b7fa6"):
                 "%s free: %s" % (name, formatter(max(total - used, 0))))
 
 
-def _gpu_rows(node, usage, on_gpu):
+def _gpu_rows(node, usage, on_gpu, palette=_HASHED):
     rows = []
     for position, gpu in enumerate(_list(usage.get("gpus", []), "usage.%s.gpus" % node)):
         path = "usage.%s.gpus[%d]" % (node, position)
@@ -146,12 +195,18 @@ def _gpu_rows(node, usage, on_gpu):
         known = gpu.get("total") is not None
         total = _amount(gpu.get("total"), path + ".total") if known else used
         takers = on_gpu.get(_str(gpu.get("uuid")), [])
-        segments = [(memory, service_colour(service), "%s (%s): %s on GPU %s" % (
-            instance, service, format_size(memory), _str(gpu.get("index")))) for instance, service, memory in takers]
-        whole = " whole" if not used else ""
-        label = "GPU%s %s %s/%s%s" % (_str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used),
-                                      format_size(total), whole) if known else "GPU%s %s %s taken" % (
-            _str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used))
+        segments = [(memory, palette(service), "%s (%s): %s on GPU %s%s" % (
+            instance, service, format_size(memory), _str(gpu.get("index")),
+            ", %s%% of its cores" % _str(cores) if cores is not None else ""),
+            instance if cores is None else "%s %s%%" % (instance, _str(cores)))
+            for instance, service, memory, cores in takers]
+        if known and not used:
+            label = "GPU%s %s free: %s" % (_str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(total))
+        elif known:
+            label = "GPU%s %s %s/%s" % (_str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used),
+                                        format_size(total))
+        else:
+            label = "GPU%s %s %s taken" % (_str(gpu.get("index")), _short_model(gpu.get("model", "")), format_size(used))
         rows.append(_bar(segments, total, label, "GPU %s (%s) free: %s" % (
             _str(gpu.get("index")), _str(gpu.get("uuid")), format_size(max(total - used, 0)))))
     return rows
@@ -222,9 +277,9 @@ def _nvlink_box(usage, rows, members, lanes):
         _text(title), _text(label), "".join(rows[position] for position in members))
 
 
-def _grouped_gpu_rows(node, usage, on_gpu):
+def _grouped_gpu_rows(node, usage, on_gpu, palette=_HASHED):
     """The GPU rows of a card, in boxes by link where the usage says how the GPUs group; as _gpu_rows otherwise."""
-    rows = _gpu_rows(node, usage, on_gpu)
+    rows = _gpu_rows(node, usage, on_gpu, palette)
     groups = _gpu_groups(node, usage)
     if groups is None:
         return rows
@@ -263,7 +318,7 @@ def _short_model(model):
     return model[len("NVIDIA "):] if model.startswith("NVIDIA ") else model
 
 
-def _nvme_rows(node, usage, on_nvme):
+def _nvme_rows(node, usage, on_nvme, palette=_HASHED):
     rows = []
     for position, device in enumerate(_list(usage.get("nvme", []), "usage.%s.nvme" % node)):
         path = "usage.%s.nvme[%d]" % (node, position)
@@ -271,17 +326,25 @@ def _nvme_rows(node, usage, on_nvme):
         size = _amount(device.get("size", 0), path + ".size")
         used = _amount(device.get("used", 0), path + ".used")
         takers = on_nvme.get(_str(device.get("name")), [])
-        segments = [(taken, service_colour(service), "%s (%s): %s on %s" % (instance, service, format_size(taken), _str(device.get("name"))))
-                    for instance, service, taken in takers]
+        segments = [(taken, palette(service), "%s (%s): %s on %s" % (instance, service, format_size(taken), _str(device.get("name"))),
+                     instance) for instance, service, taken in takers]
         rows.append(_bar(segments, size, "%s %s/%s" % (_str(device.get("name")), format_size(used), format_size(size)),
                          "%s free: %s" % (_str(device.get("name")), format_size(max(size - used, 0)))))
     return rows
 
 
-def _chip(instance, service, moved_from=None, health=None):
-    classes = "chip moved" if moved_from else "chip"
+def _chip(instance, service, moved_from=None, health=None, palette=_HASHED, cpuset=None, new=False):
+    classes = "chip moved" if moved_from else "chip new" if new else "chip"
     title = "%s (%s)" % (_str(instance), _str(service))
     mark = ""
+    if new and not moved_from:
+        title += ", new in this plan"
+        mark = "+ "
+    pinned = ""
+    if cpuset:
+        # cpu_pinning numa: the CPUs (and memory node) its containers are pinned to.
+        title += ", pinned to CPUs %s" % _str(cpuset)
+        pinned = ' <span class="pin">CPUs %s</span>' % _text(cpuset)
     if moved_from:
         title += ", moved from %s" % _str(moved_from)
         mark = "\u21aa "
@@ -291,8 +354,8 @@ def _chip(instance, service, moved_from=None, health=None):
         classes += " " + verdict
         # In an element of its own: the instance's name stays a text node of its own.
         mark += '<b class="mark">%s</b>' % HEALTH_MARKS[verdict]
-    return '<span class="%s" style="border-left-color:%s" title="%s">%s%s</span>' % (
-        classes, service_colour(service), _text(title), mark, _text(instance))
+    return '<span class="%s" style="border-left-color:%s" title="%s">%s%s%s</span>' % (
+        classes, palette(service), _text(title), mark, _text(instance), pinned)
 
 
 # The live health of an instance at a glance: a mark on its chip (and its colour), the full state on hover.
@@ -309,7 +372,7 @@ def health_verdict(health):
     return "bad"
 
 
-def _card(node, usage, placements, moved, labels, health):
+def _card(node, usage, placements, moved, labels, health, palette=_HASHED, added=frozenset()):
     path = "usage." + node
     _mapping(usage, path)
     cpu = _mapping(usage.get("cpu_millicores", {}), path + ".cpu_millicores")
@@ -324,7 +387,9 @@ def _card(node, usage, placements, moved, labels, health):
         for claim in _list(placement.get("gpus") or [], "placements.%s.gpus" % name):
             if isinstance(claim, dict):
                 taken = _amount(claim.get("memory", 0), "placements.%s.gpus.memory" % name)
-                on_gpu.setdefault(_str(claim.get("uuid")), []).append((name, service, taken))
+                cores = claim.get("cores")
+                cores = _amount(cores, "placements.%s.gpus.cores" % name) if cores is not None else None
+                on_gpu.setdefault(_str(claim.get("uuid")), []).append((name, service, taken, cores))
         nvme = placement.get("nvme")
         if isinstance(nvme, dict):
             taken = _amount(nvme.get("size", 0), "placements.%s.nvme.size" % name)
@@ -343,8 +408,8 @@ def _card(node, usage, placements, moved, labels, health):
                                _amount(cpu.get("total", 0), path + ".cpu_millicores.total"), format_cpu))
         parts.append(_used_bar("MEM", _amount(memory.get("used", 0), path + ".memory.used"),
                                _amount(memory.get("total", 0), path + ".memory.total"), format_size))
-    parts.extend(_grouped_gpu_rows(node, usage, on_gpu))
-    parts.extend(_nvme_rows(node, usage, on_nvme))
+    parts.extend(_grouped_gpu_rows(node, usage, on_gpu, palette))
+    parts.extend(_nvme_rows(node, usage, on_nvme, palette))
     planted = sorted((_str(key), _str(value)) for key, value in _mapping(labels or {}, "result.node_labels." + node).items())
     if planted:
         # The scheduler's own labels are all gangplank.io/service.<name>: "true"; shown by name to save room.
@@ -354,17 +419,18 @@ def _card(node, usage, placements, moved, labels, health):
             '<span class="label">%s</span>' % _text(text) for text in shown)))
     if instances:
         parts.append('<p class="chips">%s</p>' % " ".join(
-            _chip(name, (placements.get(name) or {}).get("service", ""), moved.get(name), (health or {}).get(name))
+            _chip(name, (placements.get(name) or {}).get("service", ""), moved.get(name), (health or {}).get(name), palette,
+                  (placements.get(name) or {}).get("cpuset_cpus"), name in added)
             for name in instances))
     parts.append("</section>")
     return "".join(parts)
 
 
-def _legend(placements):
+def _legend(placements, palette=_HASHED):
     services = sorted({_str(placement.get("service", "")) for placement in placements.values() if isinstance(placement, dict)})
     return '<p class="legend">%s</p>' % " ".join(
         '<span class="key"><svg width="12" height="12"><rect width="12" height="12" fill="%s"/></svg> %s</span>' % (
-            service_colour(service), _text(service)) for service in services)
+            palette(service), _text(service)) for service in services)
 
 
 def _summary(result, placements, usage):
@@ -406,14 +472,19 @@ svg.bar rect.seg{stroke:#fff;stroke-width:1}
 .chip{border:1px solid #cdd5e0;border-left:5px solid #888;border-radius:3px;padding:0 4px;font-size:11px;
  white-space:nowrap;display:inline-block;max-width:100%;overflow:hidden;text-overflow:ellipsis;vertical-align:middle}
 .chip.moved{border-style:dashed;border-left-style:solid;background:#fff7e0}
+.chip.new{background:#e8f1fd;border-color:#7aa2d6}
 .chip.bad{background:#fde8e8;color:#a0181c}
 .chip.ok{background:#e9f6ec}
 .chip.unknown{background:#f1f1f1;color:#555}
 .chip .mark{font-weight:normal;margin-right:3px}
+.chip .pin{color:#5a6472;font-size:10px}
+.names{display:flex;font-size:10px;line-height:12px;height:12px;color:#1d2430}
+.names span{overflow:hidden;white-space:nowrap;flex:none;padding-left:1px;text-overflow:clip}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
 td,th{border:1px solid #cdd5e0;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 h2.section{font-size:15px;margin:14px 0 4px}
 .note{margin:0;white-space:pre-wrap}
+.beside{display:grid;grid-template-columns:minmax(280px,2fr) 3fr;gap:12px;align-items:start}
 """
 # Only a page with a node whose GPUs are grouped by link carries this: every other page stays as it was, byte for byte.
 _GROUP_STYLE = """.gpus{border:1px solid #cdd5e0;border-radius:4px;padding:0 4px 2px;margin:3px 0}
@@ -508,11 +579,12 @@ def _preempted_rows(result):
             else (entry, "", "") for entry in _list(preempted, "result.preempted")]
 
 
-def render_html(result, title="gangplank placement", health=None, notes=()):
+def render_html(result, title="gangplank placement", health=None, notes=(), added=()):
     """One HTML document for a plan ``result``; PictureError when it is not shaped like one.
 
     ``health`` maps instance names to a live state shown on their chips (status.yml); ``notes`` are
-    extra lines shown under the summary (e.g. what a rebalance gains).
+    extra lines shown under the summary (e.g. what a rebalance gains); ``added``: the instances new in this plan
+    (against the record: gang_schedule's changes.added), marked "+" on their chips.
     """
     _mapping(result, "result")
     placements = _mapping(_field(result, "placements", {}), "result.placements")
@@ -530,8 +602,12 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     labels = _mapping(_field(result, "node_labels", {}), "result.node_labels")
     feasible = bool(result.get("feasible"))
     # The cards first: they check the shape of every node's usage that the summary counts.
-    cards = [_card(node, usage[node], placements, moved, labels.get(node), health) for node in usage] if feasible else []
-    grouped = feasible and any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
+    palette = Palette(placement.get("service", "") for placement in placements.values())
+    added = frozenset(_str(name) for name in _list(list(added or ()), "added"))
+    # An infeasible plan places nothing: its nodes are drawn empty (what each has), beside the unplaced instances.
+    cards = [_card(node, usage[node], placements if feasible else {}, moved, labels.get(node) if feasible else None,
+                   health, palette, added) for node in usage]
+    grouped = any(isinstance(entry, dict) and entry.get("gpu_groups") is not None for entry in usage.values())
     parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
              'img-src data:">',
@@ -543,7 +619,7 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
     for note in notes:
         parts.append('<p class="note">%s</p>' % _text(note))
     if feasible:
-        parts.append(_legend(placements))
+        parts.append(_legend(placements, palette))
         parts.append('<div class="grid" id="nodes">')
         parts.extend(cards)
         parts.append("</div>")
@@ -553,8 +629,15 @@ def render_html(result, title="gangplank placement", health=None, notes=()):
             parts.append(_table(("instance", "from", "to"), rows))
     else:
         unplaced = _mapping(_field(result, "unschedulable", {}), "result.unschedulable")
+        parts.append('<div class="beside"><div class="unplaced">')
         parts.append('<h2 class="section">Unplaced instances (%d)</h2>' % len(unplaced))
         parts.append(_table(("instance", "why it could not be placed"), sorted((_str(name), _str(why)) for name, why in unplaced.items())))
+        parts.append("</div>")
+        if cards:
+            parts.append('<div><h2 class="section">Nodes (nothing is placed)</h2><div class="grid" id="nodes">')
+            parts.extend(cards)
+            parts.append("</div></div>")
+        parts.append("</div>")
     rows = _preempted_rows(result)
     if rows:
         parts.append('<h2 class="section">Preempted instances (%d)</h2>' % len(rows))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 SERVICE_KEYS = ("replicas", "stateful", "sidecar", "scalable", "max_replicas", "resources", "ports", "sidecars",
                 "anti_affinity", "node_selector", "tolerations", "depends_on", "quota", "priority", "preemptible",
-                "every_node", "cpu_pinning")
+                "every_node", "cpu_pinning", "topology_spread")
 
 # Upper bounds of a problem (docs/problem-format.md, "Bounds"; quantity.py bounds each amount). They keep
 # every input plannable in bounded time and memory, and every total a 64-bit integer for the exact solver.
@@ -61,3 +61,9 @@ CPU_PINNING_MODES = (CPU_PINNING_NONE, CPU_PINNING_NUMA)
 MAX_NUMA_NODES = 64             # entries of nodes.<n>.numa_cpus
 MAX_CPU_ID = 4095               # a CPU id in a cpulist (nodes.<n>.numa_cpus)
 MAX_CPULIST = 16384             # characters of one cpulist: every other CPU of 4,096 takes about 9,700
+# services.<s>.topology_spread[].when_unsatisfiable: kube's topology spread. DoNotSchedule (the default) refuses a node
+# that would push the skew past max_skew; ScheduleAnyway only prefers the nodes that keep it lowest.
+SPREAD_DO_NOT_SCHEDULE = "DoNotSchedule"
+SPREAD_SCHEDULE_ANYWAY = "ScheduleAnyway"
+SPREAD_MODES = (SPREAD_DO_NOT_SCHEDULE, SPREAD_SCHEDULE_ANYWAY)
+MAX_SPREAD_CONSTRAINTS = 8      # entries of services.<s>.topology_spread

@@ -11,6 +11,7 @@ above module_utils' plain files, so the scheduler core and the catalog may both 
 
 from __future__ import annotations
 
+import difflib
 import math
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import printable, show
@@ -39,6 +40,19 @@ def join_path(path, key):
     """The path to ``key`` inside ``path``: ``services.infer.resources``, ``nodes.a.gpus[0]``. Joined into text only
     when an error names it (str()); most paths of a valid problem never are, and a problem has thousands."""
     return _Path(path, key)
+
+
+_SUGGEST_LENGTH = 64         # keys longer than this get no suggestion (difflib's work grows with the product)
+
+
+def unknown_key(key, keys):
+    """The message for ``key``, which is not one of ``keys``: the close one when there is one (``replica``: did you mean
+    replicas?), else every allowed key."""
+    if len(key) <= _SUGGEST_LENGTH:
+        close = difflib.get_close_matches(key, list(keys), n=1, cutoff=0.75)
+        if close:
+            return "unknown key; did you mean %s?" % close[0]
+    return "unknown key; expected one of: %s" % ", ".join(keys)
 
 
 class _Path:
@@ -114,7 +128,7 @@ class Reader:
             elif has_control(key):
                 self.bad(join_path(path, key), key, "a key of " + _CONTROL_EXPECTED)
             elif keys is not None and key not in keys:
-                self.error(join_path(path, key), "unknown key; expected one of: %s" % ", ".join(keys))
+                self.error(join_path(path, key), unknown_key(key, keys))
         for key in required:
             if key not in value:
                 self.error(join_path(path, key), "is required")

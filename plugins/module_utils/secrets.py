@@ -105,7 +105,8 @@ def read_values(specs, lookup, key):
     deploy specs (catalog.split_catalog) name.
 
     ``lookup(variable)`` returns the variable's value, or raises Missing or Unreadable (with a reason that does
-    not hold the value). Messages name the catalog path and the variable, never a value.
+    not hold the value). Messages name the catalog path and the variable, never a value. ``key`` None: no hashes (a
+    plan only checks that the values can be read).
     """
     values, hashes, errors = {}, {}, []
     total = 0
@@ -155,7 +156,8 @@ def read_values(specs, lookup, key):
                                      % MAX_TOTAL_SECRET_BYTES))
                 return {}, {}, errors
             values[var] = value
-            hashes[var] = keyed_hash(key, value)
+            if key is not None:
+                hashes[var] = keyed_hash(key, value)
     return values, hashes, errors
 
 

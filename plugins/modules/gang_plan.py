@@ -13,6 +13,9 @@ description:
   - Every instance is placed, or none is. Nothing on any host is read or changed.
   - The problem format is documented in the collection's C(docs/problem-format.md).
   - This is an action plugin. It runs on the controller, whatever host the task targets.
+  - When the services are a catalog with C(secrets), every secret's variable must be readable as the deploy reads it
+    (defined, decrypted, a valid value), or the task fails with the deploy's message, naming
+    C(services.<name>.secrets.<key>) and the variable, never a value. Nothing is planned then.
 options:
   problem:
     description:
@@ -24,6 +27,12 @@ options:
       - Fail the task when the gang does not fit. The result still carries the report.
     type: bool
     default: true
+  scale:
+    description:
+      - A scale preview, as C(playbooks/scale.yml) asks it, applied to the catalog before planning, with the keys
+        C(service) and C(replicas). The service must be C(scalable) and the count within its C(max_replicas); else the
+        task fails naming C(scale.service) or C(scale.replicas).
+    type: dict
 extends_documentation_fragment:
   - gangplank.platform.scheduler
 attributes:
@@ -131,8 +140,8 @@ usage:
   description:
     - Per node, CPU, memory, GPU and NVMe used and total, and its instances.
     - A node that lists gpu_links also has C(gpu_groups), its GPUs by link (C(nvlink) groups, C(numa) groups).
-    - See docs/problem-format.md, Result.
-  returned: when feasible
+    - See docs/problem-format.md, Result. An infeasible plan gives every node with nothing placed on it.
+  returned: always
   type: dict
 ranks:
   description: Deployment ranks, lists of service names from depends_on.

@@ -18,6 +18,9 @@ description:
   - This is an action plugin. It runs once on the controller and changes nothing on any host; the
     gangplank.platform.schedule role takes the lock and writes the record and the bindings around it.
   - An infeasible plan fails the task with one "0/N nodes are available" line per unplaced instance.
+  - Every secret the catalog's C(secrets) name must be readable as the deploy reads it (defined, decrypted, a valid
+    value), or the task fails before planning with the deploy's message, naming C(services.<name>.secrets.<key>) and
+    the variable, never a value; so a misspelt vaulted variable fails C(site.yml --check) and the plan, not the deploy.
 options:
   services:
     description: The catalog, as in the collection's docs/problem-format.md (usually the C(gangplank_services) variable).

@@ -108,7 +108,10 @@ def test_an_infeasible_plan_with_hostile_names_shows_the_reasons_and_runs_nothin
     result = plan(problem, exact_seconds=0)
     assert not result["feasible"]
     dom = picture(tmp_path, "infeasible", result, "1000,600")
-    assert "0/1 nodes are available: 1 Insufficient cpu." in dom and ">db-0<" in dom
+    assert "0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)." in dom
+    assert ">db-0<" in dom
+    # Its node is drawn too, empty, beside the unplaced instances.
+    assert "Nodes (nothing is placed)" in dom and dom.count('<section class="card') == 1 and "CPU 0/1" in dom
     assert "<script" not in dom and "<img" not in dom
     feasible = plan({"nodes": problem["nodes"], "services": {"web": problem["services"]["web"]}})
     dom = picture(tmp_path, "hostile", feasible, "1000,600")
@@ -130,7 +133,7 @@ def test_the_status_page_draws_gpus_to_scale_and_marks_each_instances_health(tmp
     page.write_text(render_html(status_result(bindings, gpus=gpus), title="status", health=health), encoding="utf-8")
     dom, console = browse(tmp_path, page, "--dump-dom")
     assert console == [], console
-    assert "GPU0 A100-SXM4-80GB 20Gi/80Gi" in dom and "GPU1 A100-SXM4-80GB 0/80Gi whole" in dom
+    assert "GPU0 A100-SXM4-80GB 20Gi/80Gi" in dom and "GPU1 A100-SXM4-80GB free: 80Gi" in dom
     quarter = re.search(r'<rect x="0\.00" y="0" width="([0-9.]+)" height="\d+" fill="[^"]+" class="seg"><title>infer-0', dom)
     assert quarter and float(quarter.group(1)) == BAR_WIDTH / 4
     assert re.search(r'class="chip ok"[^>]*><b class="mark">\u2714</b>infer-0<', dom)
@@ -146,3 +149,23 @@ def test_console_messages_are_caught(tmp_path):
                     '</head><body><img src="http://127.0.0.1:9/a.png"></body></html>', encoding="utf-8")
     _dom, console = browse(tmp_path, page, "--dump-dom")
     assert any("Content Security Policy" in message for message in console), console
+
+
+def test_the_tutorial_plan_names_its_instances_on_the_cards(tmp_path):
+    """docs/catalog-to-plan.md's plan at the demo's size: each GPU share's instance is named under its segment (no
+    hover needed), the services' colours are those of the page's palette, and the pinned model server shows its CPUs."""
+    example = os.path.join(ROOT, "docs", "examples", "catalog-to-plan")
+    with open(os.path.join(example, "nodes.yml"), encoding="utf-8") as handle:
+        nodes = yaml.safe_load(handle)["nodes"]
+    with open(os.path.join(example, "inventory", "group_vars", "all", "catalog.yml"), encoding="utf-8") as handle:
+        catalog = yaml.safe_load(handle)["gangplank_services"]
+    services = {name: {key: value for key, value in entry.items() if key not in ("image", "secrets")}
+                for name, entry in catalog.items()}
+    result = plan({"nodes": nodes, "services": services})
+    assert result["feasible"]
+    dom = picture(tmp_path, "catalog-to-plan", result, "1400,1100")
+    named = re.findall(r'<div class="names">(.*?)</div>', dom)
+    shown = {name for row in named for name in re.findall(r">([a-z-]+-\d+(?: \d+%)?)</span>", row)}
+    assert {"embed-0", "embed-1", "embed-2", "embed-3", "llm-0"} <= shown, shown
+    assert '<span class="pin">CPUs ' in dom
+    assert "free: 80Gi" in dom and "0/80Gi whole" not in dom

@@ -68,9 +68,10 @@ def test_infeasible_fails_the_play_with_the_report(tmp_path):
     planned = results["Plan every service instance at once"]
     assert planned["feasible"] is False and planned["placements"] == {}
     assert results["Fail when the gang does not fit"]["failed"] is True
-    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in results["Fail when the gang does not fit"]["msg"]
+    reason = "0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)."
+    assert "db-0: " + reason in results["Fail when the gang does not fit"]["msg"]
     page = (tmp_path / "plan.html").read_text(encoding="utf-8")
-    assert "db-0" in page and "0/1 nodes are available: 1 Insufficient cpu." in page
+    assert "db-0" in page and reason in page
 
 
 def test_bad_problem_names_the_path(tmp_path):

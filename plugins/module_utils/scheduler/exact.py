@@ -15,7 +15,9 @@ where they still fit its request (as the GPU plugin keeps them first). The model
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
 device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
 GPU cores per device (at most 100 in sum), NVMe space per device, quotas (max per group; min
-reservations against the cluster's totals), ``gpu.topology: required`` (no two of an instance's GPUs
+reservations against the cluster's totals), ``topology_spread`` DoNotSchedule (per eligible domain, the
+service's instances there at most ``max_skew`` above a lower bound of every eligible domain's count: the
+TopologySpread plugin's rule for the final plan), ``gpu.topology: required`` (no two of an instance's GPUs
 on a node without NVLink between them), and ``cpu_pinning: numa`` (an instance takes only GPUs whose NUMA node's CPUs are
 known, and its CPU request flows to the NUMA nodes of the GPUs it takes, each giving at most its CPUs: the NUMAPinning
 plugin's rule, as integer flow variables). ``preferred`` topology is not modelled: a plan the solver finds
@@ -41,6 +43,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     QUOTA_DIMENSIONS, GPUClaim, Placement, gpu_overhead, numa_capacity, pinnable, pod_requests,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.topology_spread import spread_domains
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_matrix, nvlinked
 
@@ -157,6 +160,9 @@ def _solve_around(problem, framework, time_limit, attempt, workers, started):
     if problem.quotas:
         return ExactResult(SKIPPED, 0.0, reason="quotas count across the whole cluster, so it cannot be cut around "
                                                 "the unplaced instances")
+    if any(constraint.required for service in problem.services.values() for constraint in service.topology_spread):
+        return ExactResult(SKIPPED, 0.0, reason="a topology spread counts across the whole cluster, so it cannot be "
+                                                "cut around the unplaced instances")
     placed = {placement.instance.name for placement in attempt.placements}
     unplaced = [instance for instance in attempt.gang if instance.name not in placed]
     cluster = ClusterState(problem)
@@ -483,7 +489,36 @@ class _Model:
                     model.Add(sum(size * var for var, size in takes) <= device.size)
         for (name, numa_node), flows in sorted(self.numa_flow.items()):
             model.Add(sum(flows) <= numa_capacity(problem.nodes[name], numa_node))
+        self._spread()
         self._quotas()
+
+    def _spread(self):
+        """topology_spread DoNotSchedule: per constraint, a variable at most every eligible domain's count of the
+        service's instances, and every domain's count at most ``max_skew`` above it (so the largest minus the
+        smallest is at most ``max_skew``, as plugins/topology_spread.py's Permit checks)."""
+        model, problem = self.model, self.problem
+        by_service = {}
+        for (index, node_name), var in sorted(self.place.items(), key=lambda item: item[0]):
+            by_service.setdefault(self.instances[index].service.name, []).append((node_name, var))
+        for name in sorted(by_service):
+            service = problem.services[name]
+            for position, constraint in enumerate(service.topology_spread):
+                if not constraint.required:
+                    continue
+                domain_of, eligible = spread_domains(problem, service, constraint)
+                if not eligible:
+                    continue
+                counts = {domain: [] for domain in eligible}
+                for node_name, var in by_service[name]:
+                    domain = domain_of.get(node_name)
+                    if domain is not None:
+                        counts.setdefault(domain, []).append(var)
+                least = model.NewIntVar(0, service.replicas, "s_%a_%d" % (name, position))
+                for domain in eligible:
+                    model.Add(least <= sum(counts[domain]))
+                for domain in sorted(counts, key=str):
+                    if counts[domain]:
+                        model.Add(sum(counts[domain]) - least <= constraint.max_skew)
 
     def _quota_usage(self, group):
         """Per dimension, the usage of a quota group (None: the services outside any group) as a linear expression."""

@@ -362,10 +362,21 @@ class Framework:
 _POINT_NAMES = {PreFilterPlugin: "pre_filter", FilterPlugin: "filter", ScorePlugin: "score"}
 
 
-def reasons_histogram(node_statuses: List[Tuple[str, Status]]):
-    """kube's FitError message body: '1 Insufficient cpu, 2 node(s) didn't match node selector'."""
+def reasons_histogram(node_statuses: List[Tuple[str, Status]], details=None):
+    """kube's FitError message body: '1 Insufficient cpu, 2 node(s) didn't match node selector'. ``details``: reason ->
+    what to add after it in parentheses (diagnosis.py: what was asked and the most a node had)."""
     counts: Dict[str, int] = {}
     for _node, status in node_statuses:
         for reason in status.reasons:
             counts[reason] = counts.get(reason, 0) + 1
-    return ", ".join(sorted("%d %s" % (count, reason) for reason, count in counts.items()))
+    details = details or {}
+    return ", ".join(sorted("%d %s" % (count, _detailed(reason, details.get(reason))) for reason, count in counts.items()))
+
+
+def _detailed(reason, detail):
+    """``reason`` with ``detail`` in parentheses, inside the reason's own when it ends with one."""
+    if not detail:
+        return reason
+    if reason.endswith(")"):
+        return "%s; %s)" % (reason[:-1], detail)
+    return "%s (%s)" % (reason, detail)

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import FrozenSet, Mapping, Optional, Tuple
 
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
-    CPU_PINNING_NONE, GPU_SHARING_MPS, GPU_SHARING_NONE, GPU_TOPOLOGY_PREFERRED,
+    CPU_PINNING_NONE, GPU_SHARING_MPS, GPU_SHARING_NONE, GPU_TOPOLOGY_PREFERRED, SPREAD_DO_NOT_SCHEDULE,
 )
 
 NO_SCHEDULE = "NoSchedule"
@@ -152,6 +152,21 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class SpreadConstraint:
+    """kube's topologySpreadConstraint over the instances of one service: in the nodes' domains (the value of label
+    ``topology_key``; None: each node its own domain), no domain holds more than ``max_skew`` instances above the
+    emptiest one. ``when_unsatisfiable``: DoNotSchedule (a node that breaks it is refused) or ScheduleAnyway (the
+    nodes that keep the skew lowest are preferred)."""
+    max_skew: int
+    topology_key: Optional[str] = None
+    when_unsatisfiable: str = SPREAD_DO_NOT_SCHEDULE
+
+    @property
+    def required(self):
+        return self.when_unsatisfiable == SPREAD_DO_NOT_SCHEDULE
+
+
+@dataclass(frozen=True)
 class Service:
     name: str
     replicas: int = 1
@@ -173,6 +188,7 @@ class Service:
     every_node: bool = False        # one instance on every eligible node (<service>@<node>), like a DaemonSet
     image: Optional[str] = None     # the container image: no built-in plugin reads it; user plugins may
     cpu_pinning: str = CPU_PINNING_NONE     # numa: the containers get the CPUs and memory node of the GPUs' NUMA node(s)
+    topology_spread: Tuple[SpreadConstraint, ...] = ()     # plugins/topology_spread.py
 
 
 def toleration_index(service):

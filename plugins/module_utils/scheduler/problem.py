@@ -20,13 +20,14 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
     CPU_PINNING_MODES, CPU_PINNING_NONE, CPU_PINNING_NUMA, MAX_NUMA_NODES, GPU_LINK_LEVELS, GPU_LINK_NVLINK, GPU_PCIE_LEVELS, GPU_SHARING_MODES,
     GPU_SHARING_NONE, GPU_TOPOLOGY_MODES, GPU_TOPOLOGY_PREFERRED,
     MAX_DEVICES, MAX_GPU_LINKS, MAX_NUMA_NODE, MAX_NVLINKS, MAX_EVERY_NODE_WORK, MAX_GPU_CORES, MAX_INSTANCES, MAX_NODES, MAX_PORTS,
-    MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_TOTAL, SERVICE_KEYS,
+    MAX_PREVIOUS, MAX_PRIORITY, MAX_SERVICES, MAX_SPREAD_CONSTRAINTS, MAX_TOTAL, SERVICE_KEYS, SPREAD_DO_NOT_SCHEDULE,
+    SPREAD_MODES,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPULink, GPURequest, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
     PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
-    Service, TAINT_EFFECTS, Taint, Toleration,
+    Service, SpreadConstraint, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_cpulist, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import well_formed
@@ -48,6 +49,7 @@ _PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
 _RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
 _GPU_REQUEST_KEYS = ("count", "memory", "models", "cores", "topology")
 _NVME_REQUEST_KEYS = ("label", "size")
+_SPREAD_KEYS = ("max_skew", "topology_key", "when_unsatisfiable")
 _QUOTA_KEYS = ("min", "max")
 _PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars", "cpuset_cpus", "cpuset_mems")
 # A previous placement's GPU entries as the result writes them (a share's with its cores); only uuid is read.
@@ -421,6 +423,42 @@ def _cpu_pinning(reader, spec, path, sidecar):
     return value
 
 
+def _topology_spread(reader, spec, path, sidecar, every_node):
+    """services.<s>.topology_spread: [{max_skew, topology_key, when_unsatisfiable}, ...] (kube's
+    topologySpreadConstraints over the service's own instances); none on a sidecar or an every-node service."""
+    value = spec.get("topology_spread")
+    where = join_path(path, "topology_spread")
+    if value is None:
+        return ()
+    if sidecar or every_node:
+        reader.bad(where, value, "nothing on %s" % (
+            "a sidecar (it follows its app)" if sidecar else "an every-node service (one instance per eligible node)"))
+        return ()
+    constraints = []
+    for position, item in enumerate(reader.sequence(value, where, MAX_SPREAD_CONSTRAINTS)):
+        item_path = join_path(where, position)
+        entry = reader.mapping(item, item_path, _SPREAD_KEYS, required=("max_skew",), optional_none=False)
+        skew = reader.integer(entry.get("max_skew"), join_path(item_path, "max_skew"), minimum=1, limit=MAX_INSTANCES) \
+            if "max_skew" in entry else None
+        key = None
+        if entry.get("topology_key") is not None:
+            key = reader.string(entry["topology_key"], join_path(item_path, "topology_key"),
+                                "a node label key (or none: each node is its own domain)")
+        mode = entry.get("when_unsatisfiable", SPREAD_DO_NOT_SCHEDULE)
+        if mode is None:
+            mode = SPREAD_DO_NOT_SCHEDULE
+        if not isinstance(mode, str) or mode not in SPREAD_MODES:
+            reader.bad(join_path(item_path, "when_unsatisfiable"), mode, "one of " + ", ".join(SPREAD_MODES))
+            mode = None
+        if skew is not None and mode is not None and (entry.get("topology_key") is None or key is not None):
+            constraint = SpreadConstraint(skew, key, mode)
+            if constraint in constraints:
+                reader.bad(item_path, item, "a constraint not listed twice")
+                continue
+            constraints.append(constraint)
+    return tuple(constraints)
+
+
 def _max_replicas(reader, spec, path, scalable, replicas):
     """services.<s>.max_replicas: the most replicas a scale request may set, only on a scalable service, and not below
     its replicas (a scale request's count included: it is the service's replicas here)."""
@@ -511,6 +549,7 @@ def _parse_services(reader, value, quotas, nodes):
             every_node=every_node,
             image=image,
             cpu_pinning=cpu_pinning,
+            topology_spread=_topology_spread(reader, spec, path, sidecar, every_node),
         )
     index = every_node_index(services.values(), nodes.values())
     work = every_node_work(services.values(), index)

@@ -37,12 +37,14 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.attem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.candidates import equivalence_key
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.anti_affinity import service_conflicts
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.default_binder import DefaultBinder
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import (
     every_node_left_out, extender_report, left_out_report,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.state import ClusterState
 
 GREEDY = "greedy"
 GREEDY_WITH_MOVES = "greedy_with_moves"
@@ -172,6 +174,8 @@ def _schedule_steps(framework, problem, exact_seconds, steps):
         "placements": {},
         "unschedulable": {name: attempt.unplaced[name] for name in sorted(attempt.unplaced, key=order.get)},
         "ranks": ranks(problem.services),
+        # The nodes with nothing placed (what the picture draws beside the unplaced instances): nothing is placed.
+        "usage": DefaultBinder(problem).bind([], ClusterState(problem))["usage"],
     }
     if exact_seconds <= 0:
         return _not_by_order(framework, problem, attempt, path, infeasible, steps)
@@ -315,7 +319,8 @@ def _counted_proof(attempt):
         # (1) the class alone.
         fits = sum(_holds(nodes[name], requests[service.name], service.resources.gpu) for name in where)
         if not where:
-            return "no node accepts %s (nor %d more like it)" % (groups[key][0].name, len(groups[key]) - 1)
+            others = len(groups[key]) - 1
+            return "no node accepts %s%s" % (groups[key][0].name, " (nor the %d more like it)" % others if others else "")
         if len(groups[key]) > fits:
             return "%d instance(s) like %s ask more than the %d node(s) that accept them hold (%d at most)" % (
                 len(groups[key]), groups[key][0].name, len(where), fits)

@@ -41,7 +41,7 @@ def test_infeasible_exits_2_with_the_reasons():
     problem = json.dumps({"nodes": {"a": {"cpu": 1, "memory": "1Gi"}}, "services": {"db": {"resources": {"cpu": 2}}}})
     result = run("-", stdin=problem)
     assert result.returncode == 2
-    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu." in result.stdout
+    assert "db-0: 0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)." in result.stdout
 
 
 @pytest.mark.parametrize("content, expected", [
@@ -127,3 +127,14 @@ def test_bad_profile_names_the_path(tmp_path):
     completed = run(os.path.join(ROOT, "examples", "cluster.yml"), "--profile", str(profile))
     assert completed.returncode == 1 and "Traceback" not in completed.stderr
     assert "profile.plugins.filter.disabled[0]: got \"NoSuchPlugin\"; expected a filter plugin" in completed.stderr
+
+
+def test_a_yaml_error_names_the_file_and_its_line(tmp_path):
+    broken = tmp_path / "cluster.yml"
+    broken.write_text("nodes:\n  a: {cpu: 1\nservices: {}\n", encoding="utf-8")
+    result = run(str(broken))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert 'in "%s", line 3, column 9' % broken in result.stderr
+    assert "<unicode string>" not in result.stderr
+    result = run("-", stdin=broken.read_text(encoding="utf-8"))
+    assert result.returncode == 1 and 'in "<stdin>", line 3, column 9' in result.stderr

@@ -11,6 +11,8 @@ node whenever it fits. GPUFragmentation outweighs the other placement scores tog
 GPUs usable; MostAllocated and best fit only break its near-ties. GPUTopology (1) scores only multi-GPU work on nodes
 that list their GPU links: it moves such work to the node with the better-linked set among those fragmentation rates
 about alike.
+TopologySpread (20) scores only the instances of services with a ScheduleAnyway spread: it outweighs the placement
+scores together (20 > 15), so a preferred spread wins over packing wherever it fits, and yields to Stickiness.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.repack import Repack
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.stickiness import Stickiness
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.taint_toleration import TaintToleration
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.topology_spread import TopologySpread
 
 PLUGINS = (
     HeavyFirst,           # QueueSort
@@ -49,6 +52,7 @@ PLUGINS = (
     GPUTopology,          # Score: multi-GPU instances where their GPUs are best linked (left out without links)
     NVMe,                 # PreFilter, Filter, Score, Reserve
     AntiAffinity,         # PreFilter, Filter, Reserve
+    TopologySpread,       # PreFilter, Filter, Score, Reserve, Permit: services with topology_spread only
     Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts
     Repack,               # PostFilter
     Coscheduling,         # Permit
@@ -62,5 +66,6 @@ WEIGHTS = {
     "GPUTopology": 1,
     "NVMe": 1,
     "TaintToleration": 1,
+    "TopologySpread": 20,
     "Stickiness": 100,
 }

@@ -23,11 +23,12 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quant
 
 
 def _show(dimension, amount):
+    """An amount of a quota dimension as words: 6 CPUs, 500m CPU, 40Gi of memory, 4 GPUs, 160Gi of GPU memory."""
     if dimension == "cpu":
-        return format_cpu(amount)
+        return "%s CPU%s" % (format_cpu(amount), "s" if amount % 1000 == 0 and amount != 1000 else "")
     if dimension == "gpu":
-        return str(amount)
-    return format_size(amount)
+        return "%d GPU%s" % (amount, "" if amount == 1 else "s")
+    return "%s of %s" % (format_size(amount), {"memory": "memory", "gpu_memory": "GPU memory", "nvme": "NVMe"}[dimension])
 
 
 class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
@@ -70,15 +71,18 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
         request["gpu_memory"] = sum(taken for _uuid, taken in devices)
         return request
 
-    def _check(self, cluster, instance, request):
+    def _check(self, cluster, instance, request, per_node=False):
+        """OK, or why not; ``per_node``: the reason is counted per node ("2 node(s) would take ..."), else it speaks for
+        the whole cluster."""
         group = instance.service.quota if instance is not None else None
         if group is not None:
             used = cluster.quota_used[group]
             for dim, limit in self._limits[group]:
                 if used[dim] + request[dim] > limit:
                     return Status.unschedulable(
-                        "quota %s: %s would be %s, above its max %s" % (
-                            group, dim, _show(dim, used[dim] + request[dim]), _show(dim, limit)),
+                        "%s quota %s to %s, above its max of %s" % (
+                            "node(s) would take" if per_node else "placing it would take", group,
+                            _show(dim, used[dim] + request[dim]), _show(dim, limit)),
                         self.name)
         quota_used = cluster.quota_used
         for dim, minimums in self._minimums:
@@ -87,10 +91,10 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
                 used = quota_used[name][dim] + (request[dim] if name == group else 0)
                 total += minimum if minimum > used else used
             if total > cluster.capacity[dim]:
+                needed = "%s needed in all, the cluster has %s" % (_show(dim, total), _show(dim, cluster.capacity[dim]))
                 return Status.unschedulable(
-                    "quota min reservations: %s would need %s of the cluster's %s" % (
-                        dim, _show(dim, total), _show(dim, cluster.capacity[dim])),
-                    self.name)
+                    "node(s) would leave too little for the quotas' min reservations (%s)" % needed if per_node else
+                    "the quotas' min reservations cannot be kept (%s)" % needed, self.name)
         return OK
 
     def _depends_on_devices(self, instance):
@@ -116,7 +120,7 @@ class Quota(PreFilterPlugin, FilterPlugin, ReservePlugin, PermitPlugin):
     def filter(self, cycle, cluster, instance, node_state):
         chosen = gpu_choice(cycle, instance, node_state) or []
         devices = [(node_state.node.gpus[position].uuid, taken) for position, taken in chosen]
-        return self._check(cluster, instance, self._request(cluster, instance, devices))
+        return self._check(cluster, instance, self._request(cluster, instance, devices), per_node=True)
 
     def reserve(self, cycle, cluster, instance, node_state, placement):
         devices = [(claim.device.uuid, claim.memory) for claim in placement.get("gpus", ())]

@@ -306,7 +306,8 @@ def test_unknown_keys_list_both_key_sets():
     errors = errors_of({"api": api(colour="red", volumes=["/a:/b"])})
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
     assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
-    assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, image, command, env, init, stop_timeout, restart_policy, "
+    assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, topology_spread, image, command, env, init, "
+                             "stop_timeout, restart_policy, "
                              "health, config, nvme_path, max_unavailable, down_grace, secrets")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
@@ -411,3 +412,9 @@ def test_the_catalogs_parser_does_not_load_the_scheduler():
             "print(sorted(name for name in sys.modules if '.module_utils.scheduler' in name))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_misspelt_key_gets_the_close_one_suggested():
+    errors = errors_of({"api": api(replica=3, helth={"command": ["true"]})})
+    assert errors == {"services.api.replica": "unknown key; did you mean replicas?",
+                      "services.api.helth": "unknown key; did you mean health?"}

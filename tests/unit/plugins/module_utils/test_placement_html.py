@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
-    PictureError, render_html, service_colour,
+    Palette, PictureError, render_html, service_colour,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
@@ -61,10 +61,12 @@ def test_cards_show_gpus_split_by_instance_nvme_and_labels():
     assert "GPU0 A100-SXM4-80GB 60Gi/80Gi" in gpu_node
     assert "<title>infer-0 (infer): 30Gi on GPU 0</title>" in gpu_node
     assert "<title>infer-1 (infer): 30Gi on GPU 0</title>" in gpu_node
-    assert "GPU1 A100-SXM4-80GB 0/80Gi whole" in gpu_node
+    # And named on the card, under their segments, where the name fits.
+    assert '<div class="names"><span style="width:37.50%" title="infer-0 (infer): 30Gi on GPU 0">infer-0</span>' in gpu_node
+    assert "GPU1 A100-SXM4-80GB free: 80Gi" in gpu_node
     assert "nvme0n1 200Gi/1Ti" in gpu_node and "<title>infer-0 (infer): 100Gi on nvme0n1</title>" in gpu_node
     assert ">infer<" in page      # the planted label, shown by service name
-    assert page.count(service_colour("infer")) >= 3        # legend, two GPU segments, chips
+    assert page.count(Palette(["infer"])("infer")) >= 3        # legend, two GPU segments, chips
     assert "1 of 2 GPU(s) whole and free" in page
 
 
@@ -85,7 +87,7 @@ def test_infeasible_lists_every_unplaced_instance_with_its_reason():
                   exact_seconds=0)
     page = render_html(result)
     assert "INFEASIBLE" in page and "Unplaced instances (1)" in page
-    assert "<td>db-1</td><td>0/1 nodes are available: 1 Insufficient cpu.</td>" in page
+    assert "<td>db-1</td><td>0/1 nodes are available: 1 Insufficient cpu (asked 1 CPU; the most free on a node is 0 CPUs).</td>" in page
 
 
 HOSTILE = '"><script>alert(1)</script><svg onload=alert(2)>&amp;'
@@ -228,7 +230,7 @@ def test_a_status_picture_draws_each_gpu_to_scale_with_the_stored_facts():
     page = render_html(status_result(bindings, gpus=STORED_GPUS))
     for index, uuid in enumerate(("GPU-a0", "GPU-a1")):
         used = taken.get(uuid, 0)
-        label = "GPU%d A100-SXM4-80GB %s/80Gi%s" % (index, format_size(used), "" if used else " whole")
+        label = "GPU%d A100-SXM4-80GB %s" % (index, "%s/80Gi" % format_size(used) if used else "free: 80Gi")
         assert label in page
         # The bar is what the instances take of the GPU's size, not a full bar.
         assert sum(_bar_widths(page, label)) == pytest.approx(BAR_WIDTH * used / (80 * GiB), abs=1.01)
@@ -340,7 +342,7 @@ def test_each_card_draws_its_gpus_in_their_nvlink_and_numa_boxes():
 def test_a_result_without_gpu_groups_renders_byte_for_byte_as_before():
     # The page of PROBLEM (no gpu_links) as it was before GPU groups: change this only with the page's look on purpose.
     page = render_html(plan(PROBLEM), title="t")
-    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "610d2058ea5ebd09f48410e8e8306ea090dd91c78917a4a70faabb1899ebd153"
+    assert hashlib.sha256(page.encode("utf-8")).hexdigest() == "e6ba4cfb6f385d1ff1aefd30abbc4d23d02444ed688be6deac5d27e31fee246d"
     result = _topology_plan(("nvswitch",))
     del result["usage"]["nvswitch"]["gpu_groups"]
     page = render_html(result)
@@ -391,3 +393,50 @@ def test_any_broken_group_gives_a_picture_error_or_a_page_never_a_traceback():
     base = _topology_plan(("mixed", "pcie_bridged"))
     paths = [("usage",) + path for path in _leaves(base["usage"]) if path and "gpu_groups" in path]
     _render_broken(base, paths, random.Random(39), 1000)
+
+
+def test_the_services_of_a_page_get_colours_kept_apart():
+    # Hashed hues put postgres and api-gateway, reranker and nightly-batch within a few degrees of each other.
+    services = ["api-gateway", "embed", "llm", "nightly-batch", "postgres", "reranker"]
+    palette = Palette(services)
+    hues = sorted(int(palette(name)[4:].split(",")[0]) for name in services)
+    assert min(b - a for a, b in zip(hues, hues[1:] + [hues[0] + 360])) >= 60
+    assert palette("postgres") != palette("api-gateway") and palette("unknown") == service_colour("unknown")
+    many = Palette(["s%02d" % i for i in range(40)])
+    assert len(set(many.colours.values())) == 40
+
+
+def test_gpu_cores_and_cpu_pinning_are_drawn():
+    result = plan({"nodes": {"a": {"cpu": 64, "memory": "256Gi", "gpu_sharing": "mps", "numa_cpus": {"0": "0-31"},
+                                   "gpus": [{"index": 0, "uuid": "GPU-0", "model": "NVIDIA A100-SXM4-80GB",
+                                             "memory": "80Gi", "numa_node": 0}]}},
+                   "services": {"share": {"resources": {"cpu": 1, "gpu": {"memory": "40Gi", "cores": 30}},
+                                          "cpu_pinning": "numa"}}})
+    page = render_html(result)
+    assert ">share-0 30%</span>" in page
+    assert "40Gi on GPU 0, 30% of its cores" in page
+    assert '<span class="pin">CPUs 0-31</span>' in page and "pinned to CPUs 0-31" in page
+
+
+def test_new_and_moved_instances_are_marked():
+    problem = {"nodes": {"a": {"cpu": 4, "memory": "8Gi"}, "b": {"cpu": 1, "memory": "8Gi"}},
+               "services": {"web": {"replicas": 2, "resources": {"cpu": 1}}, "db": {"resources": {"cpu": 1}}},
+               "previous": {"web-0": {"node": "gone"}}}
+    result = plan(problem)
+    page = render_html(result, added=["web-1", "db-0"])
+    assert 'class="chip new"' in page and 'title="web-1 (web), new in this plan"' in page
+    assert result["moves"] == [{"instance": "web-0", "from": "gone", "to": result["placements"]["web-0"]["node"]}]
+    assert 'class="chip moved"' in page and "web-0 (web), moved from gone" in page
+    assert 'class="chip new"' not in render_html(result)
+
+
+def test_an_infeasible_plan_draws_its_nodes_empty_beside_the_unplaced_instances():
+    result = plan({"nodes": {"a": {"cpu": 2, "memory": "8Gi"}, "b": {"cpu": 1, "memory": "8Gi"}},
+                   "services": {"db": {"resources": {"cpu": 4}}, "web": {"resources": {"cpu": 1}}}}, exact_seconds=0)
+    assert not result["feasible"] and result["placements"] == {}
+    assert result["usage"]["a"] == {"cpu_millicores": {"used": 0, "total": 2000}, "memory": {"used": 0, "total": 8 * GiB},
+                                    "gpus": [], "nvme": [], "instances": []}
+    page = render_html(result)
+    unplaced, nodes = page.split("Nodes (nothing is placed)")
+    assert "Unplaced instances (1)" in unplaced and "<td>db-0</td>" in unplaced
+    assert ">a</h2>" in nodes and ">b</h2>" in nodes and "CPU 0/2" in nodes and "chip" not in nodes.split("</style>")[-1]

@@ -115,4 +115,4 @@ def test_the_report_is_the_table_then_the_down_hosts_and_the_picture_only_when_a
     assert report["down"] == down and "html" not in report
     html = status_report(["live"], statuses, down, picture=True)["html"]
     assert "gangplank status: 1 host(s)" in html and "down: gone" in html
-    assert "db-0 (db), waiting: host down" in html and "GPU0 A100-SXM4-80GB 0/80Gi" in html
+    assert "db-0 (db), waiting: host down" in html and "GPU0 A100-SXM4-80GB free: 80Gi" in html

@@ -156,6 +156,9 @@ class _Model:
                 "preemptible": bool(spec.get("preemptible", False)),
                 "every_node": bool(spec.get("every_node", False)),
                 "pinned": spec.get("cpu_pinning") == "numa",
+                # docs: topology_spread, each with max_skew, topology_key (none: the node itself), when_unsatisfiable.
+                "spread": [(item["max_skew"], item.get("topology_key"), item.get("when_unsatisfiable") or "DoNotSchedule")
+                           for item in spec.get("topology_spread") or []],
             }
         self.quotas = {}
         for name, spec in (problem.get("quotas") or {}).items():
@@ -643,6 +646,7 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 node_name, device_name, total, device["size"], ", ".join(n for n, _unused in takers)))
 
     _check_quotas(model, placements, instance_gpu_memory, violations)
+    _check_spread(model, placements, violations)
 
     # Previous placements: stateful instances stay; moves are exactly the instances that changed node, restarts those
     # that stay with other GPUs or another NVMe device (the key only where there is one).
@@ -703,6 +707,53 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                     node_name, node_labels[node_name], expected))
 
     _check_usage(model, result.get("usage"), on_node, gpu_taken, nvme_taken, violations, gpu_overhead)
+
+
+def _spread_counts(model, service_name):
+    """Per node, whether it counts for the spread of ``service_name`` (docs: its node_selector matched, its NoSchedule and
+    NoExecute taints tolerated, not cordoned, enough GPUs of its models and an NVMe device of its label when it asks)."""
+    service = model.services[service_name]
+    counting = {}
+    for node_name, node in model.nodes.items():
+        ok = model.eligible(service, node_name) and not node["unschedulable"]
+        if ok and service["gpu"] is not None:
+            ok = sum(1 for device in node["gpus"].values()
+                     if _model_matches(service["gpu"]["models"], device["model"])) >= service["gpu"]["count"]
+        if ok and service["nvme"] is not None:
+            ok = any(service["nvme"]["label"] in device["labels"] for device in node["nvme"].values())
+        counting[node_name] = ok
+    return counting
+
+
+def _check_spread(model, placements, violations):
+    """topology_spread DoNotSchedule: every instance in a domain of a counting node (unless it stays on its previous
+    node), and no domain more than max_skew instances above the emptiest counting domain."""
+    for service_name in sorted(model.services):
+        service = model.services[service_name]
+        hard = [(skew, key) for skew, key, mode in service["spread"] if mode == "DoNotSchedule"]
+        if not hard:
+            continue
+        counting = _spread_counts(model, service_name)
+        mine = [(name, placement.get("node")) for name, placement in sorted(placements.items())
+                if model.instances.get(name, (None,))[0] == service_name and placement.get("node") in model.nodes]
+        for skew, key in hard:
+            def domain(node_name, key=key):
+                return node_name if key is None else model.nodes[node_name]["labels"].get(key)
+            domains = {domain(node_name) for node_name, ok in counting.items() if ok and domain(node_name) is not None}
+            counts = Counter({value: 0 for value in domains})
+            for name, node_name in mine:
+                where = domain(node_name)
+                if where not in domains and model.previous.get(name) != node_name:
+                    violations.append("%s on %s: outside the domains of topology key %s that count for %s" % (
+                        name, node_name, key or "(the node)", service_name))
+                if where is not None:
+                    counts[where] += 1
+            if domains:
+                least = min(counts[value] for value in domains)
+                for value in sorted(counts, key=str):
+                    if counts[value] - least > skew:
+                        violations.append("%s: %d instance(s) in %s %s, %d in the emptiest: skew above max_skew %d" % (
+                            service_name, counts[value], key or "node", value, least, skew))
 
 
 def _check_preempted(model, result, placements, violations):

@@ -38,4 +38,4 @@ def test_a_class_fails_with_the_same_reasons_as_one_service_would():
     services = {"big-%d" % i: service(cpu=4) for i in range(4)}
     result = solve(NODES, services)
     assert result["feasible"] is False
-    assert result["unschedulable"] == {"big-3-0": "0/3 nodes are available: 3 Insufficient cpu."}
+    assert result["unschedulable"] == {"big-3-0": "0/3 nodes are available: 3 Insufficient cpu (asked 4 CPUs; the most free on a node is 0 CPUs)."}

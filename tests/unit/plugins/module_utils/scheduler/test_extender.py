@@ -256,8 +256,9 @@ def test_nodejs_reasons_appear_in_the_diagnosis():
         result = plan(problem, profile=profile({"urlPrefix": "http://127.0.0.1:%d/ext" % port, "filterVerb": "filter"}),
                       exact_seconds=0)
         assert not result["feasible"]
-        assert result["unschedulable"]["web-0"] == ("0/4 nodes are available: 1 Insufficient cpu, 1 node(s) were "
-                                                    "broken, 2 node(s) were in a closed zone.")
+        assert result["unschedulable"]["web-0"] == ("0/4 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most "
+                                                    "free on a node is 1 CPU), 1 node(s) were broken, 2 node(s) were "
+                                                    "in a closed zone.")
         checked(problem, result, {})
     finally:
         stop(process)

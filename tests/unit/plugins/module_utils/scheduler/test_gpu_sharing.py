@@ -94,7 +94,7 @@ def test_the_cores_on_a_device_add_up_to_100_at_most():
     result = checked(problem)
     assert [entry["cores"] for name in ("x-0", "y-0") for entry in result["placements"][name]["gpus"]] == [60, 40]
     problem["services"]["y"] = share(cores=41)
-    assert reason(plan(problem), "y-0") == "0/1 nodes are available: 1 Insufficient GPU cores."
+    assert reason(plan(problem), "y-0") == "0/1 nodes are available: 1 Insufficient GPU cores (asked 41% of a GPU's cores; the most free on a device is 40%)."
 
 
 def test_shares_without_cores_count_none_and_whole_gpus_never_share():
@@ -128,7 +128,9 @@ def test_a_share_with_cores_is_its_own_equivalence_class():
 def test_the_fourth_20gi_share_does_not_fit_an_80gi_mps_device_but_fits_without_mps():
     assert MPS_SERVER_MEMORY == 66 * MI == 69206016
     problem = {"nodes": {"a": mps_node()}, "services": {"infer": share(replicas=4, memory="20Gi")}}
-    assert reason(plan(copy.deepcopy(problem)), "infer-3") == "0/1 nodes are available: 1 Insufficient GPU memory."
+    assert reason(plan(copy.deepcopy(problem)), "infer-3") == (
+        "0/1 nodes are available: 1 Insufficient GPU memory (asked 20Gi per GPU and 66Mi for its MPS server on a node "
+        "with gpu_sharing mps; the largest free device has 19.8Gi).")
     problem["services"]["infer"]["replicas"] = 3
     result = checked(problem)
     # The claim is the grant; the device holds the grant and the MPS server.
@@ -143,7 +145,8 @@ def test_the_fourth_20gi_share_does_not_fit_an_80gi_mps_device_but_fits_without_
 def test_a_share_of_a_whole_device_fits_only_without_mps():
     services = {"infer": share(memory="80Gi")}
     assert reason(plan({"nodes": {"a": mps_node()}, "services": services}), "infer-0") == \
-        "0/1 nodes are available: 1 Insufficient GPU memory."
+        "0/1 nodes are available: 1 Insufficient GPU memory (asked 80Gi per GPU and 66Mi for its MPS server on a node " \
+        "with gpu_sharing mps; the largest free device has 80Gi)."
     assert checked({"nodes": {"a": mps_node(sharing="none")}, "services": services})["feasible"]
 
 

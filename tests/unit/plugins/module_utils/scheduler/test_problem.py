@@ -162,3 +162,11 @@ def test_max_replicas_only_on_a_scalable_service_and_not_below_its_replicas():
     assert "not scalable" in errors["services.log.max_replicas"]
     problem = parse_problem({"nodes": GOOD_NODES, "services": {"web": service(replicas=2, scalable=True, max_replicas=6)}})
     assert problem.services["web"].max_replicas == 6 and problem.services["web"].replicas == 2
+
+
+def test_a_misspelt_key_gets_the_close_one_suggested():
+    errors = errors_of({"nodes": {"a": {"cpu": 1, "memory": "1Gi", "lables": {}}},
+                        "services": {"web": {"replica": 2, "resources": {"cpus": 1}}}})
+    assert errors["nodes.a.lables"] == "unknown key; did you mean labels?"
+    assert errors["services.web.replica"] == "unknown key; did you mean replicas?"
+    assert errors["services.web.resources.cpus"] == "unknown key; did you mean cpu?"

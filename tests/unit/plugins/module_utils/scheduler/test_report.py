@@ -27,7 +27,7 @@ def test_infeasible_report_lists_each_unplaced_instance():
     lines = text.splitlines()
     assert re.match(r"plan: INFEASIBLE \(exact, infeasible in [0-9.]+ s of 5 s\): 1 of 1 instance\(s\) could not be placed; "
                     r"no placement exists: the exact solver proved it \(db-0: no node passes its filters\); nothing is placed$", lines[0])
-    assert lines[1:] == ["  db-0: 0/1 nodes are available: 1 Insufficient cpu."]
+    assert lines[1:] == ["  db-0: 0/1 nodes are available: 1 Insufficient cpu (asked 2 CPUs; the most free on a node is 1 CPU)."]
 
 
 def test_moves_are_listed():

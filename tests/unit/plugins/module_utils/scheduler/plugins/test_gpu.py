@@ -26,7 +26,7 @@ def test_shared_by_memory_on_one_device():
                       "memory": 20 * GI}] for g in gpus)
     assert result["usage"]["a"]["gpus"][0]["used"] == 80 * GI
     assert reason(solve({"a": node(gpus=[gpu(0)])}, {"infer": infer(replicas=5)}), "infer-4") == \
-        "0/1 nodes are available: 1 Insufficient GPU memory."
+        "0/1 nodes are available: 1 Insufficient GPU memory (asked 20Gi per GPU; the largest free device has 0)."
 
 
 def test_count_takes_distinct_devices_on_one_node():
@@ -49,9 +49,11 @@ def test_model_matching_is_a_case_insensitive_substring():
 def test_whole_gpu_needs_an_unused_device_and_takes_all_of_it():
     nodes = {"a": node(gpus=[gpu(0)])}
     services = {"infer": infer(memory="1Gi"), "train": infer(memory=None)}
-    assert reason(solve(nodes, services), "infer-0") == "0/1 nodes are available: 1 Insufficient GPU memory."
+    assert reason(solve(nodes, services), "infer-0") == \
+        "0/1 nodes are available: 1 Insufficient GPU memory (asked 1Gi per GPU; the largest free device has 0)."
     services = {"train": infer(memory=None, replicas=2)}
-    assert reason(solve(nodes, services), "train-1") == "0/1 nodes are available: 1 Insufficient free GPUs."
+    assert reason(solve(nodes, services), "train-1") == \
+        "0/1 nodes are available: 1 Insufficient free GPUs (asked 1 whole GPU(s); the most free on a node is 0)."
     result = solve(nodes, {"train": infer(memory=None)})
     assert result["placements"]["train-0"]["gpus"][0]["memory"] == 80 * GI
 

@@ -8,14 +8,14 @@ def test_cpu_and_memory_must_fit_including_sidecars():
     nodes = {"a": node(cpu=4, memory="8Gi")}
     services = {"web": service(cpu=3, memory="4Gi", sidecars=["log"]),
                 "log": {"sidecar": True, "resources": {"cpu": "1500m", "memory": "1Gi"}}}
-    assert reason(solve(nodes, services), "web-0") == "0/1 nodes are available: 1 Insufficient cpu."
+    assert reason(solve(nodes, services), "web-0") == "0/1 nodes are available: 1 Insufficient cpu (asked 4500m CPU; the most free on a node is 4 CPUs)."
     services["log"]["resources"]["cpu"] = "1000m"
     assert where(solve(nodes, services)) == {"web-0": "a"}
 
 
 def test_memory_reason():
     result = solve({"a": node(memory="2Gi"), "b": node(memory="2Gi")}, {"db": service(memory="3Gi")})
-    assert reason(result, "db-0") == "0/2 nodes are available: 2 Insufficient memory."
+    assert reason(result, "db-0") == "0/2 nodes are available: 2 Insufficient memory (asked 3Gi of memory; the most free on a node is 2Gi)."
 
 
 def test_bin_packing_fills_one_node_before_the_next():

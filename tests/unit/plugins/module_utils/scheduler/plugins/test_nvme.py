@@ -26,7 +26,7 @@ def test_shared_by_size():
     nodes = {"a": node(nvme=[disk("nvme0n1")])}
     assert set(where(solve(nodes, {"web": cache(size="512Gi", replicas=2)})).values()) == {"a"}
     result = solve(nodes, {"web": cache(size="512Gi", replicas=3)})
-    assert reason(result, "web-2") == "0/1 nodes are available: 1 Insufficient NVMe space (cache)."
+    assert reason(result, "web-2") == "0/1 nodes are available: 1 Insufficient NVMe space (cache; asked 512Gi; the largest free device has 0)."
 
 
 def test_no_labelled_device():

@@ -39,7 +39,7 @@ def test_stateful_never_moves_even_if_the_gang_then_fails():
     services = {"big": service(cpu=8), "db": service(stateful=True, cpu=2), "db2": service(stateful=True, cpu=2)}
     result = solve(nodes, services, previous={"db-0": {"node": "a"}, "db2-0": {"node": "b"}})
     assert reason(result, "big-0") == \
-        "0/2 nodes are available: 2 Insufficient cpu."
+        "0/2 nodes are available: 2 Insufficient cpu (asked 8 CPUs; the most free on a node is 6 CPUs)."
 
 
 def test_stateful_whose_node_is_gone_fails_with_the_reason():
