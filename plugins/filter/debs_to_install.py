@@ -35,12 +35,12 @@ author:
 EXAMPLES = r"""
 - name: Install the bundle's packages without any repository
   ansible.builtin.command:
-    argv: "{{ ['dpkg', '--install'] + debs.files | gangplank.platform.debs_to_install(installed.stdout_lines, dir) }}"
+    argv: "{{ ['apt-get', 'install', '--yes'] + debs.files | gangplank.platform.debs_to_install(installed.stdout_lines, dir) }}"
 """
 
 RETURN = r"""
 _value:
-  description: The paths of the files to install, in the order to give them to dpkg.
+  description: The paths of the files to install, sorted by name (apt orders them by their dependencies).
   type: list
   elements: str
 """
