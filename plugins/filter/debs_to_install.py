@@ -11,7 +11,8 @@ short_description: The .deb files of an offline bundle that are not installed at
 version_added: 0.1.0
 description:
   - Compares the bundle's file names with the installed packages as C(<package>_<version>_<arch>.deb) (an epoch's
-    C(:) written C(%3a), as in a file name) and keeps the others, sorted by name (ignoring case), as paths in the
+    C(:) written C(%3a), as in a file name) and keeps the files whose package is not installed at that version or a
+    newer one (Debian's version order, as C(dpkg --compare-versions)), sorted by name (ignoring case), as paths in the
     directory the bundle was unpacked to.
 options:
   _input:

@@ -16,6 +16,8 @@ import subprocess
 import pytest
 import yaml
 
+from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import debs_to_install
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 pytestmark = pytest.mark.skipif(
@@ -80,6 +82,13 @@ class Host:
                                 "--showformat=${Package} ${Version} ${db:Status-Abbrev}\n"],
                                capture_output=True, text=True, check=True, timeout=60)
         return sorted(line.split() for line in shown.stdout.splitlines())
+
+    def installed(self):
+        """The installed packages as the role reads them (roles/runtime/tasks/install.yml)."""
+        shown = subprocess.run(["dpkg-query", f"--admindir={self.root}/var/lib/dpkg", "--show",
+                                "--showformat=${Package}_${Version}_${Architecture}.deb\n"],
+                               capture_output=True, text=True, check=True, timeout=60)
+        return shown.stdout.splitlines()
 
     def status(self):
         with open(self.status_file, "rb") as handle:
@@ -185,4 +194,23 @@ def test_a_bundle_that_would_remove_a_package_is_refused_before_anything_changes
     for simulate in (True, False):
         result = host.role_install(rivalled.values(), simulate=simulate)
         assert result.returncode != 0 and "Packages need to be removed but remove is disabled" in result.stderr
+    assert host.status() == before
+
+
+def test_a_host_newer_than_the_bundle_keeps_its_packages_and_gets_the_engine(host, bundle, tmp_path):
+    newer = tmp_path / "newer"
+    newer.mkdir()
+    for package, pre_depends in (("gp-base-bin", ""), ("gp-base", "gp-base-bin (= 3)")):
+        assert host.dpkg_install(build(newer, package, "3", essential=True, pre_depends=pre_depends)).returncode == 0
+    # The role's choice of files (the debs_to_install filter): the older essential pair is left out.
+    files = [{"path": path} for path in bundle.values()]
+    chosen = debs_to_install(files, host.installed(), str(tmp_path / "bundle"))
+    assert chosen == [bundle["gp-engine"]]
+    result = host.role_install(chosen)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert host.packages() == [["gp-base", "3", "ii"], ["gp-base-bin", "3", "ii"], ["gp-engine", "1", "ii"]]
+    # Given the older pair anyway, apt refuses to downgrade, before anything changes.
+    before = host.status()
+    refused = host.role_install(bundle.values(), simulate=True)
+    assert refused.returncode != 0 and "downgraded" in refused.stderr
     assert host.status() == before
