@@ -308,10 +308,10 @@ def write_record(directory, job_id, given, history, check_mode, owner=None, min_
         holder = load_lock(directory)
         if holder is None and not check_mode:
             raise StateError("cannot write the cluster state at %s: it is not locked. Take the lock first with action=lock job_id=%s"
-                             % (directory, job_id), lock=None)
+                             % (directory, printable(job_id)), lock=None)
         if holder is not None and holder["job_id"] != job_id:
             raise StateError("cannot write the cluster state at %s for job %s: it is locked by %s"
-                             % (directory, job_id, describe(holder, now)), lock=holder)
+                             % (directory, printable(job_id), describe(holder, now)), lock=holder)
         current = load_record(directory)
         content = check_content(given, current)
         result = {"lock": holder, "before": current["placement"], "before_revision": current["revision"]}
@@ -340,7 +340,7 @@ def release_lock(directory, job_id, check_mode):
         if holder is not None and holder["job_id"] != job_id:
             result["lock"] = holder
             result["warnings"].append("did not remove the lock of the cluster state at %s: it is held by %s, not by job %s"
-                                      % (directory, describe(holder, now), job_id))
+                                      % (directory, describe(holder, now), printable(job_id)))
         elif holder is not None:
             result["changed"] = True
             if not check_mode:

@@ -112,6 +112,11 @@ def test_a_lock_files_values_are_shown_in_one_bounded_line(tmp_path, case, monke
         cluster_lock.write_record(directory, "mine", {}, 5, False)
     messages.append(str(refused.value))
     messages += cluster_lock.release_lock(directory, "mine", False)["warnings"]
+    # The job id a run gives is shown the same way.
+    messages += cluster_lock.release_lock(directory, "\x1b[2J" * 5000, False)["warnings"]
+    with pytest.raises(cluster_lock.StateError) as refused:
+        cluster_lock.write_record(directory, "\n" * 5000, {}, 5, False)
+    messages.append(str(refused.value))
     broken = cluster_lock.take_lock(directory, "me", "mine", 0, True, True)
     messages += broken["warnings"]
     # The waited-for holders: a run that waits while the file's job holds the lock, then takes it.
@@ -123,6 +128,6 @@ def test_a_lock_files_values_are_shown_in_one_bounded_line(tmp_path, case, monke
     monkeypatch.setattr(cluster_lock, "_sleep", released)
     waited = cluster_lock.take_lock(directory, "me", "mine", 3600, False, False, lock_wait=60)
     messages += waited["warnings"]
-    assert len(messages) == 5 and calls
+    assert len(messages) == 7 and calls
     for message in messages:
         one_bounded_line(message)
