@@ -74,12 +74,12 @@ printf '%s\n' "$read"
 true"""
 CDI_GPU_PREFIX = "nvidia.com/gpu="
 _CDI_GPU_LINE = re.compile(r"nvidia.com/gpu=")      # as the role matched it: the dots match any character
-# The whole CapEff line (a process name such as "CapEff: ff" on the Name line is not it); 64 bits are 16 digits.
 # A Debian package's file name, <package>_<version>_<arch>.deb, and the parts of a version (deb-version(7)).
 _DEB_NAME = re.compile(r"([a-z0-9][a-z0-9+.-]+)_([A-Za-z0-9.+~:%-]+)_([a-z0-9-]+)\.deb")
 _EPOCH = re.compile(r"[0-9]{1,9}")
 _UPSTREAM = re.compile(r"[0-9][A-Za-z0-9.+~:-]{0,255}")
 _REVISION = re.compile(r"[A-Za-z0-9.+~]{1,255}")
+# The whole CapEff line (a process name such as "CapEff: ff" on the Name line is not it); 64 bits are 16 digits.
 _CAP_EFF = re.compile(r"CapEff:\s*([0-9a-f]{1,16})")
 
 
