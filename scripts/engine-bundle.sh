@@ -30,7 +30,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/archives/partial" "$work/state" "$work/bundle"
 : >"$work/state/status"
-# Recommends are left out: the role installs exactly what is in the bundle (dpkg --install).
+# Recommends are left out: the role installs exactly what is in the bundle (apt, from these files only).
 apt-get --quiet --yes --download-only --no-install-recommends \
     -o Dir::State::status="$work/state/status" -o Dir::Cache::archives="$work/archives" -o Debug::NoLocking=1 \
     -o APT::Sandbox::User=root \

@@ -11,7 +11,8 @@ short_description: The .deb files of an offline bundle that are not installed at
 version_added: 0.1.0
 description:
   - Compares the bundle's file names with the installed packages as C(<package>_<version>_<arch>.deb) (an epoch's
-    C(:) written C(%3a), as in a file name) and keeps the others, sorted by name (ignoring case), as paths in the
+    C(:) written C(%3a), as in a file name) and keeps the files whose package is not installed at that version or a
+    newer one (Debian's version order, as C(dpkg --compare-versions)), sorted by name (ignoring case), as paths in the
     directory the bundle was unpacked to.
 options:
   _input:
@@ -35,12 +36,12 @@ author:
 EXAMPLES = r"""
 - name: Install the bundle's packages without any repository
   ansible.builtin.command:
-    argv: "{{ ['dpkg', '--install'] + debs.files | gangplank.platform.debs_to_install(installed.stdout_lines, dir) }}"
+    argv: "{{ ['apt-get', 'install', '--yes'] + debs.files | gangplank.platform.debs_to_install(installed.stdout_lines, dir) }}"
 """
 
 RETURN = r"""
 _value:
-  description: The paths of the files to install, in the order to give them to dpkg.
+  description: The paths of the files to install, sorted by name (apt orders them by their dependencies).
   type: list
   elements: str
 """

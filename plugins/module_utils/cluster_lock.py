@@ -144,8 +144,11 @@ def load_lock(directory):
     if content is None:
         return None
     lock = dict(content)
+    # "unreadable" is this function's own note (describe() shows it as it is), never the file's.
+    lock.pop("unreadable", None)
     if problem:
         lock["owner"] = "an unknown holder (%s)" % problem
+        lock["unreadable"] = problem
     started = lock.get("started_epoch")
     if not _valid_epoch(started):
         try:
@@ -167,8 +170,14 @@ def _valid_epoch(value):
 
 
 def describe(lock, now):
+    """The holder of ``lock`` in one bounded line: the file's owner, job id and start are shown with printable()."""
     age = max(0, int(now - lock["started_epoch"]))
-    return "%s (job %s) since %s (%ds ago)" % (lock["owner"] or "an unknown owner", lock["job_id"] or "unknown", lock["started_at"], age)
+    if lock.get("unreadable"):
+        owner = lock["owner"]
+    else:
+        owner = printable(lock["owner"]) if lock["owner"] else "an unknown owner"
+    job = printable(lock["job_id"]) if lock["job_id"] else "unknown"
+    return "%s (job %s) since %s (%ds ago)" % (owner, job, printable(lock["started_at"]), age)
 
 
 def held_message(directory, lock, now, lock_timeout, break_lock):
@@ -221,7 +230,7 @@ def take_lock(directory, owner, job_id, lock_timeout, break_lock, check_mode, lo
             result["waited"] = int(_now() - started)
             result.setdefault("warnings", []).append(
                 "waited %ds for the cluster lock at %s, held by job(s) %s, before taking it"
-                % (result["waited"], directory, ", ".join(str(job) for job in holders)))
+                % (result["waited"], directory, ", ".join(printable(job) for job in holders)))
         return result
 
 
@@ -299,10 +308,10 @@ def write_record(directory, job_id, given, history, check_mode, owner=None, min_
         holder = load_lock(directory)
         if holder is None and not check_mode:
             raise StateError("cannot write the cluster state at %s: it is not locked. Take the lock first with action=lock job_id=%s"
-                             % (directory, job_id), lock=None)
+                             % (directory, printable(job_id)), lock=None)
         if holder is not None and holder["job_id"] != job_id:
             raise StateError("cannot write the cluster state at %s for job %s: it is locked by %s"
-                             % (directory, job_id, describe(holder, now)), lock=holder)
+                             % (directory, printable(job_id), describe(holder, now)), lock=holder)
         current = load_record(directory)
         content = check_content(given, current)
         result = {"lock": holder, "before": current["placement"], "before_revision": current["revision"]}
@@ -331,7 +340,7 @@ def release_lock(directory, job_id, check_mode):
         if holder is not None and holder["job_id"] != job_id:
             result["lock"] = holder
             result["warnings"].append("did not remove the lock of the cluster state at %s: it is held by %s, not by job %s"
-                                      % (directory, describe(holder, now), job_id))
+                                      % (directory, describe(holder, now), printable(job_id)))
         elif holder is not None:
             result["changed"] = True
             if not check_mode:

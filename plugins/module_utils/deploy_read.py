@@ -50,6 +50,7 @@ import json
 import re
 import shlex
 
+from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 ENGINES = ("podman", "docker")
@@ -276,8 +277,10 @@ def stale_secrets(found, desired, engine):
     gives them. A secret of a container that stays is kept only while that container still has it (once the
     container is recreated without it, nothing uses it); a secret of a container the engine still has that is not
     wanted here is left to the removal of that container (tasks/containers_remove.yml: not while it may be kept, with
-    deploy_remove_stale false); a secret of no container at all is removed. Podman's names are matched against the
-    containers' names (a container's name may hold a dot); a Docker file's directory is its container."""
+    deploy_remove_stale false); a secret of no container at all is removed. A Podman secret's owner is the container
+    whose name and ``.`` begin the secret's name: an instance's or a sidecar's (their names hold no dot after the
+    host's), never an MPS daemon's (``<instance container>.mps``, which holds no secret), so that ``X.mps.key`` is
+    X's whatever becomes of X's daemon; a Docker file's directory is its container."""
     wanted = {}
     for container in desired or []:
         if not isinstance(container, dict) or not isinstance(container.get("name"), str):
@@ -294,7 +297,8 @@ def stale_secrets(found, desired, engine):
     stale = []
     for name in found.get("secrets") or []:
         if engine == "podman":
-            owners = {container for container in set(wanted) | existing if name.startswith(container + ".")}
+            owners = {container for container in set(wanted) | existing
+                      if name.startswith(container + ".") and not container.endswith(MPS_SUFFIX)}
         else:
             owners = {name.partition("/")[0]}
         wanting = [owner for owner in owners if owner in wanted]

@@ -208,9 +208,9 @@ def _still_open(sock):
         sock.settimeout(0.0)            # no wait (with a timeout, Python's socket first waits to be readable)
         if isinstance(sock, ssl.SSLSocket):
             # A TLS 1.3 session ticket may wait unread: the TLS layer takes it, and wants more.
-            data = sock.recv(1)
+            sock.recv(1)
         else:
-            data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
         return True
     except (OSError, ValueError):
@@ -672,19 +672,22 @@ class _Worker:
 # (str.splitlines: \x0b, \x0c, \x1c-\x1e, \x85).
 _PLAIN_HEAD = re.compile(rb"HTTP/1\.([01]) (2[0-9][0-9])(?: [^\r\n]*)?\r\n"
                          rb"((?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e]*\r\n)*)\r\n")
+# The most header lines http.client reads: it counts the empty line that ends them against its limit of 100.
+MAX_HEADER_LINES = 99
 _SPECIAL = frozenset((b"content-length", b"transfer-encoding", b"connection", b"keep-alive", b"proxy-connection"))
 
 
 def _plain_head(data, end):
     """(Content-Length, whether the connection closes after the answer) from the head ``data[:end]`` when it is of the
-    plainest kind (_PLAIN_HEAD, exactly one Content-Length of digits only, no Transfer-Encoding, at most 100 header
-    lines, status not 204) and means the same to http.client; None for any other head (http.client reads it)."""
+    plainest kind (_PLAIN_HEAD, exactly one Content-Length of digits only, no Transfer-Encoding, at most
+    MAX_HEADER_LINES header lines, status not 204) and means the same to http.client; None for any other head
+    (http.client reads it)."""
     match = _PLAIN_HEAD.fullmatch(data, 0, end)
     if match is None or match.group(2) == b"204":
         return None
     found = {}
     lines = match.group(3).split(b"\r\n")[:-1]
-    if len(lines) > 100:
+    if len(lines) > MAX_HEADER_LINES:
         return None
     for line in lines:
         name, _colon, value = line.partition(b":")

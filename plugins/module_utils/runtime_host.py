@@ -74,6 +74,11 @@ printf '%s\n' "$read"
 true"""
 CDI_GPU_PREFIX = "nvidia.com/gpu="
 _CDI_GPU_LINE = re.compile(r"nvidia.com/gpu=")      # as the role matched it: the dots match any character
+# A Debian package's file name, <package>_<version>_<arch>.deb, and the parts of a version (deb-version(7)).
+_DEB_NAME = re.compile(r"([a-z0-9][a-z0-9+.-]+)_([A-Za-z0-9.+~:%-]+)_([a-z0-9-]+)\.deb")
+_EPOCH = re.compile(r"[0-9]{1,9}")
+_UPSTREAM = re.compile(r"[0-9][A-Za-z0-9.+~:-]{0,255}")
+_REVISION = re.compile(r"[A-Za-z0-9.+~]{1,255}")
 # The whole CapEff line (a process name such as "CapEff: ff" on the Name line is not it); 64 bits are 16 digits.
 _CAP_EFF = re.compile(r"CapEff:\s*([0-9a-f]{1,16})")
 
@@ -220,8 +225,81 @@ def cdi_spec_stale(cdi_list: Mapping, gpus) -> bool:
     return not any(_CDI_GPU_LINE.match(line) for line in listed)
 
 
+def _order(character):
+    """dpkg's weight of one character of a version's non-digit part: ``~`` before the end, the end before letters,
+    letters before the other characters (deb-version(7))."""
+    if character == "~":
+        return -1
+    if character == "":
+        return 0
+    if "a" <= character.lower() <= "z":
+        return ord(character)
+    return ord(character) + 256
+
+
+def _compare_part(left, right):
+    """dpkg's comparison of two upstream versions or two revisions (its verrevcmp): <0, 0 or >0."""
+    i = j = 0
+    while i < len(left) or j < len(right):
+        while (i < len(left) and not left[i].isdigit()) or (j < len(right) and not right[j].isdigit()):
+            ours = _order(left[i] if i < len(left) and not left[i].isdigit() else "")
+            theirs = _order(right[j] if j < len(right) and not right[j].isdigit() else "")
+            if ours != theirs:
+                return ours - theirs
+            i, j = i + 1, j + 1
+        start_i, start_j = i, j
+        while i < len(left) and left[i].isdigit():
+            i += 1
+        while j < len(right) and right[j].isdigit():
+            j += 1
+        ours, theirs = int(left[start_i:i] or "0"), int(right[start_j:j] or "0")
+        if ours != theirs:
+            return -1 if ours < theirs else 1
+    return 0
+
+
+def _version_key(version):
+    """(epoch, upstream version, revision) of a Debian version; None when it is not one."""
+    epoch, colon, rest = version.partition(":")
+    if not colon:
+        epoch, rest = "0", version
+    upstream, dash, revision = rest.rpartition("-")
+    if not dash:
+        upstream, revision = rest, "0"
+    if not (_EPOCH.fullmatch(epoch) and _UPSTREAM.fullmatch(upstream) and _REVISION.fullmatch(revision)):
+        return None
+    return int(epoch), upstream, revision
+
+
+def compare_versions(left: str, right: str) -> int:
+    """<0, 0 or >0 as the Debian version ``left`` is older than, the same as or newer than ``right`` (as
+    ``dpkg --compare-versions``); RuntimeHostError when one is not a Debian version."""
+    keys = []
+    for version in (left, right):
+        key = _version_key(version) if isinstance(version, str) else None
+        if key is None:
+            raise RuntimeHostError("%r is not a Debian version" % (version[:80] if isinstance(version, str) else version,))
+        keys.append(key)
+    (epoch, upstream, revision), (other_epoch, other_upstream, other_revision) = keys
+    if epoch != other_epoch:
+        return -1 if epoch < other_epoch else 1
+    return _compare_part(upstream, other_upstream) or _compare_part(revision, other_revision)
+
+
+def _deb_name(name):
+    """(package, version, architecture) of a file name ``<package>_<version>_<arch>.deb`` (an epoch's ':' written
+    '%3a'), or None for another name."""
+    match = _DEB_NAME.fullmatch(name)
+    if match is None:
+        return None
+    package, version, architecture = match.groups()
+    return package, version.replace("%3a", ":"), architecture
+
+
 def debs_to_install(found: Sequence, installed: Sequence, directory: str) -> list:
-    """The bundle's .deb files not installed at that version, sorted by name, as paths in ``directory``.
+    """The bundle's .deb files to install, sorted by name, as paths in ``directory``: those whose package is not
+    installed at that version or a newer one (a host at a later point release than the bundle keeps its newer
+    packages; apt then says whether the bundle's others still fit them).
 
     ``found`` is ansible.builtin.find's files; ``installed`` the lines ``<package>_<version>_<arch>.deb`` that
     dpkg-query printed (an epoch's ':' is '%3a' in a file name).
@@ -232,5 +310,20 @@ def debs_to_install(found: Sequence, installed: Sequence, directory: str) -> lis
             raise RuntimeHostError(f"files[{index}].path: expected the path of a .deb file")
         names.add(entry["path"].rsplit("/", 1)[-1])
     names -= {line.replace(":", "%3a") for line in installed}
+    versions = {}
+    for line in installed:
+        parsed = _deb_name(line.replace(":", "%3a")) if isinstance(line, str) else None
+        if parsed is not None and _version_key(parsed[1]) is not None:
+            versions.setdefault(parsed[0], []).append((parsed[2], parsed[1]))
+
+    def newer_installed(name):
+        parsed = _deb_name(name)
+        if parsed is None or _version_key(parsed[1]) is None:
+            return False
+        package, version, architecture = parsed
+        return any(compare_versions(have, version) > 0 for arch, have in versions.get(package, ())
+                   if arch == architecture or "all" in (arch, architecture))
+
+    names = {name for name in names if not newer_installed(name)}
     # Jinja's sort ignores case; the name itself breaks ties, so that the order never depends on a set's.
     return [f"{directory}/{name}" for name in sorted(names, key=lambda name: (name.lower(), name))]

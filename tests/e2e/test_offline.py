@@ -1,12 +1,17 @@
 # -*- coding: utf-8 -*-
 """An air-gapped engine install: a fresh host whose apt sources are removed gets Podman from an
 offline bundle made on the controller by scripts/engine-bundle.sh (runtime_offline_bundle), then
-runs the demo image loaded from the image bundle. A second run changes nothing."""
+runs the demo image loaded from the image bundle. A second run changes nothing. The host is a
+minimal Debian 12 from the release's own packages; the bundle comes from the controller's package
+lists, which include the point and security updates: it upgrades essential packages of the host
+(libpam-modules, whose new version pre-depends on the new libpam-modules-bin) on the way. A bundle
+that lacks a dependency is refused before anything is installed."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import tarfile
 
 import pytest
 
@@ -30,10 +35,45 @@ def bed(tmp_path_factory):
     bed.down()
 
 
+def bundle_versions(bundle):
+    """Package -> version of every .deb file in the bundle (<package>_<version>_<arch>.deb)."""
+    with tarfile.open(bundle) as archive:
+        names = [os.path.basename(name) for name in archive.getnames() if name.endswith(".deb")]
+    return dict(name.split("_")[:2] for name in names)
+
+
+def host_versions(bed, packages):
+    shown = bed.sh(HOST, "dpkg-query --show --showformat='${Package} ${Version} ${db:Status-Abbrev}\\n' %s 2>/dev/null"
+                   % " ".join(packages), check=False)
+    return {line.split()[0]: line.split()[1].replace(":", "%3a") for line in shown.splitlines()
+            if line.split()[2:] == ["ii"]}
+
+
+def test_a_bundle_that_lacks_a_dependency_is_refused_before_anything_is_installed(bed, tmp_path):
+    incomplete = str(tmp_path / "incomplete.tar")
+    with tarfile.open(bed.bundle) as source, tarfile.open(incomplete, "w") as target:
+        for member in source.getmembers():
+            if not os.path.basename(member.name).startswith("libgpgme11_"):
+                target.addfile(member, source.extractfile(member) if member.isfile() else None)
+    status = bed.sh(HOST, "sha256sum /var/lib/dpkg/status")
+    returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % incomplete)
+    assert returncode != 0
+    messages = " ".join(failures(report))
+    assert "does not install on this host without a repository, and nothing was installed" in messages, messages
+    assert "libgpgme11" in messages, messages
+    assert bed.sh(HOST, "sha256sum /var/lib/dpkg/status") == status
+    bed.sh(HOST, "rm -rf /var/lib/gangplank/bundles")
+
+
 def test_the_engine_installs_from_the_bundle_on_a_host_without_repositories(bed):
     assert bed.sh(HOST, "apt-get install -y -s podman >/dev/null 2>&1 && echo reachable || echo none").strip() == "none"
+    bundled = bundle_versions(bed.bundle)
+    older = {package for package, version in host_versions(bed, bundled).items() if version != bundled[package]}
     returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % bed.bundle)
     assert returncode == 0, failures(report)
+    # Every package of the bundle is installed at the bundle's version, those the host had older included.
+    assert host_versions(bed, bundled) == bundled
+    print("upgraded from the bundle: %s" % ", ".join(sorted(older)))
     assert bed.sh(HOST, "podman run --rm localhost/gangplank-demo:1 echo engine works").strip() == "engine works"
     returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % bed.bundle)
     assert returncode == 0 and report["stats"][HOST]["changed"] == 0, report["stats"]

@@ -2,24 +2,42 @@
 # The real-GPU checks in one script, for a GPU machine with PyTorch and nvidia-ml-py but no Ansible, no container
 # engine and no package registry (tests/gpu/test_mps_shares.py says what is checked; docs/gpu-sharing.md).
 #
-#   bash tests/gpu/run_on_gpu.sh prepare   # here, with a registry: the wheels into .whl/ and ansible.posix (the json
-#                                          # callback the integration test reads) into .build/device/, both ignored
-#   bash tests/gpu/run_on_gpu.sh           # there, from the project root, with .whl/ and .build/device/ copied along
+#   bash tests/gpu/run_on_gpu.sh prepare   # here, with PyPI reachable: the project's venv, the wheels and ansible.posix
+#                                          # (the json callback the integration test reads) into .build/device/ (ignored)
+#   bash tests/gpu/run_on_gpu.sh           # there, from the project root, with .build/device/ copied along
 #
 # It writes everything it prints to ${OUT:-/tmp}/gpu_suite.txt. Every step is bounded by `timeout`; it changes no GPU
 # setting (compute mode, MIG, clocks). Exit status: 0 when every step that ran passed.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 if [ "${1:-}" = prepare ]; then
-    grep -qx /.whl/ .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
-    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    # The project's venv (made from PyPI when missing) holds the `ansible` package and its collections.
+    # shellcheck source=scripts/lib/venv.sh
+    source scripts/lib/venv.sh || exit 1
+    device=.build/device
+    rm -rf "$device/wheels.tmp" "$device/collections.tmp"
+    mkdir -p "$device/collections.tmp/ansible_collections/ansible"
+    python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d .whl "ansible-core==2.19.*" "resolvelib<2" cryptography cffi pycparser pytest pluggy iniconfig || exit 1
-    posix=$(.venv/bin/python -c 'import ansible_collections.ansible.posix as p, os; print(os.path.dirname(p.__file__))') || exit 1
-    mkdir -p .build/device/collections/ansible_collections/ansible
-    rm -rf .build/device/collections/ansible_collections/ansible/posix
-    cp -r "$posix" .build/device/collections/ansible_collections/ansible/posix
-    echo "prepared: .whl/ and .build/device/collections (carry both to the GPU machine)"
+        -d "$device/wheels.tmp" "ansible-core==2.19.*" "resolvelib<2" cryptography cffi pycparser pytest pluggy \
+        iniconfig || exit 1
+    # ansible.posix is a namespace package (no __file__): its folder is the one in __path__ that holds the collection.
+    posix=$(python - <<'PY'
+import os
+import sys
+
+import ansible_collections.ansible.posix as posix
+
+folders = [folder for folder in posix.__path__ if os.path.isfile(os.path.join(folder, "plugins", "callback", "json.py"))]
+if not folders:
+    sys.exit("run_on_gpu.sh: ansible.posix with its json callback is not in the venv (the ansible package)")
+print(folders[0])
+PY
+) || exit 1
+    cp -r "$posix" "$device/collections.tmp/ansible_collections/ansible/posix" || exit 1
+    rm -rf "$device/wheels" "$device/collections"
+    mv "$device/wheels.tmp" "$device/wheels" && mv "$device/collections.tmp" "$device/collections" || exit 1
+    echo "prepared: $device/wheels and $device/collections (carry $device to the GPU machine)"
     exit 0
 fi
 
@@ -38,8 +56,8 @@ timeout 30 nvidia-smi --query-gpu=index,uuid,name,memory.total,compute_mode,driv
 python3 -c 'import sys, torch, pynvml; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
 
 # Ansible and pytest from the wheels brought along (no registry there); the collection through a symlink.
-if ls .whl/*.whl >/dev/null 2>&1; then
-    timeout 120 python3 -m pip install -q --no-index --no-deps --target /tmp/gangplank-site .whl/*.whl || rc=1
+if ls .build/device/wheels/*.whl >/dev/null 2>&1; then
+    timeout 120 python3 -m pip install -q --no-index --no-deps --target /tmp/gangplank-site .build/device/wheels/*.whl || rc=1
     export PYTHONPATH=/tmp/gangplank-site PATH=/tmp/gangplank-site/bin:$PATH
 fi
 mkdir -p /tmp/gangplank-ac/ansible_collections/gangplank

@@ -495,13 +495,18 @@ def run_lock_file(content):
             handle.write(content)
         os.utime(path, (1000000000, 1000000000))        # an old file: the lock is stale by any clock
         cluster_lock.read_state(directory)
+        messages = []
         try:
             cluster_lock.take_lock(directory, "me", "new-job", 3600, False, False)
-        except cluster_lock.StateError:
-            pass
+        except cluster_lock.StateError as error:
+            messages.append(str(error))
         taken = cluster_lock.take_lock(directory, "me", "new-job", 3600, True, False)
         if taken["lock"]["job_id"] != "new-job":
             return "violation: break_lock did not take the lock: %r" % taken
+        # The file's values are shown in one bounded line (messages.printable).
+        for message in messages + taken.get("warnings", []):
+            if len(message) > 1000 or not message.isprintable():
+                return "violation: a message of %d characters, not one printable line: %r" % (len(message), message[:200])
         json.dumps(taken, allow_nan=False)
         return "ok"
 

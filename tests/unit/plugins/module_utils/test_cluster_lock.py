@@ -80,3 +80,54 @@ def test_racing_without_the_directory_lock_still_one_wins(tmp_path, monkeypatch,
     """O_EXCL alone decides when the runs do not take turns through the flock."""
     monkeypatch.setattr(cluster_lock, "_guard", lambda directory, shared=False: contextlib.nullcontext())
     race(str(tmp_path / "gangplank"))
+
+
+# lock.json as another run (or a local user) could leave it: what it holds, as the file's text.
+HOSTILE_LOCKS = {
+    "huge values with an escape and a line break": json.dumps({
+        "owner": "mallory\x1b[2J\n" + "o" * 100000, "job_id": "j" * 100000 + "\n", "started_at": "\x1b[31m" + "s" * 275,
+        "started_epoch": 1}),
+    "values that are not strings": '{"owner": {"a": ["\\u001b"]}, "job_id": %s, "started_at": [null], "started_epoch": 1}'
+                                   % ("9" * 4000),
+    "a forged note of an unreadable file": json.dumps({"owner": "x", "unreadable": "\x1b[2J" + "u" * 100000,
+                                                       "job_id": "\u2028" * 99, "started_epoch": 1}),
+}
+
+
+def one_bounded_line(message, limit=1000):
+    assert len(message) < limit and message.isprintable(), (len(message), message[:300])
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_LOCKS))
+def test_a_lock_files_values_are_shown_in_one_bounded_line(tmp_path, case, monkeypatch):
+    directory = str(tmp_path / "gangplank")
+    os.makedirs(directory)
+    with open(os.path.join(directory, "lock.json"), "w", encoding="utf-8") as handle:
+        handle.write(HOSTILE_LOCKS[case])
+    messages = []
+    with pytest.raises(cluster_lock.StateError) as held:
+        cluster_lock.take_lock(directory, "me", "mine", 3600, False, False)
+    messages.append(str(held.value))
+    with pytest.raises(cluster_lock.StateError) as refused:
+        cluster_lock.write_record(directory, "mine", {}, 5, False)
+    messages.append(str(refused.value))
+    messages += cluster_lock.release_lock(directory, "mine", False)["warnings"]
+    # The job id a run gives is shown the same way.
+    messages += cluster_lock.release_lock(directory, "\x1b[2J" * 5000, False)["warnings"]
+    with pytest.raises(cluster_lock.StateError) as refused:
+        cluster_lock.write_record(directory, "\n" * 5000, {}, 5, False)
+    messages.append(str(refused.value))
+    broken = cluster_lock.take_lock(directory, "me", "mine", 0, True, True)
+    messages += broken["warnings"]
+    # The waited-for holders: a run that waits while the file's job holds the lock, then takes it.
+    calls = []
+
+    def released(seconds):
+        calls.append(seconds)
+        os.remove(os.path.join(directory, "lock.json"))
+    monkeypatch.setattr(cluster_lock, "_sleep", released)
+    waited = cluster_lock.take_lock(directory, "me", "mine", 3600, False, False, lock_wait=60)
+    messages += waited["warnings"]
+    assert len(messages) == 7 and calls
+    for message in messages:
+        one_bounded_line(message)

@@ -479,3 +479,21 @@ def test_the_shell_lists_dockers_secret_files_by_name_only(tmp_path):
                           text=True, timeout=30, check=False)
     assert "hunter2" not in done.stdout
     assert parse(done.returncode, done.stdout, "docker", PREFIX)["secrets"] == ["n1-db-0/password", "n1-db-0/token"]
+
+
+def test_a_secret_belongs_to_its_container_not_to_that_containers_mps_daemon():
+    daemon = {"Name": "n1-infer-0.mps", "Config": {"Labels": {"gangplank.io/mps-of": "n1-infer-0"}}}
+    # The instance is gone, its daemon is still there: the instance's secret "mps.key" is nobody's.
+    found = {"containers": [daemon], "leftovers": [], "secrets": ["n1-infer-0.mps.key"]}
+    assert deploy_read.stale_secrets(found, [], "podman") == ["n1-infer-0.mps.key"]
+    # Nor does a daemon left over by a killed run keep it.
+    found = {"containers": [], "leftovers": ["broken:n1-infer-0.mps", "n1-infer-0.mps"], "secrets": ["n1-infer-0.mps.key"]}
+    assert deploy_read.stale_secrets(found, [], "podman") == ["n1-infer-0.mps.key"]
+    # A wanted daemon (no secrets) does not keep it either, when its instance no longer has the secret.
+    found = {"containers": [{"Name": "n1-infer-0"}, daemon], "leftovers": [], "secrets": ["n1-infer-0.mps.key"]}
+    desired = [_desired("n1-infer-0", "token"), _desired("n1-infer-0.mps")]
+    assert deploy_read.stale_secrets(found, desired, "podman") == ["n1-infer-0.mps.key"]
+    # The instance that has it keeps it, wanted or left to its own removal.
+    assert deploy_read.stale_secrets(found, [_desired("n1-infer-0", "mps.key"), _desired("n1-infer-0.mps")],
+                                     "podman") == []
+    assert deploy_read.stale_secrets(found, [], "podman") == []

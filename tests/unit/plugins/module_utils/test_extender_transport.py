@@ -559,3 +559,36 @@ def test_every_pair_of_the_headers_that_matter_reads_the_same_here_and_in_http_c
             response.begin()
             assert not response.chunked and (response.length, response.will_close) == plain, head
     assert read_here > 500
+
+
+# --- one rule for the number of header lines, whichever path reads the head ----------------------------------------
+
+def many_headers(lines, apart):
+    """An answer: a 2xx head of ``lines`` header lines (Content-Length among them) and its body, written at once (the
+    first read holds the whole head: read here) or ``apart``: the status line, a pause, the rest (http.client reads
+    it)."""
+    body = b'{"NodeNames": ["n0"]}'
+    head = b"".join(b"X-Filler-%d: x\r\n" % number for number in range(lines - 1))
+    rest = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def answer(conn, _server):
+        if apart:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            time.sleep(0.2)
+            conn.sendall(rest)
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n" + rest)
+    return answer
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["read here", "read by http.client"])
+@pytest.mark.parametrize("lines", [99, 100, 101])
+def test_the_same_number_of_header_lines_is_an_answer_or_an_error_on_both_paths(hostile, lines, apart):
+    server = hostile(many_headers(lines, apart))
+    answer, _seconds = call(config_for(server.url, timeout=3))
+    if lines <= 99:
+        assert answer == b'{"NodeNames": ["n0"]}', answer
+    else:
+        assert isinstance(answer, transport.TransportError), answer
+        assert "filter failed: got more than 100 headers" in str(answer), str(answer)
+        assert_clean(str(answer), server.url)

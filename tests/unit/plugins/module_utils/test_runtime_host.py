@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
-    RuntimeHostError, bundled_images, combine, inputs_json, limits_answer, state_argv, state_record)
+    RuntimeHostError, bundled_images, combine, compare_versions, debs_to_install, inputs_json, limits_answer, state_argv,
+    state_record)
 
 INPUTS = {"version": 1, "engine": "podman", "install_packages": True, "offline_bundle": "", "packages": ["sh-nothing"],
           "podman_conf": "/nonexistent/50-gangplank.conf", "docker_conf": "/nonexistent/daemon.json", "cdi": False,
@@ -64,3 +65,65 @@ def test_the_state_record_holds_the_engines_first_answer_line():
 def test_combine_merges_mappings_and_replaces_the_rest():
     assert combine({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2], "e": {"f": 1}}, "d": {"g": 1}}) == {
         "a": {"b": 1, "c": [2], "e": {"f": 1}}, "d": {"g": 1}}
+
+
+# (older, newer) Debian versions, as dpkg orders them (deb-version(7)): epochs, ~ before the end, the end before
+# letters, letters before other characters, numbers by value, the revision last.
+OLDER_NEWER = [
+    ("1.5.2-6+deb12u2", "1.5.2-6+deb12u3"), ("4.13+dfsg1-1", "1:4.12"), ("1.0~rc1-1", "1.0-1"), ("1.0~~", "1.0~"),
+    ("1.0", "1.0a"), ("1.0a", "1.0+"), ("1.0", "1.0.0"), ("9", "10"), ("1.9", "1.10"), ("2023c-5", "2024a-0+deb12u1"),
+    ("2.36-9+deb12u7", "2.36-9+deb12u14"), ("1.0-1~bpo12+1", "1.0-1"), ("4.3.1+ds1-8+deb12u1", "4.3.1+ds1-8+deb12u1+b3"),
+    ("1.0-a", "1.0-b"), ("1.0-1", "1.0.1-1"), ("1.0Z", "1.0a"),
+]
+SAME = [("1.0", "1.0-0"), ("1.01", "1.1"), ("0:1.0", "1.0"), ("1.5.2-6", "1.5.2-6")]
+
+
+@pytest.mark.parametrize("older, newer", OLDER_NEWER)
+def test_debian_versions_compare_as_dpkg_orders_them(older, newer):
+    assert compare_versions(older, newer) < 0 < compare_versions(newer, older)
+
+
+@pytest.mark.parametrize("pair", SAME)
+def test_debian_versions_that_dpkg_takes_for_the_same(pair):
+    assert compare_versions(*pair) == 0 == compare_versions(*reversed(pair))
+
+
+@pytest.mark.parametrize("version", ["", "a1", "1.0-", "1:", "x:1", "1.0 1", "1_0", "1.0-a-", "1\n0", "1.0-a_b"])
+def test_what_is_not_a_debian_version_is_refused(version):
+    with pytest.raises(RuntimeHostError, match="is not a Debian version"):
+        compare_versions(version, "1.0")
+
+
+@pytest.mark.skipif(not shutil.which("dpkg"), reason="compared with dpkg --compare-versions")
+def test_debian_versions_compare_as_dpkg_compare_versions_says():
+    import random
+    draw = random.Random(47)
+    alphabet = "0123456789.+~-aZ"
+    versions = [draw.choice("0123456789") + "".join(draw.choice(alphabet) for _character in range(draw.randint(0, 6)))
+                for _version in range(300)]
+    versions = [("%d:%s" % (draw.randint(0, 2), version)) if draw.random() < 0.2 else version for version in versions]
+    compared = 0
+    for _pair in range(400):
+        left, right = draw.sample(versions, 2)
+        lower = subprocess.run(["dpkg", "--compare-versions", left, "lt", right], capture_output=True, timeout=30, check=False)
+        try:
+            ours = compare_versions(left, right)
+        except RuntimeHostError:
+            assert lower.returncode not in (0, 1) or lower.stderr, (left, right)
+            continue
+        same = subprocess.run(["dpkg", "--compare-versions", left, "eq", right], capture_output=True, timeout=30, check=False)
+        expected = -1 if lower.returncode == 0 else 0 if same.returncode == 0 else 1
+        assert (ours > 0) - (ours < 0) == expected, (left, right)
+        compared += 1
+    assert compared > 300
+
+
+def test_a_bundle_package_older_than_the_installed_one_is_left_out():
+    names = ("libpam0g_1.5.2-6+deb12u2_amd64.deb", "podman_4.3.1+ds1-8_amd64.deb", "passwd_1%3a4.13+dfsg1-1_amd64.deb",
+             "tzdata_2024a-0+deb12u1_all.deb", "runc_1.1.5+ds1-1_amd64.deb")
+    found = [{"path": "/p/%s" % name} for name in names]
+    installed = ["libpam0g_1.5.2-6+deb12u3_amd64.deb", "passwd_1:4.13+dfsg1-1+deb12u2_amd64.deb", "tzdata_2023c-5_all.deb",
+                 "runc_1.1.5+ds1-1+b1_i386.deb"]
+    # libpam0g and passwd are newer on the host; tzdata older; runc is installed for another architecture only.
+    assert debs_to_install(found, installed, "/p") == [
+        "/p/podman_4.3.1+ds1-8_amd64.deb", "/p/runc_1.1.5+ds1-1_amd64.deb", "/p/tzdata_2024a-0+deb12u1_all.deb"]
