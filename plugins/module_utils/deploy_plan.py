@@ -136,7 +136,7 @@ def _keep_one_for_the_lock(hosts, plans):
 
 
 def _report_entries(containers):
-    """What the failure report (templates/rank_failure.j2) reads of each container, by name."""
+    """What the failure report (module_utils/rank_failure.py) reads of each container, by name."""
     return {container["name"]: {"instance": container["instance"], "probe": container["probe"]}
             for container in containers}
 
