@@ -63,8 +63,10 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.module_utils.rank_failure import rank_failure as report
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(TypeError, ValueError, AttributeError, IndexError, name="rank_failure")
 def rank_failure(health, about):
     if not isinstance(about, Mapping):
         raise AnsibleFilterError("rank_failure: expected a mapping of what the report reads, got %s" % type(about).__name__)
@@ -75,14 +77,11 @@ def rank_failure(health, about):
     if health is not None and not isinstance(health, Mapping):
         raise AnsibleFilterError("rank_failure: expected health_wait's result, got %s" % type(health).__name__)
     rank = about.get("rank")
-    try:
-        rank = None if rank is None else int(rank)
-        services = [] if rank is None else list((about.get("ranks") or [])[rank])
-        return report(str(about.get("host")), rank, services, dict(about.get("waves") or {}), int(about.get("in_wave") or 0),
-                      dict(about.get("containers") or {}), dict(health or {}), list(about.get("logs") or []),
-                      about.get("log_lines", 20), dict(about["failed"]) if about.get("failed") is not None else None)
-    except (TypeError, ValueError, AttributeError, IndexError) as error:
-        raise AnsibleFilterError("rank_failure: %s" % error) from None
+    rank = None if rank is None else int(rank)
+    services = [] if rank is None else list((about.get("ranks") or [])[rank])
+    return report(str(about.get("host")), rank, services, dict(about.get("waves") or {}), int(about.get("in_wave") or 0),
+                  dict(about.get("containers") or {}), dict(health or {}), list(about.get("logs") or []),
+                  about.get("log_lines", 20), dict(about["failed"]) if about.get("failed") is not None else None)
 
 
 class FilterModule:
