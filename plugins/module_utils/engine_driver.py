@@ -241,4 +241,3 @@ def driver(engine, secret_dir=None):
     if engine not in DRIVERS:
         raise EngineError("engine: got %r; expected one of %s" % (engine, ", ".join(sorted(DRIVERS))))
     return DRIVERS[engine](secret_dir)
-

@@ -60,8 +60,8 @@ def rank_failure(host, rank=None, services=(), waves=None, in_wave=0, containers
             container = (containers or {}).get(name) or {}
             probe = container.get("probe") or {}
             lines += ["", "%s (instance %s on %s):" % (name, container.get("instance"), host),
-                      "  probe: %s %s, %s attempt(s) over %ss" % (probe.get("type"), _probe_target(probe),
-                                                                 result.get("attempts"), result.get("seconds")),
+                      "  probe: %s %s, %s attempt(s) over %ss" % (
+                          probe.get("type"), _probe_target(probe), result.get("attempts"), result.get("seconds")),
                       "  last probe output: %s" % result.get("last_output"),
                       "  last %s log lines:" % log_lines]
             for log in logs or []:
