@@ -13,7 +13,7 @@ description:
   - Says which rank stopped on the host, where (the wave of a rolling restart) and why (here, or on another host), then
     each unhealthy container with its probe, the probe's last output and the container's last log lines; without
     probes to report, the failed task's message, never its result (it may hold secrets).
-  - Without O(rank), the report of the kept containers of the unchanged ranks (nothing was started).
+  - Without a C(rank) in O(about), the report of the kept containers of the unchanged ranks (nothing was started).
 options:
   _input:
     description: The result of M(gangplank.platform.health_wait) of the wave that ran (its C(probes)); C({}) when none ran.
