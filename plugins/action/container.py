@@ -1,9 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin for gangplank.platform.container: one container spec, started or removed by the engine's module
-(containers.podman.podman_container or community.docker.docker_container), as ansible.builtin.package runs the host's
-package module. The arguments come from plugins/module_utils/engine.py.
+"""Action plugin for gangplank.platform.container: one container spec, started or removed with its secrets, as
+ansible.builtin.package runs the host's package module. The calls come from the engine's driver
+(plugins/module_utils/engine_driver.py) and run in order, stopping at the first failure: the secrets first (Podman
+secrets, or Docker's private directories and files, handed to ansible.builtin.copy as ansible.builtin.template hands
+its text), then the engine's module (containers.podman.podman_container or community.docker.docker_container); for a
+removal the container, then its secrets. A call that carries a secret's value reports only whether it changed and a
+masked message.
 
 A GPU share's MPS control daemon and its instance (module_utils/mps.py) need one step each on the host around the
 engine: before a daemon starts, its directories are made (0700, with pipe, shm and log 1777) and an earlier daemon's
@@ -18,18 +22,18 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import redact
-from ansible_collections.gangplank.platform.plugins.module_utils.engine import (
-    MODULES, EngineError, remove_call, start_call,
-)
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {
-    "engine": {"type": "str", "required": True, "choices": sorted(MODULES)},
+    "engine": {"type": "str", "required": True, "choices": sorted(DRIVERS)},
     "state": {"type": "str", "default": "started", "choices": ["started", "absent"]},
     "spec": {"type": "dict"},
     "name": {"type": "str"},
     "recreate": {"type": "bool", "default": False},
     "secret_values": {"type": "dict", "default": {}, "no_log": True},
+    "secrets": {"type": "list", "elements": "str", "default": []},
+    "secret_dir": {"type": "str"},
 }
 # The end of the engine's error output that a failure message quotes.
 STDERR_TAIL = 500
@@ -45,12 +49,14 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC, required_if=[("state", "started", ["spec"]), ("state", "absent", ["name"])])
+            argument_spec=ARGUMENT_SPEC, required_if=[("state", "started", ["spec"])],
+            required_one_of=[("spec", "name", "secrets")])
         try:
+            engine = driver(args["engine"], args["secret_dir"])
             if args["state"] == "absent":
-                module, module_args = remove_call(args["engine"], args["name"])
+                calls = engine.remove_calls(args["name"], args["secrets"])
             else:
-                module, module_args = start_call(args["engine"], args["spec"], args["secret_values"], args["recreate"])
+                calls = engine.start_calls(args["spec"], args["secret_values"], args["recreate"])
         except (EngineError, KeyError) as error:
             # A spec without a key it needs: the key's name, never a value.
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
@@ -59,11 +65,40 @@ class ActionModule(ActionBase):
             failure = self._mps_step(args["engine"], args["spec"])
             if failure:
                 return dict(result, failed=True, changed=False, msg="%s: %s" % (args["spec"].get("name"), failure))
-        # Check mode and --diff reach the module as the task's (_execute_module passes them on).
-        result.update(self._execute_module(module_name=module, module_args=module_args, task_vars=task_vars))
-        if result.get("failed") and args["state"] == "started":
-            result["msg"] = failure_message(args["spec"], result, args["secret_values"])
+        changed = False
+        for call in calls:
+            done = self._run_call(call, task_vars)
+            changed = changed or bool(done.get("changed"))
+            if call.module == engine.module or done.get("failed"):
+                result.update(done)
+            if done.get("failed"):
+                if args["state"] == "started":
+                    result["msg"] = failure_message(args["spec"], done, args["secret_values"])
+                break
+        result["changed"] = changed
         return result
+
+    def _run_call(self, call, task_vars):
+        """One call on the host; a call with a secret's value gives back only changed, failed and a masked message."""
+        if call.module == "ansible.builtin.copy":
+            # As ansible.builtin.template hands its text to ansible.builtin.copy: the content goes as a file.
+            task = self._task.copy()
+            task.args = dict(call.args)
+            task.no_log = True
+            task.diff = False
+            copy = self._shared_loader_obj.action_loader.get(
+                "ansible.legacy.copy", task=task, connection=self._connection, play_context=self._play_context,
+                loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+            done = copy.run(task_vars=task_vars)
+        else:
+            # Check mode and --diff reach the module as the task's (_execute_module passes them on).
+            done = self._execute_module(module_name=call.module, module_args=call.args, task_vars=task_vars)
+        if not call.no_log:
+            return done
+        return {"changed": bool(done.get("changed")), "failed": bool(done.get("failed")),
+                "msg": "%s %s failed (its message is not shown: it may hold a secret)" % (
+                    call.module, call.args.get("name") or call.args.get("dest"))} if done.get("failed") else \
+            {"changed": bool(done.get("changed"))}
 
     def _mps_step(self, engine, spec):
         """What an MPS daemon or client needs on the host before it starts (module docstring); a message when it fails."""

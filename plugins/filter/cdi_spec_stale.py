@@ -45,17 +45,16 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
     kind, RuntimeHostError, cdi_spec_stale as _stale)
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(RuntimeHostError, name="cdi_spec_stale")
 def cdi_spec_stale(cdi_list, gpus):
     if not isinstance(cdi_list, Mapping):
         raise AnsibleFilterError(f"cdi_spec_stale: expected the registered result, got {kind(cdi_list)}")
     if isinstance(gpus, (str, Mapping)):
         raise AnsibleFilterError(f"cdi_spec_stale: gpus: expected a list, got {kind(gpus)}")
-    try:
-        return _stale(cdi_list, gpus)
-    except RuntimeHostError as error:
-        raise AnsibleFilterError(f"cdi_spec_stale: {error}") from None
+    return _stale(cdi_list, gpus)
 
 
 class FilterModule:

@@ -52,16 +52,15 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
     kind, RuntimeHostError, debs_to_install as _debs)
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(RuntimeHostError, name="debs_to_install")
 def debs_to_install(found, installed, directory):
     for name, value in (("files", found), ("installed", installed)):
         if isinstance(value, (str, Mapping)):
             raise AnsibleFilterError(f"debs_to_install: {name}: expected a list, got {kind(value)}")
-    try:
-        return _debs(found, installed, directory)
-    except RuntimeHostError as error:
-        raise AnsibleFilterError(f"debs_to_install: {error}") from None
+    return _debs(found, installed, directory)
 
 
 class FilterModule:

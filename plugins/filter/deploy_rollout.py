@@ -71,16 +71,13 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, rollout
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(DeployError)
 def deploy_rollout(containers, host, rendered, existing, secret_hashes=None, hash_key=None):
-    try:
-        return rollout(host, containers, rendered, existing, secret_hashes=secret_hashes, hash_key=hash_key)
-    except DeployError as error:
-        raise AnsibleFilterError(str(error)) from None
+    return rollout(host, containers, rendered, existing, secret_hashes=secret_hashes, hash_key=hash_key)
 
 
 class FilterModule:

@@ -35,16 +35,13 @@ _value:
   elements: str
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, facts_table as _facts_table
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(NodeFactsError)
 def facts_table(hostvars):
-    try:
-        return _facts_table(hostvars).splitlines()
-    except NodeFactsError as error:
-        raise AnsibleFilterError(str(error)) from None
+    return _facts_table(hostvars).splitlines()
 
 
 class FilterModule:

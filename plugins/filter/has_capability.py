@@ -46,15 +46,14 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
     RuntimeHostError, has_capability as _has)
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(RuntimeHostError, name="has_capability")
 def has_capability(proc_status, name):
     if not isinstance(proc_status, str) or not isinstance(name, str):
         raise AnsibleFilterError("has_capability: expected the status text and a capability name")
-    try:
-        return _has(proc_status, name)
-    except RuntimeHostError as error:
-        raise AnsibleFilterError(f"has_capability: {error}") from None
+    return _has(proc_status, name)
 
 
 class FilterModule:

@@ -38,16 +38,13 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, node_labels as _node_labels
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(NodeFactsError)
 def node_labels(hostvars):
-    try:
-        return _node_labels(hostvars)
-    except NodeFactsError as error:
-        raise AnsibleFilterError(str(error)) from None
+    return _node_labels(hostvars)
 
 
 class FilterModule:

@@ -54,17 +54,14 @@ _value:
   elements: str
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
     STATE_SCRIPT, RuntimeHostError, state_argv)
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(RuntimeHostError, name="runtime_state_argv")
 def runtime_state_argv(inputs, state_file, binaries):
-    try:
-        return state_argv(inputs, STATE_SCRIPT, state_file, binaries)
-    except RuntimeHostError as error:
-        raise AnsibleFilterError(f"runtime_state_argv: {error}") from None
+    return state_argv(inputs, STATE_SCRIPT, state_file, binaries)
 
 
 class FilterModule:

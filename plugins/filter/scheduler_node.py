@@ -41,16 +41,13 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node as _scheduler_node
+from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
+@filter_errors(NodeFactsError)
 def scheduler_node(hostvars):
-    try:
-        return _scheduler_node(hostvars)
-    except NodeFactsError as error:
-        raise AnsibleFilterError(str(error)) from None
+    return _scheduler_node(hostvars)
 
 
 class FilterModule:

@@ -136,7 +136,7 @@ def _keep_one_for_the_lock(hosts, plans):
 
 
 def _report_entries(containers):
-    """What the failure report (templates/rank_failure.j2) reads of each container, by name."""
+    """What the failure report (module_utils/rank_failure.py) reads of each container, by name."""
     return {container["name"]: {"instance": container["instance"], "probe": container["probe"]}
             for container in containers}
 
@@ -148,14 +148,10 @@ def _unique(items):
 def _rank(plan, rank, order, read):
     """One rank on one host: what its tasks (tasks/rank.yml) make, write and remove, and its waves."""
     settings = read["settings"]
-    engine, data_dir = settings.get("engine"), settings.get("data_dir")
+    data_dir = settings.get("data_dir")
     here = [container for container in plan["containers"] if container["rank"] == rank]
     files = [entry for container in here for entry in container["config"]]
     config_dirs = [posixpath.dirname(entry["path"]) for entry in files]
-    secret_files = [entry for container in here for entry in container["secrets"] if entry["path"]] \
-        if engine == "docker" else []
-    secret_dirs = _unique([settings.get("secret_dir")] + [posixpath.dirname(entry["path"]) for entry in secret_files]) \
-        if secret_files else []
     count = order["waves"][str(rank)]
     return {
         "containers": _report_entries(here),
@@ -165,8 +161,6 @@ def _rank(plan, rank, order, read):
         "nvme_dirs": _unique(path for container in here for path in container["directories"]),
         "config_files": [entry for entry in files if not entry.get("diff")],
         "config_files_shown": [entry for entry in files if entry.get("diff")],
-        "secret_dirs": secret_dirs,
-        "secret_files": secret_files,
         "evict": [entry["name"] for entry in plan["evict"] if entry["rank"] == rank],
         "waves": [_wave([container for container in here
                          if order["wave_of"].get(container["name"], 0) == wave], read) for wave in range(count)],
@@ -188,8 +182,6 @@ def _wave(containers, read):
         "remove_sidecars": [container["name"] for container in containers
                             if container["sidecar"] and container["action"] == "recreate"]
         + [container["name"] for container in containers if container["name"] in daemons and container["action"] == "recreate"],
-        "podman_secrets": [entry for container in started if container["action"] in ("create", "recreate")
-                           for entry in container["secrets"]] if engine == "podman" else [],
         "leftovers": _leftovers(starting, read) if engine == "podman" else [],
         "start": started,
         "probes": [container["probe"] for container in containers if container["probe"]],

@@ -50,6 +50,7 @@ import json
 import re
 import shlex
 
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS
 from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
@@ -348,7 +349,8 @@ def _shape_error(entry):
 
 def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
-    answer, '' when not asked), ``enforce_limits``, and with a fact file ``bindings`` and ``bindings_error``.
+    answer, '' when not asked), ``enforce_limits``, ``secrets_of`` (each container's own secrets among ``secrets``, as
+    its engine driver names them for its removal), and with a fact file ``bindings`` and ``bindings_error``.
 
     ``leftovers`` names what a run killed inside the engine left of this host's containers: ``<name>`` (image store
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
@@ -439,6 +441,10 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
         "limits": answer,
         "enforce_limits": bool(limits_asked and rc == 0 and LIMIT_SUPPORT[engine].search(answer)),
     }
+    # Each container's own secrets, by the names read here: what its removal removes after it (engine_driver).
+    owner = DRIVERS[engine]() if engine in DRIVERS else None
+    names = [entry["Name"].lstrip("/") for entry in containers] + [leftover.rpartition(":")[2] for leftover in found["leftovers"]]
+    found["secrets_of"] = {name: owner.owned_secrets(name, found["secrets"]) for name in names} if owner else {}
     if fact is not None:
         found["bindings"], found["bindings_error"] = _bindings(fact)
     return found

@@ -6,16 +6,24 @@
 DOCUMENTATION = r"""
 ---
 module: container
-short_description: Start or remove one container from its spec, with Podman or Docker
+short_description: Start or remove one container and its secrets from its spec, with Podman or Docker
 version_added: 0.1.0
 description:
-  - Turns one container spec (as M(gangplank.platform.deploy_plan) returns them) into the arguments of the engine's
-    module and runs it on the host, as M(ansible.builtin.package) runs the host's package module, either
-    M(containers.podman.podman_container) or M(community.docker.docker_container). An empty option of the spec is left
-    out (the module's default).
-  - With Docker, an env secret becomes a variable of the container, its value from O(secret_values) (Docker has no
-    secrets without Swarm); a file secret is bind-mounted read-only from its private file. With Podman, the spec names
-    the Podman secrets made before.
+  - Turns one container spec (as M(gangplank.platform.deploy_plan) returns them) into the calls of the engine's driver
+    (one option table, a converter per engine; plugins/module_utils/engine_driver.py) and runs them on the host in
+    order, stopping at the first failure, as M(ansible.builtin.package) runs the host's package module; the container's
+    secrets first, then M(containers.podman.podman_container) or M(community.docker.docker_container). An empty option
+    of the spec is left out (the module's default).
+  - "With Podman, one Podman secret per container and secret (M(containers.podman.podman_secret), named
+    C(<container>.<secret>)), made anew for a container that is created or recreated (the spec's C(action), or
+    O(recreate)), its value from O(secret_values); the spec names them in its C(--secret) options."
+  - With Docker (no secrets without Swarm), a file secret is a private file C(<secret_dir>/<container>/<secret>)
+    (directories 0700), written by M(ansible.builtin.copy) as M(ansible.builtin.template) hands it its text and
+    bind-mounted read-only; an env secret becomes a variable of the container, its value from O(secret_values).
+  - A step that carries a secret's value reports only whether it changed and, on failure, a message that names the
+    module and the secret, never the value.
+  - With O(state=absent), the container O(name) (when given), then the secrets O(secrets), by name (the removal never
+    lists secrets on the host).
   - A GPU share's MPS control daemon and its instance (docs/deploy.md, GPU shares under MPS) take one step each on the
     host first, not in check mode. Before the daemon starts, its directories are made (C(<dir>) 0700, its C(pipe),
     C(shm) and C(log) 1777) and an earlier daemon's ready file is removed; before the instance starts, the action waits
@@ -41,7 +49,19 @@ options:
     description: The container's spec. Required with O(state=started).
     type: dict
   name:
-    description: The container to remove. Required with O(state=absent).
+    description: The container to remove, with O(state=absent). Without it, only O(secrets) are removed.
+    type: str
+  secrets:
+    description:
+      - With O(state=absent), the secrets to remove after the container, as the engine names them (C(secrets_of) and
+        C(stale_secrets) of the deploy read and plan), never listed on the host.
+      - Podman's secret names C(<container>.<secret>); Docker's paths below O(secret_dir), a container's private
+        directory C(<container>) or a file C(<container>/<secret>).
+    type: list
+    elements: str
+    default: []
+  secret_dir:
+    description: The directory of Docker's private secret files (C(cluster_secret_dir)); needed to remove them.
     type: str
   recreate:
     description: Make the container anew even when the engine's module would keep it.
@@ -80,10 +100,18 @@ EXAMPLES = r"""
   loop: "{{ wave.start }}"
   no_log: true
 
-- name: Remove a container
+- name: Remove a container, then its secrets
   gangplank.platform.container:
     engine: podman
     name: node1-web-0
+    secrets: [node1-web-0.db_password]
+    state: absent
+
+- name: Remove Docker secret files no container uses any more
+  gangplank.platform.container:
+    engine: docker
+    secrets: [node1-web-0/token]
+    secret_dir: /run/gangplank/secrets
     state: absent
 """
 

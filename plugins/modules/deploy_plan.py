@@ -141,13 +141,12 @@ hosts:
       container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons) and C(ranks).
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
       C(config_dirs), C(nvme_dirs), C(config_files) (written with their text hidden), C(config_files_shown) (opted
-      into diffs), C(secret_dirs) and C(secret_files) (Docker's, with path, var, mode, uid, gid), C(evict) (stale
-      containers holding a port this rank needs) and C(waves), one entry per wave of the rank.
+      into diffs), C(evict) (stale containers holding a port this rank needs) and C(waves), one entry per wave of the
+      rank.
     - Each wave has C(remove_sidecars) (recreated sidecars, then the instances whose MPS daemon is recreated, removed
-      first), C(podman_secrets) (name, var of the secrets
-      of the containers created), C(leftovers) (what a killed run left of the containers that start, as the role's
-      leftovers script takes them), C(start) (the specs to create, recreate or start; none without the engine) and
-      C(probes).
+      first), C(leftovers) (what a killed run left of the containers that start, as the role's C(clear_leftovers.sh)
+      takes them), C(start) (the specs to create, recreate or start, each with its secrets, which
+      M(gangplank.platform.container) makes first; none without the engine) and C(probes).
   returned: with O(step=rollout)
   type: dict
 """

@@ -168,6 +168,15 @@ secrets:
   type: list
   elements: str
   sample: ["node1-db-0.db_password"]
+secrets_of:
+  description:
+    - Each container of RV(containers) and RV(leftovers) mapped to its own secrets, as M(gangplank.platform.container)
+      removes them after it (O(gangplank.platform.container#module:secrets)), by the names of RV(secrets), never listed on
+      the host again; with Podman those named C(<container>.<secret>), with Docker the container's private directory
+      C(<container>) below the secret directory.
+  returned: always
+  type: dict
+  sample: {"node1-db-0": ["node1-db-0.db_password"]}
 limits:
   description: The engine's answer to O(limit_probe); empty when not asked.
   returned: always

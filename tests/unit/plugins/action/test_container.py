@@ -10,12 +10,13 @@ from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action.container import ActionModule
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import MASK
-from ansible_collections.gangplank.platform.plugins.module_utils.engine import docker_arguments, podman_arguments
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
 
 SPEC = {"name": "h1-api-0", "image": "localhost/api:1", "command": [], "env": {"LEVEL": "verbose-level", "GANGPLANK_NODE": "h1"},
         "ports": ["8080:8080"], "devices": [], "volumes": [], "mounts": [], "network": None, "cpus": None, "memory": None,
         "init": True, "stop_timeout": 10, "restart_policy": "unless-stopped", "labels": {"a": "b"}, "podman_secrets": [],
-        "secrets": [{"name": "token", "var": "vault_token", "delivery": "env", "env": "API_TOKEN"}], "action": "create"}
+        "secrets": [{"name": "token", "var": "vault_token", "delivery": "env", "env": "API_TOKEN", "engine_name": "h1-api-0.token",
+                     "path": None}], "action": "create"}
 SECRETS = {"vault_token": "token-secret-value"}
 
 
@@ -33,12 +34,59 @@ def test_it_runs_the_engines_module_with_the_adapters_arguments():
                           {"changed": True, "container": {"Id": "1"}})
     assert result["changed"] is True and result["container"] == {"Id": "1"}
     assert execute.call_args.kwargs["module_name"] == "community.docker.docker_container"
-    assert execute.call_args.kwargs["module_args"] == docker_arguments(SPEC, SECRETS, recreate=True)
-    _result, execute = run({"engine": "podman", "spec": SPEC}, {"changed": False})
+    assert execute.call_args.kwargs["module_args"] == driver("docker").container_arguments(SPEC, SECRETS, recreate=True)
+    _result, execute = run({"engine": "podman", "spec": SPEC, "secret_values": SECRETS}, {"changed": False})
     assert execute.call_args.kwargs["module_name"] == "containers.podman.podman_container"
-    assert execute.call_args.kwargs["module_args"] == podman_arguments(SPEC)
+    assert execute.call_args.kwargs["module_args"] == driver("podman").container_arguments(SPEC)
     _result, execute = run({"engine": "podman", "name": "h1-x", "state": "absent"}, {"changed": True})
     assert execute.call_args.kwargs["module_args"] == {"name": "h1-x", "state": "absent"}
+
+
+def test_the_calls_run_in_order_secrets_first_and_the_container_last():
+    result, execute = run({"engine": "podman", "spec": SPEC, "secret_values": SECRETS}, {"changed": False})
+    assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
+        "containers.podman.podman_secret", "containers.podman.podman_container"]
+    assert execute.call_args_list[0].kwargs["module_args"]["data"] == "token-secret-value"
+    assert result["changed"] is False and "data" not in str(result)
+    # Removal: the container, then its secrets by the names given.
+    result, execute = run({"engine": "podman", "name": "h1-x", "secrets": ["h1-x.a", "h1-x.b"], "state": "absent"},
+                          {"changed": True})
+    assert [call.kwargs["module_args"] for call in execute.call_args_list] == [
+        {"name": "h1-x", "state": "absent"}, {"name": "h1-x.a", "state": "absent"}, {"name": "h1-x.b", "state": "absent"}]
+    assert result["changed"] is True
+    result, execute = run({"engine": "docker", "secrets": ["h1-x/a"], "secret_dir": "/run/s", "state": "absent"},
+                          {"changed": False})
+    assert [(call.kwargs["module_name"], call.kwargs["module_args"]) for call in execute.call_args_list] == [
+        ("ansible.builtin.file", {"path": "/run/s/h1-x/a", "state": "absent"})]
+
+
+def test_a_failed_secret_call_stops_the_list_and_shows_no_value():
+    result, execute = run({"engine": "podman", "spec": SPEC, "secret_values": SECRETS},
+                          {"failed": True, "msg": "cannot store token-secret-value"})
+    assert execute.call_count == 1 and result["failed"] is True
+    assert "token-secret-value" not in str(result)
+    assert result["msg"].startswith("h1-api-0: containers.podman.podman_secret h1-api-0.token failed")
+
+
+def test_dockers_secret_files_are_handed_to_the_copy_action():
+    spec = dict(SPEC, secrets=[{"name": "db", "var": "vault_token", "delivery": "file", "path": "/run/s/h1-api-0/db",
+                                "mode": "0400", "uid": None, "gid": None}])
+    task = Task()
+    task.args = {"engine": "docker", "spec": spec, "secret_values": SECRETS}
+    loader = MagicMock()
+    copy = loader.action_loader.get.return_value
+    copy.run.return_value = {"changed": True, "diff": {"after": "token-secret-value"}}
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(), templar=MagicMock(),
+                          shared_loader_obj=None)
+    action._shared_loader_obj = loader
+    action._execute_module = MagicMock(return_value={"changed": False})
+    result = action.run(task_vars={})
+    handed = loader.action_loader.get.call_args
+    assert handed.args == ("ansible.legacy.copy",) and handed.kwargs["task"].args == {
+        "dest": "/run/s/h1-api-0/db", "content": "token-secret-value", "mode": "0400"}
+    assert handed.kwargs["task"].no_log is True
+    assert [call.kwargs["module_args"].get("path") for call in action._execute_module.call_args_list[:2]] == ["/run/s", "/run/s/h1-api-0"]
+    assert result["changed"] is True and "token-secret-value" not in str(result)
 
 
 def test_a_failure_names_the_container_and_masks_env_and_secret_values():
@@ -48,7 +96,7 @@ def test_a_failure_names_the_container_and_masks_env_and_secret_values():
     assert result["failed"] is True
     assert result["msg"].startswith("h1-api-0: podman run --env LEVEL=%s --env API_TOKEN=%s failed stderr: " % (MASK, MASK))
     assert result["msg"].endswith(" " + MASK) and "token-secret-value" not in result["msg"] and "Env" not in result["msg"]
-    result, _execute = run({"engine": "podman", "spec": SPEC}, {"failed": True})
+    result, _execute = run({"engine": "podman", "spec": dict(SPEC, action="start")}, {"failed": True})
     assert result["msg"] == "h1-api-0: no message"
 
 

@@ -14,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import D
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import (
     containers_step, hosts_stale_secrets, rollout_step,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
 
 DATA = "/var/lib/gangplank/instances"
 SERVICES = {
@@ -104,30 +105,34 @@ def test_a_first_rollout_lists_each_rank_and_wave():
     assert h1["kept"] == {} and h1["kept_probes"] == [] and h1["stale"] == [] and h1["stale_secrets"] == []
     assert set(h1["ranks"]) == {"0", "1"} and set(plan["hosts"]["h2"]["ranks"]) == {"0", "1"}
     assert plan["hosts"]["h2"]["ranks"]["0"]["waves"] == [
-        {"remove_sidecars": [], "podman_secrets": [], "leftovers": [], "start": [], "probes": []}]
+        {"remove_sidecars": [], "leftovers": [], "start": [], "probes": []}]
     rank = h1["ranks"]["1"]
     assert rank["config_dirs"] == [DATA, DATA + "/h1-api-0", DATA + "/h1-api-0/config"]
     assert [entry["path"] for entry in rank["config_files"]] == [DATA + "/h1-api-0/config/0-api.conf"]
     assert [entry["path"] for entry in rank["config_files_shown"]] == [DATA + "/h1-api-0/config/1-extra.conf"]
-    assert rank["secret_dirs"] == [] and rank["secret_files"] == [] and rank["evict"] == [] and rank["nvme_dirs"] == []
+    assert rank["evict"] == [] and rank["nvme_dirs"] == []
     assert set(rank["containers"]) == {"h1-api-0", "h1-api-0-log"}
     assert rank["containers"]["h1-api-0"]["instance"] == "api-0"
     (wave,) = rank["waves"]
     assert [c["name"] for c in wave["start"]] == ["h1-api-0", "h1-api-0-log"]
     assert [c["action"] for c in wave["start"]] == ["create", "create"]
-    assert [entry["engine_name"] for entry in wave["podman_secrets"]] == ["h1-api-0.token"]
-    assert set(wave["podman_secrets"][0]) >= {"engine_name", "var"} and "value" not in wave["podman_secrets"][0]
+    # The engine driver makes the secrets of a created container first, from the spec's names and variables.
+    calls = driver("podman").start_calls(wave["start"][0], {"vault_token": "t"})
+    assert [(call.module, call.args["name"]) for call in calls] == [
+        ("containers.podman.podman_secret", "h1-api-0.token"), ("containers.podman.podman_container", "h1-api-0")]
+    assert "value" not in wave["start"][0]["secrets"][0]
     assert [probe["name"] for probe in wave["probes"]] == ["h1-api-0"]
 
 
-def test_docker_hosts_get_secret_files_and_directories_and_no_podman_secrets():
+def test_docker_hosts_start_with_their_secret_files_and_directories_first():
     reads = two_hosts("docker")
     step = containers_step(["h1", "h2"], reads, SERVICES)
     rank = rollout_step(["h1", "h2"], reads, rendered_of(step), step, secret_hashes=HASHES)["hosts"]["h1"]["ranks"]["1"]
-    assert rank["secret_dirs"] == ["/run/gangplank/secrets", "/run/gangplank/secrets/h1-api-0"]
-    assert [(entry["path"], entry["var"]) for entry in rank["secret_files"]] == [
-        ("/run/gangplank/secrets/h1-api-0/token", "vault_token")]
-    assert rank["waves"][0]["podman_secrets"] == [] and rank["waves"][0]["leftovers"] == []
+    calls = driver("docker").start_calls(rank["waves"][0]["start"][0], {"vault_token": "t"})
+    assert [(call.module, call.args.get("path") or call.args.get("dest") or call.args["name"]) for call in calls] == [
+        ("ansible.builtin.file", "/run/gangplank/secrets"), ("ansible.builtin.file", "/run/gangplank/secrets/h1-api-0"),
+        ("ansible.builtin.copy", "/run/gangplank/secrets/h1-api-0/token"), ("community.docker.docker_container", "h1-api-0")]
+    assert rank["waves"][0]["leftovers"] == []
 
 
 def test_nothing_to_do_keeps_the_first_host_for_the_lock_and_probes_the_kept_containers():
@@ -189,7 +194,6 @@ def test_without_the_engine_nothing_starts_and_the_line_still_says_what_would():
     plan = rollout_step(["h1", "h2"], reads, rendered_of(step), step, secret_hashes=HASHES, check_mode=True)
     assert plan["lines"]["h2"].startswith("would start 2")
     assert plan["hosts"]["h2"]["ranks"]["1"]["waves"][0]["start"] == []
-    assert plan["hosts"]["h2"]["ranks"]["1"]["waves"][0]["podman_secrets"] == []
 
 
 def test_a_config_change_restarts_in_waves_with_the_sidecars_removed_first():

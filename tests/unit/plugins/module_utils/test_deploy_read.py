@@ -464,6 +464,16 @@ def test_the_read_lists_this_hosts_secret_names_only_from_their_section():
         parse(0, sectioned(engine=["engine /usr/bin/podman"], monitors=["secret n1-db-0.forged"]), "podman", PREFIX)
 
 
+def test_each_container_read_names_its_own_secrets_for_its_removal():
+    stdout = sectioned(engine=["engine /usr/bin/podman"], containers=[json.dumps(DB)], storage=["storage-only n1-web-0"],
+                       secrets=["secret n1-db-0.password", "secret n1-db-0-log.key", "secret n1-web-0.token"])
+    found = parse(0, stdout, "podman", PREFIX)
+    assert found["secrets_of"] == {"n1-db-0": ["n1-db-0.password"], "n1-web-0": ["n1-web-0.token"]}
+    # Docker's: each container's private directory, whatever the read found in it.
+    stdout = sectioned(engine=["engine /usr/bin/docker"], containers=[json.dumps(DB)], secrets=["secret n1-db-0/password"])
+    assert parse(0, stdout, "docker", PREFIX)["secrets_of"] == {"n1-db-0": ["n1-db-0"]}
+
+
 def test_the_shell_lists_dockers_secret_files_by_name_only(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -20,7 +20,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     MPS_OF, SIDECAR_OF, SPEC_HASH, DeployError, decide, desired_containers, desired_on_hosts, rollout,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
-from ansible_collections.gangplank.platform.plugins.module_utils.engine import docker_arguments, podman_arguments
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 STAND_IN = os.path.join(ROOT, "scripts", "lib", "nvidia-cuda-mps-control.stand-in")
@@ -312,23 +312,23 @@ def planned(engine):
 
 def test_podman_requires_the_daemon_and_runs_it_as_root_without_a_network():
     specs = planned("podman")
-    daemon, main = podman_arguments(specs["h1-infer-0.mps"]), podman_arguments(specs["h1-infer-0"])
+    daemon, main = driver("podman").container_arguments(specs["h1-infer-0.mps"]), driver("podman").container_arguments(specs["h1-infer-0"])
     assert main["requires"] == ["h1-infer-0.mps"] and "user" not in main
     assert main["volume"] == specs["h1-infer-0"]["volumes"] and main["device"] == ["nvidia.com/gpu=GPU-aaa", "nvidia.com/gpu=GPU-bbb"]
     assert daemon["user"] == "0:0" and daemon["network"] == "none" and daemon["init"] is True and "requires" not in daemon
     assert daemon["command"][4] == CONTROL and daemon["volume"][1] == "/run/gangplank-mps/h1-infer-0/shm:/dev/shm".replace(
         "gangplank-mps", "gangplank/mps")
-    assert "requires" not in podman_arguments(specs["h1-whole-0"]) and "user" not in podman_arguments(specs["h1-api-0"])
+    assert "requires" not in driver("podman").container_arguments(specs["h1-whole-0"]) and "user" not in driver("podman").container_arguments(specs["h1-api-0"])
 
 
 def test_docker_has_no_start_dependency_and_the_same_daemon():
     specs = planned("docker")
-    daemon, main = docker_arguments(specs["h1-infer-0.mps"], {}), docker_arguments(specs["h1-infer-0"], {})
+    daemon, main = driver("docker").container_arguments(specs["h1-infer-0.mps"], {}), driver("docker").container_arguments(specs["h1-infer-0"], {})
     assert "requires" not in main and main["env"]["CUDA_MPS_PIPE_DIRECTORY"] == "/run/gangplank-mps/pipe"
     assert main["volumes"][-1] == "/run/gangplank/mps/h1-infer-0/shm:/dev/shm"
     assert daemon["user"] == "0:0" and daemon["network_mode"] == "none" and daemon["init"] is True
     assert daemon["device_requests"] == [{"driver": "cdi", "device_ids": ["nvidia.com/gpu=GPU-aaa", "nvidia.com/gpu=GPU-bbb"]}]
-    assert "user" not in docker_arguments(specs["h1-api-0"], {})
+    assert "user" not in driver("docker").container_arguments(specs["h1-api-0"], {})
 
 
 # --- on the host: the directories, the wait, and the entrypoint against the stand-in --------------------------------

@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A container's whole life on the host, per engine: one option table and an ``EngineDriver`` per engine, after
+community.docker's module_container (an option group with a name and a converter per engine, ``add_engine``).
+
+- ``OPTIONS`` maps each key of a container spec (deploy.desired_containers, with its rollout labels) to the option
+  of containers.podman.podman_container and of community.docker.docker_container, with a converter each; an empty
+  option is left out (the module's default). A new spec key is one ``OPTIONS.add(...)`` line.
+- ``start_calls(spec)``: the calls that start a container, its secrets first (Podman secrets; Docker's private
+  directory and files, Docker having no secrets without Swarm), then the container.
+- ``remove_calls(name, secrets)``: the container, then its secrets, by the names given (``owned_secrets`` picks a
+  container's own from the names the deploy read found): never a listing on the host.
+
+A call is ``Call(module, args, no_log)``: gangplank.platform.container runs the list in order on the host (a call with
+``no_log`` carries a secret's value). Standard library only.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import namedtuple
+
+from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
+
+
+class EngineError(ValueError):
+    """The spec cannot be turned into the engine's calls."""
+
+
+# One step on the host: the module's name, its arguments, and whether they hold a secret's value.
+Call = namedtuple("Call", "module args no_log")
+
+SECRET_FILE_MODE = "0700"
+
+
+class Option:
+    """One spec key: its option name and converter per engine (None: the engine has no such option)."""
+
+    def __init__(self, key, always=False):
+        self.key = key
+        self.always = always
+        self.engines = {}
+
+    def add_engine(self, engine, name, convert=None):
+        """``convert(value, spec, context)`` gives the option's value (default: the spec's value as is)."""
+        self.engines[engine] = (name, convert)
+        return self
+
+
+class OptionTable:
+    """The spec keys in the order the engines' modules receive them."""
+
+    def __init__(self):
+        self.options = []
+
+    def add(self, key, podman=None, docker=None, podman_convert=None, docker_convert=None, always=False):
+        option = Option(key, always=always)
+        if podman:
+            option.add_engine("podman", podman, podman_convert)
+        if docker:
+            option.add_engine("docker", docker, docker_convert)
+        self.options.append(option)
+        return option
+
+    def arguments(self, engine, spec, context):
+        """The engine module's options for ``spec``: an empty value is left out unless the option is ``always`` set."""
+        arguments = {}
+        for option in self.options:
+            if engine not in option.engines:
+                continue
+            name, convert = option.engines[engine]
+            value = spec[option.key] if option.always else spec.get(option.key)
+            if convert:
+                value = convert(value, spec, context)
+            if option.always or value:
+                arguments[name] = value
+        return arguments
+
+
+def _text(value, _spec, _context):
+    return str(value) if value else None
+
+
+def _docker_env(env, spec, context):
+    """Docker's env secrets set as variables (docs/catalog.md: visible to docker inspect), their values winning over
+    the catalog's env."""
+    env = dict(env)
+    for secret in spec.get("secrets") or []:
+        if secret["delivery"] == "env":
+            env[secret["env"]] = _secret_value(spec, secret, context["secret_values"])
+    return env
+
+
+def _required(spec, key):
+    if key not in spec:
+        raise EngineError("has no %s" % key)
+    return spec[key]
+
+
+OPTIONS = OptionTable()
+OPTIONS.add("name", podman="name", docker="name", always=True)
+OPTIONS.add("image", podman="image", docker="image", always=True)
+# Images are loaded from a bundle, never pulled (air-gapped hosts).
+OPTIONS.add("pull", docker="pull", docker_convert=lambda _value, _spec, _context: "never")
+OPTIONS.add("env", podman="env", docker="env", docker_convert=_docker_env, always=True)
+OPTIONS.add("command", podman="command", docker="command")
+OPTIONS.add("user", podman="user", docker="user")
+# An MPS client (a GPU share, module_utils/mps.py) requires its daemon with Podman: Podman starts the daemon first
+# whenever it starts the instance, and does not remove the daemon under it. Docker has no start dependency
+# (gangplank.platform.container waits for the daemon's limits first).
+OPTIONS.add("mps_client", podman="requires", podman_convert=lambda value, _spec, _context: [value["daemon"]] if value else None)
+OPTIONS.add("ports", podman="publish", docker="published_ports")
+# GPUs by CDI name; Docker takes them as a device request.
+OPTIONS.add("devices", podman="device", docker="device_requests",
+            docker_convert=lambda value, _spec, _context: [{"driver": "cdi", "device_ids": value}] if value else None)
+OPTIONS.add("volumes", podman="volume", docker="volumes")
+# Docker's file secrets: private files bind-mounted read-only.
+OPTIONS.add("mounts", docker="mounts")
+OPTIONS.add("network", podman="network", docker="network_mode")
+OPTIONS.add("cpus", podman="cpus", docker="cpus", docker_convert=lambda value, _spec, _context: float(value) if value else None)
+OPTIONS.add("cpuset_cpus", podman="cpuset_cpus", docker="cpuset_cpus")
+OPTIONS.add("cpuset_mems", podman="cpuset_mems", docker="cpuset_mems")
+OPTIONS.add("memory", podman="memory", docker="memory", podman_convert=_text, docker_convert=_text)
+# Podman's ``--secret`` options, naming the secrets start_calls() makes first.
+OPTIONS.add("podman_secrets", podman="secrets")
+OPTIONS.add("init", podman="init", docker="init", always=True)
+OPTIONS.add("stop_timeout", podman="stop_timeout", docker="stop_timeout", always=True)
+OPTIONS.add("restart_policy", podman="restart_policy", docker="restart_policy", always=True)
+OPTIONS.add("labels", podman="label", docker="labels", always=True)
+
+
+def _secret_value(spec, secret, secret_values):
+    if secret["var"] not in secret_values:
+        # The variable's name only, never a value.
+        raise EngineError("%s: the value of %s (secret %s) was not given" % (spec["name"], secret["var"], secret["name"]))
+    return secret_values[secret["var"]]
+
+
+class EngineDriver:
+    """The calls that start and remove a container and its secrets on one engine."""
+
+    engine = ""
+    module = ""
+
+    def __init__(self, secret_dir=None):
+        # Docker's private secret files live below it (cluster_secret_dir).
+        self.secret_dir = secret_dir
+
+    def container_arguments(self, spec, secret_values=None, recreate=False):
+        """The engine module's arguments that start ``spec`` (made anew with ``recreate``)."""
+        arguments = OPTIONS.arguments(self.engine, spec, {"secret_values": secret_values or {}})
+        arguments.update(recreate=bool(recreate), state="started")
+        return arguments
+
+    def start_calls(self, spec, secret_values=None, recreate=False):
+        """The container's secrets, then the container."""
+        secret_values = secret_values or {}
+        container = Call(self.module, self.container_arguments(spec, secret_values, recreate), False)
+        return self.secret_calls(spec, secret_values, recreate) + [container]
+
+    def secret_calls(self, spec, secret_values, recreate):
+        raise NotImplementedError
+
+    def remove_calls(self, name=None, secrets=()):
+        """The container ``name`` (when given), then the secrets named (as owned_secrets() gives them)."""
+        calls = [Call(self.module, {"name": name, "state": "absent"}, False)] if name else []
+        return calls + [self.secret_remove_call(secret) for secret in secrets]
+
+    def secret_remove_call(self, secret):
+        raise NotImplementedError
+
+    def owned_secrets(self, name, found):
+        raise NotImplementedError
+
+
+class PodmanDriver(EngineDriver):
+    """Podman: one Podman secret per container and secret, ``<container>.<secret>``."""
+
+    engine = "podman"
+    module = "containers.podman.podman_container"
+    secret_module = "containers.podman.podman_secret"
+
+    def secret_calls(self, spec, secret_values, recreate):
+        """Made anew for a container that is created or recreated: Podman copies the secret into the container then,
+        so a running container keeps the value it started with, and a stopped one restarts with it."""
+        if not (recreate or spec.get("action") in ("create", "recreate")):
+            return []
+        return [Call(self.secret_module, {"name": secret["engine_name"], "data": _secret_value(spec, secret, secret_values),
+                                          "force": True, "state": "present"}, True)
+                for secret in spec.get("secrets") or []]
+
+    def secret_remove_call(self, secret):
+        return Call(self.secret_module, {"name": secret, "state": "absent"}, False)
+
+    def owned_secrets(self, name, found):
+        """The Podman secrets named ``<name>.<secret>`` among ``found`` (compared as text, never as a pattern). An MPS
+        daemon ``<name>.mps`` owns none: ``<name>.mps.<secret>`` is its instance's secret."""
+        if name.endswith(MPS_SUFFIX):
+            return []
+        return [secret for secret in found or [] if secret.startswith(name + ".")]
+
+
+class DockerDriver(EngineDriver):
+    """Docker: a file secret is a private file ``<secret_dir>/<container>/<secret>``, bind-mounted read-only (as compose
+    does); an env secret is a variable of the container (OPTIONS)."""
+
+    engine = "docker"
+    module = "community.docker.docker_container"
+
+    def secret_calls(self, spec, secret_values, recreate):
+        files = [secret for secret in spec.get("secrets") or [] if secret.get("path")]
+        directories = []
+        for secret in files:
+            container_dir = posixpath.dirname(secret["path"])
+            for directory in (posixpath.dirname(container_dir), container_dir):
+                if directory not in directories:
+                    directories.append(directory)
+        calls = [Call("ansible.builtin.file", {"path": directory, "state": "directory", "mode": SECRET_FILE_MODE}, False)
+                 for directory in directories]
+        for secret in files:
+            args = {"dest": secret["path"], "content": _secret_value(spec, secret, secret_values), "mode": secret["mode"]}
+            if secret.get("uid") is not None:
+                args["owner"] = secret["uid"]
+            if secret.get("gid") is not None:
+                args["group"] = secret["gid"]
+            calls.append(Call("ansible.builtin.copy", args, True))
+        return calls
+
+    def secret_remove_call(self, secret):
+        """``secret``: a container's directory, or ``<container>/<secret>``, below the secret directory."""
+        if not self.secret_dir:
+            raise EngineError("secret_dir: not given; Docker's secrets are files below it")
+        return Call("ansible.builtin.file", {"path": posixpath.join(self.secret_dir, secret), "state": "absent"}, False)
+
+    def owned_secrets(self, name, found):
+        """The container's private directory, whatever it holds."""
+        return [name]
+
+
+DRIVERS = {"podman": PodmanDriver, "docker": DockerDriver}
+
+
+def driver(engine, secret_dir=None):
+    """The EngineDriver of ``engine``."""
+    if engine not in DRIVERS:
+        raise EngineError("engine: got %r; expected one of %s" % (engine, ", ".join(sorted(DRIVERS))))
+    return DRIVERS[engine](secret_dir)
