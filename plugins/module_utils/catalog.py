@@ -556,8 +556,8 @@ def _volumes(reader, spec, path, config, secrets, nvme_path):
         except ValueError:
             asked = None                        # the scheduler's parser names it
         if asked is not None and nvme_total > asked:
-            reader.bad(path, "NVMe volumes of %d bytes in all" % nvme_total, "NVMe volumes that fit in the service's "
-                       "NVMe request (resources.nvme.size, %d bytes)" % asked)
+            reader.error(path, "has NVMe volumes of %d bytes in all; expected NVMe volumes that fit in the service's "
+                         "NVMe request (resources.nvme.size, %d bytes)" % (nvme_total, asked))
     return volumes
 
 
