@@ -21,7 +21,7 @@ import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    MPS_OF, DeployError, decide, desired_on_hosts, parse_catalog, restart_settings,
+    MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
 
@@ -163,6 +163,9 @@ def _rank(plan, rank, order, read):
         "config_dirs": _unique(([data_dir] if config_dirs else []) + [posixpath.dirname(path) for path in config_dirs]
                                + config_dirs),
         "nvme_dirs": _unique(path for container in here for path in container["directories"]),
+        # Each volume's own directory, made once with its mode and owner (deploy.make_directory_argv), after the root of
+        # the disk volumes (private: 0700).
+        "volume_dirs": _volume_dirs(here, settings.get("volume_dir")),
         "config_files": [entry for entry in files if not entry.get("diff")],
         "config_files_shown": [entry for entry in files if entry.get("diff")],
         "secret_dirs": secret_dirs,
@@ -171,6 +174,13 @@ def _rank(plan, rank, order, read):
         "waves": [_wave([container for container in here
                          if order["wave_of"].get(container["name"], 0) == wave], read) for wave in range(count)],
     }
+
+
+def _volume_dirs(containers, volume_dir):
+    entries = [entry for container in containers for entry in container.get("data_dirs") or []]
+    if volume_dir and any(entry["where"] == "disk" for entry in entries):
+        entries = [{"path": volume_dir, "mode": "0700", "uid": None, "gid": None}] + entries
+    return [{"path": entry["path"], "argv": make_directory_argv(entry)} for entry in entries]
 
 
 def _wave(containers, read):
