@@ -561,6 +561,12 @@ def _volumes(reader, spec, path, config, secrets, nvme_path):
     return volumes
 
 
+def has_volumes(services):
+    """Whether some entry of the catalog ``services`` (unparsed) declares volumes: a quick look before a parse."""
+    return isinstance(services, dict) and any(isinstance(entry, dict) and entry.get("volumes")
+                                              for entry in services.values())
+
+
 def disk_request(volumes):
     """The bytes a service's instance asks of its node's data filesystem: its disk volumes' sizes."""
     return sum(volume["size"] or 0 for volume in volumes if volume["where"] == "disk")
