@@ -92,4 +92,4 @@ def _report(args, hostvars):
                               % (host, args["status_var"]))
         statuses[host] = values[args["status_var"]]
     down = down_instances(args["record"], args["hosts"], args["inventory"])
-    return status_report(args["hosts"], statuses, down, picture=args["picture"])
+    return status_report(args["hosts"], statuses, down, picture=args["picture"], record=args["record"])

@@ -115,3 +115,13 @@ def test_a_site_without_volumes_records_and_reports_nothing_new():
     assert "retained" not in outcome.record and outcome.volumes is None and "volumes" not in outcome.result()
     # The data filesystem the facts report is left out of the problem and the record.
     assert all("disk" not in node for node in outcome.record["nodes"].values())
+
+
+def test_status_lists_the_retained_volumes_with_their_sizes():
+    from ansible_collections.gangplank.platform.plugins.module_utils.status import retained_lines
+
+    down = run(1, run(3).record)
+    nodes = {name: entry["node"] for name, entry in down.record["retained"].items()}
+    assert retained_lines(down.record) == ["retained volumes of db-1 on %s: data (disk, 4Gi)" % nodes["db-1"],
+                                           "retained volumes of db-2 on %s: data (disk, 4Gi)" % nodes["db-2"]]
+    assert retained_lines({}) == []
