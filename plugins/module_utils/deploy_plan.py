@@ -24,6 +24,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adoptions
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -110,6 +111,8 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale": decision["rollouts"][host]["stale"],
             "stale_secrets": unused.get(host) or [],
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
+            # The per-service NVMe directories a site had before volumes (module_utils/nvme_adoption.py).
+            "nvme_adoptions": adoptions(desired.get(host) or []),
         }
     _keep_one_for_the_lock(hosts, plans)
     return {"lines": decision["lines"], "waves": order, "hosts": plans}
