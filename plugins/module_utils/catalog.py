@@ -505,8 +505,8 @@ def _volumes(reader, spec, path, config, secrets, nvme_path):
     resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
     taken = {entry["dest"]: "config file" for entry in config if entry["dest"] is not None}
     taken.update({entry["target"]: "secret" for entry in secrets if entry["target"] is not None})
-    if resources.get("nvme") and nvme_path and not any(isinstance(item, dict) and item.get("where") == "nvme"
-                                                        for item in items):
+    nvme_volumes = [item for item in items if isinstance(item, dict) and item.get("where") == "nvme"]
+    if resources.get("nvme") and nvme_path and not nvme_volumes:
         taken[nvme_path] = "NVMe directory (nvme_path)"
     names = set()
     nvme_total = 0

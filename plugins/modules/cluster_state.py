@@ -80,7 +80,7 @@ options:
         of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan)
         and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch; the grace period
         before its stateless instances are replaced counts from there), and C(retained) (a mapping of instance to the
-        volumes a stateful instance left on its node when it was no longer placed: its service, ordinal, node, NVMe
+        volumes a stateful instance left on its node when it was no longer placed, with its service, ordinal, node, NVMe
         device and volumes).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned

@@ -70,21 +70,21 @@ options:
     type: str
   remove_retained:
     description:
-      - The operator's action that removes the retained volumes of one instance (for example C(db-1)): what a
+      - The operator's action that removes the retained volumes of one instance (for example C(db-1)), what a
         stateful instance left on its node when a scale-down took it out of the plan. Its data is deleted for good
         (the caller removes the directories named in RV(removed_retained)).
       - Refused (nothing changes) unless O(remove_retained_confirm) repeats the name, for an instance without retained
         volumes, and for one its service wants again (it would be reattached).
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   remove_retained_confirm:
     description: Must equal O(remove_retained) for the removal to be carried out.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   volume_dir:
     description: Where disk volumes live on the hosts (C(cluster_volume_dir)), to name the directories RV(removed_retained) removes.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   now:
     description: The time in seconds since the epoch the grace periods are measured against; the controller's clock when left out.
     type: float

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: nvme_adopt
 short_description: Adopt the per-service NVMe directory of a site that ran before volumes
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Before volumes, an instance placed with an NVMe request got C(<mount>/gangplank/<service>), one directory per
     service and device. With an NVMe volume, each instance has its own, C(<mount>/gangplank/<service>/<instance>/<volume>).

@@ -39,16 +39,16 @@ options:
     description:
       - The directory where the catalog's disk volumes live (the deploy role's volume directory). When given, the module
         also returns C(ansible_facts.gangplank_data_filesystem), the size and free space of the file system that holds it
-        (of its nearest existing parent before it is made): the scheduler places disk volumes against that size.
+        (of its nearest existing parent before it is made); the scheduler places disk volumes against that size.
     type: str
-    version_added: 0.2.0
+    version_added: 0.1.0
   simulated_data_filesystem:
     description:
-      - A simulated data file system for test and demo hosts, with C(size) and optionally C(free) (sizes such as C(20Gi)):
+      - A simulated data file system for test and demo hosts, with C(size) and optionally C(free) (sizes such as C(20Gi));
         it replaces statvfs for C(gangplank_data_filesystem).
     type: dict
     default: {}
-    version_added: 0.2.0
+    version_added: 0.1.0
   sysfs_root:
     description:
       - The directory under which C(sys/) and C(proc/) are read, and under which mount points are passed to statvfs.
