@@ -21,6 +21,7 @@ SETTINGS = {
     "probe_address": {"type": "str", "default": "127.0.0.1"},
     "gpu_mode": {"type": "str", "default": "cdi", "choices": ["cdi", "simulated"]},
     "engine": {"type": "str", "default": "podman", "choices": ["podman", "docker"]},
+    "volume_dir": {"type": "str", "default": None},
 }
 ARGUMENT_SPEC = {
     "step": {"type": "str", "required": True, "choices": ["host", "report"]},
@@ -68,7 +69,7 @@ class ActionModule(ActionBase):
         containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"],
                                         publish_address=settings["publish_address"],
                                         probe_address=settings["probe_address"], gpu_mode=settings["gpu_mode"],
-                                        engine=settings["engine"])
+                                        engine=settings["engine"], volume_dir=settings["volume_dir"])
         probes = status_probes(containers)
         # A probe that fails is a row that says so, not a failed status: the result is read whatever it is.
         checked = self._execute_module(module_name="gangplank.platform.health_wait", module_args={"probes": probes},
@@ -92,4 +93,4 @@ def _report(args, hostvars):
                               % (host, args["status_var"]))
         statuses[host] = values[args["status_var"]]
     down = down_instances(args["record"], args["hosts"], args["inventory"])
-    return status_report(args["hosts"], statuses, down, picture=args["picture"])
+    return status_report(args["hosts"], statuses, down, picture=args["picture"], record=args["record"])

@@ -34,6 +34,9 @@ ARGUMENT_SPEC = {
     "down_grace": {"type": "raw", "default": DEFAULT_DOWN_GRACE},
     "move_stateful": {"type": "str", "default": None},
     "move_stateful_confirm": {"type": "str", "default": None},
+    "remove_retained": {"type": "str", "default": None},
+    "remove_retained_confirm": {"type": "str", "default": None},
+    "volume_dir": {"type": "str", "default": None},
     "now": {"type": "float", "default": None},
 }
 

@@ -44,10 +44,12 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
     MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES, SERVICE_KEYS,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
+# A leaf of plain quantities (it imports nothing of the scheduler): the catalog reads volume sizes as the problem does.
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
-               "max_unavailable", "down_grace", "secrets")
+               "max_unavailable", "down_grace", "secrets", "volumes")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
@@ -89,6 +91,14 @@ _VARIABLE_EXPECTED = "the name of the Ansible variable that holds the value (let
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ENV_NAME_EXPECTED = "an environment variable name (letters, digits and '_', not starting with a digit, at most 128)"
 _MODE = re.compile(r"0?[0-7]{3}")
+# Volumes (docs/catalog.md): each instance's own directory, on the node's data filesystem or on its NVMe placement.
+VOLUME_PLACES = ("disk", "nvme")
+_VOLUME_KEYS = ("name", "path", "where", "size", "uid", "gid", "mode")
+MAX_VOLUMES = 32
+# A volume's name is a directory name on the host: no '/', no leading '.' or '-', bounded.
+_VOLUME_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
+_VOLUME_NAME_EXPECTED = "a volume name: 1 to 63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit"
+DEFAULT_VOLUME_MODE = "0750"
 _MAX_SECRET_NAME = 63
 _MAX_VARIABLE = 128
 DEFAULT_STOP_TIMEOUT = 10
@@ -437,6 +447,7 @@ def _deploy_spec(reader, spec, path):
     nvme_path = _container_path(reader, nvme_path, join_path(path, "nvme_path"), _NVME_PATH_EXPECTED)
     env = _env(reader, spec.get("env"), join_path(path, "env"))
     config = _config(reader, spec.get("config"), join_path(path, "config"))
+    secrets = _secrets(reader, spec.get("secrets"), join_path(path, "secrets"), env, config)
     return {
         "image": image,
         "command": _argv(reader, spec["command"], join_path(path, "command")) if spec.get("command") is not None else None,
@@ -447,14 +458,118 @@ def _deploy_spec(reader, spec, path):
         "restart_policy": restart,
         "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
         "config": config,
-        "secrets": _secrets(reader, spec.get("secrets"), join_path(path, "secrets"), env, config),
+        "secrets": secrets,
         "nvme_path": nvme_path,
         "max_unavailable": _max_unavailable(reader, spec, join_path(path, "max_unavailable")),
         # Read by the schedule (down_hosts.replacements): seconds its host may be down before an instance is replaced.
         "down_grace": None if spec.get("down_grace") is None else reader.integer(
             spec["down_grace"], join_path(path, "down_grace"), maximum=MAX_DOWN_GRACE),
         "ports": ports,
+        "volumes": _volumes(reader, spec, join_path(path, "volumes"), config, secrets, nvme_path),
     }
+
+
+def _directory_mode(reader, value, path):
+    """A directory's mode as four octal digits, from an octal string or the integer YAML reads from 0750; its owner
+    may read, write and enter it."""
+    if value is None:
+        return DEFAULT_VOLUME_MODE
+    if isinstance(value, str) and _MODE.fullmatch(value):
+        mode = int(value, 8)
+    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o777:
+        mode = value
+    else:
+        mode = None
+    if mode is None or mode & 0o700 != 0o700:
+        reader.bad(path, value, "a directory mode such as '0750' or '0700' whose owner may read, write and enter it")
+        return DEFAULT_VOLUME_MODE
+    return "%04o" % mode
+
+
+def _inside(path, other):
+    return path == other or path.startswith(other.rstrip("/") + "/")
+
+
+def _volumes(reader, spec, path, config, secrets, nvme_path):
+    """The service's volumes: each instance's own directory on the node's data filesystem (``disk``) or on its NVMe
+    placement (``nvme``), bind-mounted at ``path``. Only a stateful service has them: its instances stay on their node,
+    where their data is."""
+    value = spec.get("volumes")
+    if value is None:
+        return []
+    volumes = []
+    items = reader.sequence(value, path, MAX_VOLUMES)
+    if items and spec.get("stateful") is not True:
+        reader.error(path, "has %d volume(s) on a service that is not stateful; expected volumes only with stateful: true "
+                     "(its instances stay on the node their data is on)" % len(items))
+    resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
+    taken = {entry["dest"]: "config file" for entry in config if entry["dest"] is not None}
+    taken.update({entry["target"]: "secret" for entry in secrets if entry["target"] is not None})
+    nvme_volumes = [item for item in items if isinstance(item, dict) and item.get("where") == "nvme"]
+    if resources.get("nvme") and nvme_path and not nvme_volumes:
+        taken[nvme_path] = "NVMe directory (nvme_path)"
+    names = set()
+    nvme_total = 0
+    for position, item in enumerate(items):
+        item_path = join_path(path, position)
+        entry = reader.mapping(item, item_path, _VOLUME_KEYS, required=("name", "path"), optional_none=False)
+        if not isinstance(item, dict) or not {"name", "path"} <= set(entry):
+            continue
+        name = entry["name"]
+        if not well_formed(name, _VOLUME_NAME, 63):
+            reader.bad(join_path(item_path, "name"), name, _VOLUME_NAME_EXPECTED)
+            name = None
+        elif name in names:
+            reader.bad(join_path(item_path, "name"), name, "a volume name not used twice in the service")
+        names.add(name)
+        target = _container_path(reader, entry["path"], join_path(item_path, "path"), _DEST_EXPECTED)
+        if target is not None:
+            clash = next((what for other, what in sorted(taken.items()) if _inside(target, other) or _inside(other, target)),
+                         None)
+            if clash is not None:
+                reader.bad(join_path(item_path, "path"), target, "a path in the container that no %s is at, inside or "
+                           "above" % clash)
+            taken[target] = "other volume"
+        where = entry.get("where", "disk")
+        if where not in VOLUME_PLACES:
+            reader.bad(join_path(item_path, "where"), where, "one of " + ", ".join(VOLUME_PLACES)
+                       + " (the node's data directory, or the instance's NVMe placement)")
+            where = None
+        elif where == "nvme" and not resources.get("nvme"):
+            reader.bad(join_path(item_path, "where"), where, "disk, or nvme with an NVMe request (resources.nvme) that "
+                       "places the instance on a device")
+        size = None
+        if entry.get("size") is not None:
+            try:
+                size = parse_size(entry["size"])
+            except ValueError as error:
+                reader.bad(join_path(item_path, "size"), entry["size"], str(error))
+        if where == "nvme" and size:
+            nvme_total += size
+        ids = {key: reader.integer(entry[key], join_path(item_path, key), maximum=MAX_ID) if entry.get(key) is not None
+               else None for key in ("uid", "gid")}
+        volumes.append({"name": name, "path": target, "where": where, "size": size, "uid": ids["uid"],
+                        "gid": ids["gid"], "mode": _directory_mode(reader, entry.get("mode"), join_path(item_path, "mode"))})
+    if nvme_total and isinstance(resources.get("nvme"), dict):
+        try:
+            asked = parse_size(resources["nvme"].get("size") or 0)
+        except ValueError:
+            asked = None                        # the scheduler's parser names it
+        if asked is not None and nvme_total > asked:
+            reader.error(path, "has NVMe volumes of %d bytes in all; expected NVMe volumes that fit in the service's "
+                         "NVMe request (resources.nvme.size, %d bytes)" % (nvme_total, asked))
+    return volumes
+
+
+def has_volumes(services):
+    """Whether some entry of the catalog ``services`` (unparsed) declares volumes: a quick look before a parse."""
+    return isinstance(services, dict) and any(isinstance(entry, dict) and entry.get("volumes")
+                                              for entry in services.values())
+
+
+def disk_request(volumes):
+    """The bytes a service's instance asks of its node's data filesystem: its disk volumes' sizes."""
+    return sum(volume["size"] or 0 for volume in volumes if volume["where"] == "disk")
 
 
 _MAX_DEPTH = 64
@@ -512,6 +627,15 @@ def read_catalog(services):
         deploy[name] = _deploy_spec(reader, entry, path)
         if deploy[name]["image"] is not None:
             scheduling[name]["image"] = deploy[name]["image"]     # checked here; user plugins may read it
+        disk = disk_request(deploy[name]["volumes"])
+        if disk:
+            # The scheduler places the disk volumes' sizes on the node's data filesystem (resources.disk).
+            resources = entry.get("resources")
+            if isinstance(resources, dict) and resources.get("disk") is not None:
+                reader.bad(join_path(join_path(path, "resources"), "disk"), resources["disk"],
+                           "no resources.disk where the service's volumes have sizes (their sum is its request)")
+            elif resources is None or isinstance(resources, dict):
+                scheduling[name]["resources"] = dict(resources or {}, disk=disk)
     return Catalog(scheduling, deploy, reader.errors)
 
 

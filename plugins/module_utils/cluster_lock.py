@@ -44,10 +44,12 @@ PLACEMENT_FILE = "placement.json"
 _COUNT = re.compile(r"[0-9]{1,18}")
 LOCK_FILE = "lock.json"
 FILE_MODE = 0o600
-CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_since")
-CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict, "down_since": dict}
-# Keys a record written by an older version may lack (read as empty).
-NEWER_KEYS = ("nodes", "down_since")
+CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_since", "retained")
+CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict, "down_since": dict,
+                 "retained": dict}
+# Keys a record written by an older version may lack (read as empty). retained: the volumes of stateful instances no
+# longer placed (module_utils/retained.py).
+NEWER_KEYS = ("nodes", "down_since", "retained")
 ENTRY_KEYS = ("revision",) + CONTENT_KEYS + ("written_at", "job_id", "owner")
 READ_ONLY_KEYS = ("revision", "written_at", "job_id", "owner", "history")
 

@@ -149,12 +149,18 @@ def parse_catalog(services):
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
                        gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR, catalog=None,
                        gpu_sharing=None, mps_control="", mps_dir=mps.DEFAULT_DIR, mps_image="",
-                       mps_ready_timeout=mps.DEFAULT_READY_TIMEOUT):
+                       mps_ready_timeout=mps.DEFAULT_READY_TIMEOUT, volume_dir=None):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
 
     With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
     (its ``cpus`` and ``memory``); without, both are None. ``catalog``: ``services`` as parse_catalog() returns it,
     for a caller that parsed it once for every host (``services`` is then not read).
+
+    ``volume_dir`` is the host directory of the instances' disk volumes (the catalog's ``volumes``, docs/catalog.md):
+    each instance's volume is its own directory, ``<volume_dir>/<service>/<instance>/<volume>`` on the node's disk or
+    ``<mount>/gangplank/<service>/<instance>/<volume>`` on its NVMe device, listed in the container's ``data_dirs``
+    (with the mode, uid and gid it is made with) and bind-mounted at the volume's path. A service with NVMe volumes
+    gets them instead of the per-service NVMe directory.
 
     ``gpu_sharing`` is the host's sharing mode (``mps`` or ``none``; the deploy role always gives it): each share
     instance (a GPU request with ``memory``) gets ``GANGPLANK_GPU_ENFORCED`` (``true`` or ``false``), and with ``mps``
@@ -203,7 +209,9 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         if gpu_mode == "cdi":
             main["devices"] = ["nvidia.com/gpu=%s" % gpu["uuid"] for gpu in binding.get("gpus") or []]
         nvme = binding.get("nvme")
-        if nvme:
+        if spec.get("volumes"):
+            _volumes(main, instance, binding, spec, volume_dir)
+        if nvme and not any(volume["where"] == "nvme" for volume in spec.get("volumes") or []):
             source = posixpath.join(nvme["mount"], "gangplank", binding["service"])
             main["directories"].append(source)
             main["volumes"].append("%s:%s" % (source, spec["nvme_path"]))
@@ -226,6 +234,45 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
             side.update(cpusets)        # the instance's pinned CPU request counts its sidecars: they run on its CPUs too
             containers.append(side)
     return containers
+
+
+def volume_source(volume, service, instance, volume_dir, nvme):
+    """The host directory of one instance's volume: its own, never shared with another instance."""
+    if volume["where"] == "nvme":
+        return posixpath.join(nvme["mount"], "gangplank", service, instance, volume["name"])
+    return posixpath.join(volume_dir, service, instance, volume["name"])
+
+
+def _volumes(main, instance, binding, spec, volume_dir):
+    """The instance's volumes: a bind mount of each one's own directory (volume_source), and the directories to make."""
+    service, nvme = binding["service"], binding.get("nvme")
+    main["data_dirs"] = []
+    for volume in spec["volumes"]:
+        if volume["where"] == "disk" and not volume_dir:
+            raise DeployError("services.%s.volumes: disk volumes need the host's volume directory (volume_dir)" % service)
+        if volume["where"] == "nvme" and not (isinstance(nvme, dict) and isinstance(nvme.get("mount"), str)
+                                              and nvme["mount"].startswith("/")):
+            raise DeployError("instances.%s: volume %s lives on NVMe, but the instance has no NVMe placement with a mount"
+                              % (instance, volume["name"]))
+        source = volume_source(volume, service, instance, volume_dir, nvme)
+        main["volumes"].append("%s:%s" % (source, volume["path"]))
+        main["data_dirs"].append({"path": source, "volume": volume["name"], "where": volume["where"],
+                                  "size": volume["size"], "mode": volume["mode"], "uid": volume["uid"],
+                                  "gid": volume["gid"]})
+        if volume["where"] == "nvme":
+            # The first NVMe volume is the instance's NVMe directory; the catalog's env wins, as everywhere.
+            main["env"].setdefault("GANGPLANK_NVME_DIR", volume["path"])
+
+
+def make_directory_argv(entry):
+    """The command that makes a volume's directory with its mode, owner and group, once: it runs only where the
+    directory does not exist (``creates``), so what the app later sets on it stays, and nothing is chowned again."""
+    argv = ["install", "-d", "-m", entry["mode"]]
+    if entry.get("uid") is not None:
+        argv += ["-o", str(entry["uid"])]
+    if entry.get("gid") is not None:
+        argv += ["-g", str(entry["gid"])]
+    return argv + ["--", entry["path"]]
 
 
 def _cpusets(instance, binding):
@@ -280,7 +327,7 @@ def desired_on_hosts(settings, services, catalog=None):
 # What desired_on_hosts() takes per host, and the type of each (the deploy role fills them from the host's variables).
 _SETTING_TYPES = {"instances": dict, "data_dir": str, "publish_address": str, "probe_address": str, "gpu_mode": str,
                   "engine": str, "limits": bool, "secret_dir": str, "gpu_sharing": str, "mps_control": str,
-                  "mps_dir": str, "mps_image": str, "mps_ready_timeout": int}
+                  "mps_dir": str, "mps_image": str, "mps_ready_timeout": int, "volume_dir": str}
 
 
 def _settings(entry):
@@ -296,6 +343,10 @@ def _settings(entry):
             raise DeployError("instances.%s: got %s; expected a binding with a service and a rank" % (show(name), show(binding)))
     if not entry["data_dir"].startswith("/"):
         raise DeployError("data_dir: got %s; expected an absolute path" % show(entry["data_dir"]))
+    volume_dir = entry.get("volume_dir")
+    if volume_dir is not None and not (volume_dir.startswith("/") and posixpath.normpath(volume_dir) == volume_dir
+                                       and volume_dir != "/"):
+        raise DeployError("volume_dir: got %s; expected an absolute, normalised path other than /" % show(volume_dir))
     return entry
 
 

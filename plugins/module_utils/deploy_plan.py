@@ -21,9 +21,10 @@ import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
-    MPS_OF, DeployError, decide, desired_on_hosts, parse_catalog, restart_settings,
+    MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adoptions
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -110,6 +111,8 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale": decision["rollouts"][host]["stale"],
             "stale_secrets": unused.get(host) or [],
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
+            # The per-service NVMe directories a site had before volumes (module_utils/nvme_adoption.py).
+            "nvme_adoptions": adoptions(desired.get(host) or []),
         }
     _keep_one_for_the_lock(hosts, plans)
     return {"lines": decision["lines"], "waves": order, "hosts": plans}
@@ -159,12 +162,22 @@ def _rank(plan, rank, order, read):
         "config_dirs": _unique(([data_dir] if config_dirs else []) + [posixpath.dirname(path) for path in config_dirs]
                                + config_dirs),
         "nvme_dirs": _unique(path for container in here for path in container["directories"]),
+        # Each volume's own directory, made once with its mode and owner (deploy.make_directory_argv), after the root of
+        # the disk volumes (private: 0700).
+        "volume_dirs": _volume_dirs(here, settings.get("volume_dir")),
         "config_files": [entry for entry in files if not entry.get("diff")],
         "config_files_shown": [entry for entry in files if entry.get("diff")],
         "evict": [entry["name"] for entry in plan["evict"] if entry["rank"] == rank],
         "waves": [_wave([container for container in here
                          if order["wave_of"].get(container["name"], 0) == wave], read) for wave in range(count)],
     }
+
+
+def _volume_dirs(containers, volume_dir):
+    entries = [entry for container in containers for entry in container.get("data_dirs") or []]
+    if volume_dir and any(entry["where"] == "disk" for entry in entries):
+        entries = [{"path": volume_dir, "mode": "0700", "uid": None, "gid": None}] + entries
+    return [{"path": entry["path"], "argv": make_directory_argv(entry)} for entry in entries]
 
 
 def _wave(containers, read):

@@ -32,7 +32,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.validation impo
 CACHE_VERSION = 2
 # Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
 CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme",
-               "gangplank_gpu_links")
+               "gangplank_gpu_links", "gangplank_data_filesystem")
 MAX_CACHE_BYTES = 4 * 1024 * 1024
 _MAX_ENTRIES = 4096
 # The largest count (CPUs, MiB of memory) a fact may hold: 2**53, what a JSON reader anywhere keeps exact.

@@ -22,7 +22,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
     GPU_SHARING_MODES, GPU_SHARING_MPS, GPU_SHARING_NONE,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
-    BLANKS, format_cpulist, format_size, parse_cpu, parse_cpulist, parse_size,
+    BLANKS, MAX_SIZE, format_cpulist, format_size, parse_cpu, parse_cpulist, parse_size,
 )
 
 MIB = 2 ** 20
@@ -395,7 +395,25 @@ def scheduler_node(hostvars):
     numa_cpus = _numa_cpus(gpus)
     if numa_cpus:
         node["numa_cpus"] = numa_cpus
+    disk = data_filesystem_size(hostvars)
+    if disk is not None:
+        node["disk"] = disk
     return node
+
+
+def data_filesystem_size(hostvars):
+    """The size of the host's data filesystem (gangplank_data_filesystem, where disk volumes live), or None when the
+    facts do not report it."""
+    entry = _facts(hostvars).get("gangplank_data_filesystem")
+    if entry is None:
+        return None
+    host = _host(hostvars)
+    if not isinstance(entry, dict):
+        raise NodeFactsError("%s: ansible_facts.gangplank_data_filesystem: got %s; expected a mapping with size and free"
+                             % (host, show(entry)))
+    _fact(host, "ansible_facts.gangplank_data_filesystem.size", entry.get("size"), _whole, "the file system's size in bytes")
+    # A file system above the problem's largest size (1 PiB) counts as that much: room enough for any volume.
+    return min(entry["size"], MAX_SIZE)
 
 
 def scheduler_gpus(gpus):

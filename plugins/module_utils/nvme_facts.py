@@ -29,6 +29,7 @@ raises ValueError, with the path of the mistake.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
@@ -366,3 +367,45 @@ def collect(root="/", labels=None, simulated=None, statvfs=os.statvfs):
     else:
         devices = NvmeCollector(root, statvfs).collect()
     return apply_labels(devices, checked)
+
+
+# The data filesystem: where the catalog's disk volumes live (the deploy role's volume directory). Its size is what the
+# scheduler places disk volumes against (scheduler/plugins/disk.py); free is reported for people.
+_DATA_FILESYSTEM_KEYS = ("size", "free")
+_MAX_PATH = 4096
+
+
+def data_filesystem(data_dir, root="/", statvfs=os.statvfs, simulated=None):
+    """The ``gangplank_data_filesystem`` fact: ``path`` (data_dir), ``size`` and ``free`` (bytes) of the filesystem that
+    holds ``data_dir`` (or, before it is made, its nearest existing parent), and ``source`` (statvfs or simulated); or
+    None when nothing of it can be read. ``simulated`` ({size, free?}) replaces statvfs on test and demo hosts.
+    Raises ValueError naming the path of each mistake."""
+    if not isinstance(data_dir, str) or not data_dir.startswith("/") or has_control(data_dir) or len(data_dir) > _MAX_PATH:
+        raise ValueError("data_dir: got %s; expected an absolute path" % show(data_dir))
+    if simulated:
+        errors = []
+        if not isinstance(simulated, dict):
+            raise ValueError("simulated_data_filesystem: got %s; expected a mapping with size and free" % show(simulated))
+        for key in sorted(simulated, key=str):
+            if key not in _DATA_FILESYSTEM_KEYS:
+                errors.append(("simulated_data_filesystem.%s" % key, "unknown key; expected size or free"))
+        if "size" not in simulated:
+            errors.append(("simulated_data_filesystem.size", "missing; expected %s" % SIZE_EXPECTED))
+        size = _size(simulated, "size", "simulated_data_filesystem", errors) if "size" in simulated else None
+        free = _size(simulated, "free", "simulated_data_filesystem", errors) if simulated.get("free") is not None else size
+        if None not in (size, free) and free > size:
+            errors.append(("simulated_data_filesystem.free", "got %s; expected at most the size" % show(simulated["free"])))
+        _raise(errors)
+        return {"path": data_dir, "size": size, "free": free, "source": "simulated"}
+    path = posixpath.normpath(data_dir)
+    while True:
+        try:
+            result = statvfs(os.path.join(root, path.lstrip("/")))
+            return {"path": data_dir, "size": int(result.f_blocks) * int(result.f_frsize),
+                    "free": int(result.f_bavail) * int(result.f_frsize), "source": "statvfs"}
+        except FileNotFoundError:
+            if path == "/":
+                return None
+            path = posixpath.dirname(path)
+        except (OSError, AttributeError, TypeError, ValueError):
+            return None

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import plain_data
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import has_volumes, plain_data, read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (
     DEFAULT_DOWN_GRACE, down_grace_error, down_grace_value, down_nodes, down_since, move_stateful_error, pending_lines,
     record_problems, replacement_groups, replacements, waiting, waiting_lines, without_previous,
@@ -33,6 +33,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.node_facts impo
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_or_rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.retained import (
+    removal_error, retained_after, retained_dirs, retained_of, volume_report, volumes_of, wanted_again, with_retained,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
@@ -64,6 +67,9 @@ class ScheduleInputs:
     down_grace: Any = DEFAULT_DOWN_GRACE
     move_stateful: Optional[str] = None
     move_stateful_confirm: Optional[str] = None
+    remove_retained: Optional[str] = None       # an instance whose retained volumes are removed, with its confirmation
+    remove_retained_confirm: Optional[str] = None
+    volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
     now: Optional[float] = None         # the time grace periods are measured against; None: now
 
 
@@ -98,6 +104,8 @@ class ScheduleOutcome:
     warnings: list = field(default_factory=list)
     moved_stateful: Optional[dict] = None   # the stateful instance moved by hand: instance, from, to
     rebalance: Optional[list] = None    # a rebalance: what it gains, as lines (scheduler/rebalance.describe)
+    volumes: Optional[list] = None      # per instance with volumes: created, kept, reattached, moved or retained
+    removed_retained: Optional[dict] = None     # the retained volumes removed by hand: instance, node, directories
     failed: bool = False                # the plan does not fit and fail_on_infeasible holds
     msg: Optional[str] = None
     changed: bool = False
@@ -119,6 +127,10 @@ class ScheduleOutcome:
             result["moved_stateful"] = self.moved_stateful
         if self.rebalance is not None:
             result["rebalance"] = self.rebalance
+        if self.volumes:
+            result["volumes"] = self.volumes
+        if self.removed_retained is not None:
+            result["removed_retained"] = self.removed_retained
         result["changed"] = self.changed
         if not self.plan["feasible"]:
             if self.failed:
@@ -159,7 +171,12 @@ def build_problem(services, quotas, hosts, hostvars, record):
         # Scaling (playbooks/scale.yml) records replica counts that win over the catalog.
         if isinstance(services.get(name), dict):
             services[name]["replicas"] = replicas
-    return {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
+    if not has_volumes(services):
+        # The data filesystem matters only to disk volumes: without them the problem (and the record) stays as it was.
+        nodes = {host: {key: value for key, value in node.items() if key != "disk"} for host, node in nodes.items()}
+    problem = {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
+    # Retained volumes (retained.py): a wanted ordinal goes back to its node, the others keep their disk space.
+    return with_retained(problem, retained_of(record))
 
 
 def bindings(result, hosts):
@@ -358,7 +375,40 @@ def _report(inputs, record, planned, grace, now):
     return outcome
 
 
-def _decide(inputs, record, planned, outcome):
+def _removed_retained(inputs, record):
+    """(the record without the retained volumes removed by hand, what is removed: instance, node, directories) for an
+    explicit, confirmed removal; (record, None) without one; ScheduleError for one that may not be carried out."""
+    if not inputs.remove_retained:
+        return record, None
+    retained = retained_of(record)
+    refused = removal_error(inputs.remove_retained, inputs.remove_retained_confirm, retained)
+    if refused:
+        raise ScheduleError(refused + "; nothing was changed")
+    name = inputs.remove_retained
+    entry = retained[name]
+    services = {service: dict(spec) for service, spec in inputs.services.items() if isinstance(spec, dict)}
+    for service, replicas in applied_overrides(services, record.get("replicas") or {}).items():
+        if service in services:
+            services[service]["replicas"] = replicas
+    if wanted_again(services, name, entry):
+        raise ScheduleError("remove_retained: %s is wanted again (its service has %s replicas): it is reattached to its "
+                            "data on %s. Scale the service below ordinal %d first; nothing was changed"
+                            % (name, services[entry["service"]].get("replicas", 1), entry["node"], entry["ordinal"]))
+    kept = {key: value for key, value in retained.items() if key != name}
+    return dict(record, retained=kept), {"instance": name, "node": entry["node"],
+                                         "dirs": retained_dirs(name, entry, inputs.volume_dir or "/var/lib/gangplank/volumes")}
+
+
+def _volumes(inputs, record, planned, outcome, volumes):
+    """The plan's report of each instance's volumes (retained.volume_report), in the table and the result."""
+    placements = planned.plan["placements"]
+    retained = retained_after(record, placements, volumes)
+    outcome.volumes, lines = volume_report(record, placements, retained, volumes)
+    outcome.table += lines
+    return retained
+
+
+def _decide(inputs, record, planned, outcome, retained=None):
     """For a plan that fits: the new record, what changes, each host's bindings and diff, the AWX stats data."""
     plan, hosts = planned.plan, inputs.hosts
     recorded_nodes = record.get("nodes") or {}
@@ -369,6 +419,9 @@ def _decide(inputs, record, planned, outcome):
                                     **{host: recorded_nodes[host] for host in planned.down}),
                       # When each host that is down was first seen down: the grace period counts from there.
                       "down_since": planned.since}
+    if retained or (record.get("retained") is not None and retained is not None):
+        # Only a site with volumes records them: every other record stays as it was.
+        outcome.record["retained"] = retained
     outcome.changes = changes(record, plan)
     outcome.changed = any(outcome.changes.values()) or (record.get("ranks") or []) != plan["ranks"] or (
         (inputs.record.get("replicas") or {}) != outcome.record["replicas"])
@@ -391,8 +444,13 @@ def schedule_cluster(inputs):
     grace, max_moves = _settings(inputs)
     now = time.time() if inputs.now is None else inputs.now
     record = _scaled(inputs, inputs.record)
+    record, removed = _removed_retained(inputs, record)
     planned = _plan(inputs, record, grace, max_moves, now)
     outcome = _report(inputs, record, planned, grace, now)
+    outcome.removed_retained = removed
+    if removed is not None:
+        outcome.table.append("removed by hand: the retained volumes of %s on %s (%s)"
+                             % (removed["instance"], removed["node"], ", ".join(removed["dirs"])))
     if max_moves is not None:
         # What the rebalance gains, shown before anything is done.
         outcome.rebalance = describe(planned.plan)
@@ -402,5 +460,9 @@ def schedule_cluster(inputs):
             outcome.failed = True
             outcome.msg = "The gang does not fit; nothing was changed on any host.\n" + render_table(planned.plan)
         return outcome
-    _decide(inputs, record, planned, outcome)
+    volumes = volumes_of(read_catalog(inputs.services).deploy) if has_volumes(inputs.services) else {}
+    retained = _volumes(inputs, record, planned, outcome, volumes) if volumes or retained_of(record) or removed else None
+    _decide(inputs, record, planned, outcome, retained)
+    if removed is not None:
+        outcome.changed = True
     return outcome

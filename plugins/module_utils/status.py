@@ -23,6 +23,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.placement_html 
     health_of, render_html, status_result,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+from ansible_collections.gangplank.platform.plugins.module_utils.retained import retained_of
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 
@@ -155,10 +157,19 @@ def gpu_lines(hosts, statuses):
     return render_share_rows(shares) + [line for host in hosts for line in statuses[host].get("watchdog_lines") or []]
 
 
-def status_report(hosts, statuses, down, picture=False):
-    """Over every live host: the table's lines, then a line per host that is down; and the picture when asked."""
+def retained_lines(record):
+    """One line per instance whose volumes the record keeps on its node (module_utils/retained.py), with their sizes."""
+    retained = retained_of(record)
+    return ["retained volumes of %s on %s: %s" % (name, entry["node"], ", ".join(
+        "%s (%s%s)" % (volume["name"], volume["where"], ", " + format_size(volume["size"]) if volume["size"] else "")
+        for volume in entry["volumes"])) for name, entry in retained.items()]
+
+
+def status_report(hosts, statuses, down, picture=False, record=None):
+    """Over every live host: the table's lines, then a line per host that is down and one per instance with retained
+    volumes (from the placement ``record``); and the picture when asked."""
     rows = [row for host in hosts for row in statuses[host]["rows"]]
-    report = {"lines": render_status(rows) + waiting_lines(down), "down": down}
+    report = {"lines": render_status(rows) + waiting_lines(down) + retained_lines(record or {}), "down": down}
     # The GPU shares and the GPU watchdog's lines, shown apart from the table (tasks/status.yml).
     report["gpu_lines"] = gpu_lines(hosts, statuses)
     if picture:

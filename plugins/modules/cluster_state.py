@@ -15,8 +15,8 @@ description:
   - Both are files on the host the module runs on (a control host of the cluster), in the directory O(path).
     Nothing is kept on the controller, which AWX throws away after each job.
   - C(placement.json) (mode 0600) holds the current revision and the older ones under C(history), newest first.
-    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks), C(nodes) and
-    C(down_since).
+    A missing file reads as revision 0 with empty C(placement), C(node_labels), C(replicas), C(ranks), C(nodes),
+    C(down_since) and C(retained).
   - C(lock.json) (mode 0600) names the run that holds the lock, with C(owner), C(job_id), C(started_at) and C(started_epoch).
   - Files are replaced atomically (a temporary file, fsync, rename, fsync of the directory). The lock is created with
     C(O_CREAT|O_EXCL), so of several runs that try at once exactly one gets it. Runs on the same host also take
@@ -79,7 +79,9 @@ options:
         C(replicas) (a mapping of service name to a count, the scale overrides), C(ranks) (a list) and C(nodes) (a mapping
         of host to the scheduler's node entry it was planned with, so that a host that is down keeps its place in the plan)
         and C(down_since) (a mapping of host to when it was first seen down, in seconds since the epoch; the grace period
-        before its stateless instances are replaced counts from there).
+        before its stateless instances are replaced counts from there), and C(retained) (a mapping of instance to the
+        volumes a stateful instance left on its node when it was no longer placed, with its service, ordinal, node, NVMe
+        device and volumes).
       - A key left out keeps its current value.
       - The keys C(revision), C(written_at), C(job_id), C(owner) and C(history) are ignored, so a record returned
         by O(action=read) can be passed back with changes. Other keys fail the task.
@@ -182,6 +184,9 @@ record:
       type: dict
     down_since:
       description: Per host that is down, when it was first seen down (seconds since the epoch; empty in records of older versions).
+      type: dict
+    retained:
+      description: Per instance no longer placed, the volumes it left on its node (empty in records of older versions).
       type: dict
     ranks:
       description: The ranks of the gang.

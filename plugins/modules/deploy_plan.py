@@ -140,9 +140,10 @@ hosts:
       their probes), C(stale) (containers no longer placed here, in removal order), C(stale_secrets) (secrets no
       container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons) and C(ranks).
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
-      C(config_dirs), C(nvme_dirs), C(config_files) (written with their text hidden), C(config_files_shown) (opted
-      into diffs), C(evict) (stale containers holding a port this rank needs) and C(waves), one entry per wave of the
-      rank.
+      C(config_dirs), C(nvme_dirs), C(volume_dirs) (each volume's own directory as C(path) and the C(argv) that makes it
+      with its mode and owner, run only where it does not exist), C(config_files) (written with their text hidden),
+      C(config_files_shown) (opted into diffs), C(evict) (stale containers holding a port this rank needs) and
+      C(waves), one entry per wave of the rank.
     - Each wave has C(remove_sidecars) (recreated sidecars, then the instances whose MPS daemon is recreated, removed
       first), C(leftovers) (what a killed run left of the containers that start, as the role's C(clear_leftovers.sh)
       takes them), C(start) (the specs to create, recreate or start, each with its secrets, which

@@ -70,6 +70,9 @@ options:
         type: str
         default: podman
         choices: [podman, docker]
+      volume_dir:
+        description: Where the disk volumes live on the host (C(cluster_volume_dir)); needed where a service has disk volumes.
+        type: str
   hosts:
     description: O(step=report), required there. The live hosts (usually C(ansible_play_hosts)), in order.
     type: list

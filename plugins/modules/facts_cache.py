@@ -12,7 +12,8 @@ short_description: Keep a host's hardware facts on the host, and reuse them whil
 version_added: 0.1.0
 description:
   - With O(state=write), stores the facts the gang scheduler reads (C(processor_vcpus), C(memtotal_mb), C(architecture),
-    C(system), C(gangplank_gpus), C(gangplank_gpu_driver), C(gangplank_nvme), C(gangplank_gpu_links)) with a fingerprint
+    C(system), C(gangplank_gpus), C(gangplank_gpu_driver), C(gangplank_nvme), C(gangplank_gpu_links),
+    C(gangplank_data_filesystem)) with a fingerprint
     of the host's hardware in a JSON file (mode C(0600)).
     The file is only written when its content changes.
   - With O(state=read), computes the fingerprint again and, when it equals the stored one, returns the stored facts as

@@ -71,6 +71,23 @@ options:
   move_stateful_confirm:
     description: Must equal O(move_stateful) for the move to be carried out.
     type: str
+  remove_retained:
+    description:
+      - The operator's action that removes the retained volumes of one instance (for example C(db-1)), what a
+        stateful instance left on its node when a scale-down took it out of the plan. Its data is deleted for good
+        (the caller removes the directories named in RV(removed_retained)).
+      - Refused (nothing changes) unless O(remove_retained_confirm) repeats the name, for an instance without retained
+        volumes, and for one its service wants again (it would be reattached).
+    type: str
+    version_added: 0.1.0
+  remove_retained_confirm:
+    description: Must equal O(remove_retained) for the removal to be carried out.
+    type: str
+    version_added: 0.1.0
+  volume_dir:
+    description: Where disk volumes live on the hosts (C(cluster_volume_dir)), to name the directories RV(removed_retained) removes.
+    type: str
+    version_added: 0.1.0
   now:
     description: The time in seconds since the epoch the grace periods are measured against; the controller's clock when left out.
     type: float
@@ -176,6 +193,22 @@ replaced:
   returned: unless the input is invalid
   type: dict
   sample: {"worker-1": {"node": "node3", "service": "worker", "down_for": 312, "grace": 300, "to": "node1"}}
+volumes:
+  description:
+    - Per instance of a service with volumes, what the plan does with its data, C(state) C(created) (new, empty
+      volumes), C(kept) (stays on its node), C(reattached) (a retained ordinal back on its node, with its data),
+      C(moved) (elsewhere, without its data, which stays on C(from)) or C(retained) (left out; its volumes stay on
+      C(node)), with C(node), C(volumes) (name, where, size) and C(size) (bytes of its disk volumes).
+  returned: when some service has volumes or some volumes are retained
+  type: list
+  elements: dict
+  sample: [{"instance": "db-1", "state": "retained", "node": "node2", "size": 1073741824,
+            "volumes": [{"name": "data", "where": "disk", "size": 1073741824}]}]
+removed_retained:
+  description: The retained volumes removed by O(remove_retained) (C(instance), C(node) and the directories C(dirs)).
+  returned: when O(remove_retained) was carried out
+  type: dict
+  sample: {"instance": "db-1", "node": "node2", "dirs": ["/var/lib/gangplank/volumes/db/db-1/data"]}
 moved_stateful:
   description: The stateful instance moved by O(move_stateful), from its down host to a live one.
   returned: when O(move_stateful) was carried out

@@ -35,6 +35,20 @@ options:
     type: list
     elements: dict
     default: []
+  data_dir:
+    description:
+      - The directory where the catalog's disk volumes live (the deploy role's volume directory). When given, the module
+        also returns C(ansible_facts.gangplank_data_filesystem), the size and free space of the file system that holds it
+        (of its nearest existing parent before it is made); the scheduler places disk volumes against that size.
+    type: str
+    version_added: 0.1.0
+  simulated_data_filesystem:
+    description:
+      - A simulated data file system for test and demo hosts, with C(size) and optionally C(free) (sizes such as C(20Gi));
+        it replaces statvfs for C(gangplank_data_filesystem).
+    type: dict
+    default: {}
+    version_added: 0.1.0
   sysfs_root:
     description:
       - The directory under which C(sys/) and C(proc/) are read, and under which mount points are passed to statvfs.
@@ -108,11 +122,18 @@ ansible_facts:
           free: 3500000000000
           labels: [cache]
           source: sysfs
+    gangplank_data_filesystem:
+      description:
+        - With O(data_dir) only. C(path) (O(data_dir)), C(size) and C(free) (bytes) of the file system that holds it, and
+          C(source) (C(statvfs) or C(simulated)); null when it cannot be read.
+      returned: when data_dir is given
+      type: dict
+      sample: {path: /var/lib/gangplank/volumes, size: 500107862016, free: 402653184000, source: statvfs}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_facts import collect
+from ansible_collections.gangplank.platform.plugins.module_utils.nvme_facts import collect, data_filesystem
 
 
 def main():
@@ -121,15 +142,22 @@ def main():
             labels=dict(type="dict", default={}),
             simulated=dict(type="list", elements="dict", default=[]),
             sysfs_root=dict(type="path", default="/"),
+            data_dir=dict(type="str"),
+            simulated_data_filesystem=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
         namespaces = collect(root=module.params["sysfs_root"], labels=module.params["labels"],
                              simulated=module.params["simulated"])
+        facts = {"gangplank_nvme": namespaces}
+        if module.params["data_dir"] is not None:
+            facts["gangplank_data_filesystem"] = data_filesystem(
+                module.params["data_dir"], root=module.params["sysfs_root"],
+                simulated=module.params["simulated_data_filesystem"])
     except ValueError as error:
         module.fail_json(msg=str(error))
-    module.exit_json(changed=False, ansible_facts={"gangplank_nvme": namespaces})
+    module.exit_json(changed=False, ansible_facts=facts)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ each instance's allowed nodes, exactly as in a greedy attempt; a stateful instan
 where they still fit its request (as the GPU plugin keeps them first). The model adds what depends on
 the other instances: CPU and memory (with sidecars), host ports, anti-affinity, GPU memory per
 device (a whole-GPU request takes a device alone; a share on an MPS node also its server's memory),
-GPU cores per device (at most 100 in sum), NVMe space per device, quotas (max per group; min
-reservations against the cluster's totals), ``topology_spread`` DoNotSchedule (per eligible domain, the
-service's instances there at most ``max_skew`` above a lower bound of every eligible domain's count: the
+GPU cores per device (at most 100 in sum), NVMe space per device, disk volumes per node's data filesystem, quotas
+(max per group; min reservations against the cluster's totals), ``topology_spread`` DoNotSchedule (per eligible domain,
+the service's instances there at most ``max_skew`` above a lower bound of every eligible domain's count: the
 TopologySpread plugin's rule for the final plan), ``gpu.topology: required`` (no two of an instance's GPUs
 on a node without NVLink between them), and ``cpu_pinning: numa`` (an instance takes only GPUs whose NUMA node's CPUs are
 known, and its CPU request flows to the NUMA nodes of the GPUs it takes, each giving at most its CPUs: the NUMAPinning
@@ -264,6 +264,7 @@ def _apply(cluster, placement, request):
     node_state.add_gpu_claims(placement.gpus, placement.instance.service.resources.gpu)
     if placement.nvme is not None:
         node_state.add_nvme(placement.nvme, placement.nvme_size)
+    node_state.disk_used += placement.instance.service.resources.disk
 
 
 def _unrepresentable(builder):
@@ -459,6 +460,12 @@ class _Model:
             requests = [(self.requests[self.instances[index].service.name], var) for index, var in here]
             model.Add(sum(request.cpu * var for request, var in requests) <= node.cpu)
             model.Add(sum(request.memory * var for request, var in requests) <= node.memory)
+            disks = [(self.instances[index].service.resources.disk, var) for index, var in here
+                     if self.instances[index].service.resources.disk]
+            if disks:
+                # Disk volumes on the node's data filesystem (plugins/disk.py: a node that did not report it is no
+                # candidate, so its size here is a number).
+                model.Add(sum(size * var for size, var in disks) <= (node.disk or 0))
             for port in sorted({port for request, _var in requests for port in request.ports}):
                 model.Add(sum(var for request, var in requests if port in request.ports) <= 1)
             by_service = {}

@@ -99,6 +99,8 @@ class Node:
     gpu_links: Tuple[GPULink, ...] = ()     # the pairs of GPUs whose link is known (scheduler/topology.py)
     # NUMA node id -> the ids of its CPUs (nodes.<n>.numa_cpus), for cpu_pinning: numa (plugins/numa_pinning.py)
     numa_cpus: Mapping[int, FrozenSet[int]] = field(default_factory=dict)
+    # The size of the node's data filesystem (nodes.<n>.disk, bytes), where disk volumes live; None: not reported.
+    disk: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ class Resources:
     memory: int = 0
     gpu: Optional[GPURequest] = None
     nvme: Optional[NVMeRequest] = None
+    disk: int = 0           # bytes of the node's data filesystem (the catalog's disk volumes)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 chara
 _INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
 _TOP_KEYS = ("nodes", "services", "quotas", "previous")
-_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links", "numa_cpus")
+_NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links", "numa_cpus",
+              "disk")
 _GPU_KEYS = ("index", "uuid", "model", "memory", "numa_node")
 _GPU_REQUIRED_KEYS = ("index", "uuid", "model", "memory")
 _GPU_LINK_KEYS = ("gpus", "level", "nvlinks", "pcie")
@@ -46,7 +47,7 @@ _TAINT_KEYS = ("key", "value", "effect")
 # A problem's service may also carry its image (for user plugins, profiles.py). In a catalog the image is a
 # deploy key (catalog.py checks it and hands it to the scheduler), so it is not among SERVICE_KEYS.
 _PROBLEM_SERVICE_KEYS = SERVICE_KEYS + ("image",)
-_RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme")
+_RESOURCE_KEYS = ("cpu", "memory", "gpu", "nvme", "disk")
 _GPU_REQUEST_KEYS = ("count", "memory", "models", "cores", "topology")
 _NVME_REQUEST_KEYS = ("label", "size")
 _SPREAD_KEYS = ("max_skew", "topology_key", "when_unsatisfiable")
@@ -109,7 +110,8 @@ def _check_totals(reader, nodes, services):
         "nodes": {"CPU (millicores)": sum(node.cpu for node in nodes.values()),
                   "memory (bytes)": sum(node.memory for node in nodes.values()),
                   "GPU memory (bytes)": sum(gpu.memory for node in nodes.values() for gpu in node.gpus),
-                  "NVMe size (bytes)": sum(device.size for node in nodes.values() for device in node.nvme)},
+                  "NVMe size (bytes)": sum(device.size for node in nodes.values() for device in node.nvme),
+                  "disk size (bytes)": sum(node.disk or 0 for node in nodes.values())},
         "services": {},
     }
     requests = totals["services"] = dict.fromkeys(totals["nodes"], 0)
@@ -122,6 +124,7 @@ def _check_totals(reader, nodes, services):
         requests["memory (bytes)"] += service.replicas * sum(member.resources.memory for member in pod)
         requests["GPU memory (bytes)"] += service.replicas * (gpu.count * (gpu.memory or largest_gpu) if gpu else 0)
         requests["NVMe size (bytes)"] += service.replicas * (service.resources.nvme.size if service.resources.nvme else 0)
+        requests["disk size (bytes)"] += service.replicas * service.resources.disk
     for path, sums in totals.items():
         for what, total in sums.items():
             if total > MAX_TOTAL:
@@ -203,6 +206,7 @@ def _parse_nodes(reader, value):
             gpu_sharing=_gpu_sharing(reader, spec.get("gpu_sharing"), join_path(path, "gpu_sharing")),
             gpu_links=_gpu_links(reader, spec.get("gpu_links"), join_path(path, "gpu_links"), name, indices),
             numa_cpus=_numa_cpus(reader, spec.get("numa_cpus"), join_path(path, "numa_cpus")),
+            disk=reader.size(spec["disk"], join_path(path, "disk")) if spec.get("disk") is not None else None,
         )
     return nodes
 
@@ -369,7 +373,8 @@ def _parse_resources(reader, value, path):
         size = reader.size(nvme_spec["size"], join_path(nvme_path, "size")) if nvme_spec.get("size") is not None else 0
         if label is not None and size is not None:
             nvme = NVMeRequest(label, size)
-    return Resources(cpu or 0, memory or 0, gpu, nvme)
+    disk = reader.size(spec["disk"], join_path(path, "disk")) if spec.get("disk") is not None else 0
+    return Resources(cpu or 0, memory or 0, gpu, nvme, disk or 0)
 
 
 def _parse_kind(reader, spec, path, sidecar):
@@ -523,6 +528,9 @@ def _parse_services(reader, value, quotas, nodes):
                 if getattr(resources, key) is not None:
                     reader.bad(join_path(join_path(path, "resources"), key), spec["resources"][key],
                                "no %s request on a sidecar: it takes CPU, memory and ports beside its app" % key)
+            if resources.disk:
+                reader.bad(join_path(join_path(path, "resources"), "disk"), spec["resources"]["disk"],
+                           "no disk request on a sidecar: it takes CPU, memory and ports beside its app")
             for key in ("sidecars", "quota", "stateful", "depends_on"):
                 if spec.get(key):
                     reader.bad(join_path(path, key), spec[key], "nothing: a sidecar follows its app's %s" % key)

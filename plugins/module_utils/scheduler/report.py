@@ -32,17 +32,24 @@ def render_table(result):
         return "\n".join(lines + _extenders(result))
     sidecars = {name: placement["sidecars"] for name, placement in result["placements"].items()}
     rows = []
+    # A DISK column only where some service asks for disk volumes: every other table stays as it was.
+    disk = any("disk" in usage for usage in result["usage"].values())
+    headers = _HEADERS[:-1] + ("DISK", _HEADERS[-1]) if disk else _HEADERS
     for node, usage in result["usage"].items():
         gpus = " ".join("%d:%s" % (gpu["index"], _used_of(gpu["used"], gpu["total"])) for gpu in usage["gpus"])
         nvme = " ".join("%s:%s" % (dev["name"], _used_of(dev["used"], dev["size"])) for dev in usage["nvme"])
         instances = ", ".join(name + ("(+%s)" % "+".join(sidecars[name]) if sidecars[name] else "")
                               for name in usage["instances"])
-        rows.append((node,
-                     _used_of(usage["cpu_millicores"]["used"], usage["cpu_millicores"]["total"], format_cpu),
-                     _used_of(usage["memory"]["used"], usage["memory"]["total"]),
-                     gpus or "-", nvme or "-", instances or "-"))
-    widths = [max(len(row[column]) for row in rows + [_HEADERS]) for column in range(len(_HEADERS))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [_HEADERS] + rows]
+        row = (node,
+               _used_of(usage["cpu_millicores"]["used"], usage["cpu_millicores"]["total"], format_cpu),
+               _used_of(usage["memory"]["used"], usage["memory"]["total"]),
+               gpus or "-", nvme or "-")
+        if disk:
+            space = usage.get("disk") or {}
+            row += (_used_of(space["used"], space["total"]) if space.get("total") is not None else "-",)
+        rows.append(row + (instances or "-",))
+    widths = [max(len(row[column]) for row in rows + [headers]) for column in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers] + rows]
     used_nodes = sum(1 for usage in result["usage"].values() if usage["instances"])
     lines.append("")
     lines.append("plan: feasible (%s): %d instance(s) on %d of %d node(s), %d move(s)" % (

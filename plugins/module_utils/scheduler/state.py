@@ -17,7 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "ports", "services",
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "disk_used", "ports", "services",
                  "version", "topology", "numa_pinned")
 
     def __init__(self, node):
@@ -30,6 +30,7 @@ class NodeState:
         self.gpu_used = [0] * len(node.gpus)
         self.gpu_cores = [0] * len(node.gpus)       # percent of the SMs the shares there ask (gpu.cores), per position
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
+        self.disk_used = 0                          # bytes of the data filesystem the disk volumes here ask
         self.ports = set()
         # Services (and sidecars) running here -> how many instances here bring each (Unreserve takes one away).
         self.services: Dict[str, int] = {}

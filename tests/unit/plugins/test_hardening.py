@@ -150,7 +150,7 @@ def test_an_empty_label_key_is_refused_not_dropped():
 def test_paths_with_newlines_stay_on_one_line():
     errors = errors_of({"nodes": {"a\nb": dict(NODE, colour="red")}, "services": {}})
     assert errors == {'nodes."a\\nb".colour': "unknown key; expected one of: cpu, memory, labels, taints, unschedulable, "
-                                              "gpus, nvme, gpu_sharing, gpu_links, numa_cpus",
+                                              "gpus, nvme, gpu_sharing, gpu_links, numa_cpus, disk",
                       # A name is one line: the newline is refused, not only shown safely.
                       'nodes."a\\nb"': 'got "a\\nb"; expected a key of text without control characters (line breaks, tabs, '
                                        'NUL, U+0085, U+2028, bidi overrides, lone surrogates)'}

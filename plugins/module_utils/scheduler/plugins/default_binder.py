@@ -20,6 +20,11 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topol
 class DefaultBinder(BindPlugin):
     name = "DefaultBinder"
 
+    def __init__(self, problem):
+        super().__init__(problem)
+        # Whether some service asks for disk volumes: only then does the usage name each node's data filesystem.
+        self._disk = any(service.resources.disk for service in problem.services.values())
+
     def bind(self, placements, cluster):
         ordered = sorted(placements, key=lambda p: (p.instance.service.name, p.instance.ordinal))
         result_placements = {}
@@ -72,6 +77,9 @@ class DefaultBinder(BindPlugin):
                          for position, device in enumerate(node.nvme)],
                 "instances": instances_on[name],
             }
+            if self._disk:
+                # Only a problem with disk volumes says how each node's data filesystem is used: other plans stay as they were.
+                usage[name]["disk"] = {"used": state.disk_used, "total": node.disk}
             if node.gpu_links:
                 # Only a node that lists links says how its GPUs group (the picture draws them): other plans stay as they were.
                 usage[name]["gpu_groups"] = link_groups(node)

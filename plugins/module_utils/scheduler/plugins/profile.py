@@ -30,6 +30,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugi
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.numa_pinning import NUMAPinning
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.nvme import NVMe
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.disk import Disk
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.queue_sort import HeavyFirst
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.quota import Quota
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.repack import Repack
@@ -51,6 +52,7 @@ PLUGINS = (
     GPUFragmentation,     # Score
     GPUTopology,          # Score: multi-GPU instances where their GPUs are best linked (left out without links)
     NVMe,                 # PreFilter, Filter, Score, Reserve
+    Disk,                 # PreFilter, Filter, Reserve: disk volumes on the node's data filesystem
     AntiAffinity,         # PreFilter, Filter, Reserve
     TopologySpread,       # PreFilter, Filter, Score, Reserve, Permit: services with topology_spread only
     Quota,                # PreFilter, Filter, Reserve, Permit: after GPU, whose Reserve picks the devices it counts

@@ -54,7 +54,7 @@ def test_defaults_of_a_service_without_deploy_keys():
     assert deploy_of({"replicas": 2}) == {
         "image": None, "command": None, "env": {}, "init": False, "stop_timeout": DEFAULT_STOP_TIMEOUT,
         "restart_policy": DEFAULT_RESTART_POLICY, "health": None, "config": [], "nvme_path": DEFAULT_NVME_PATH,
-        "max_unavailable": "25%", "down_grace": None, "ports": [], "secrets": [],
+        "max_unavailable": "25%", "down_grace": None, "ports": [], "secrets": [], "volumes": [],
     }
     assert (DEFAULT_STOP_TIMEOUT, DEFAULT_RESTART_POLICY, DEFAULT_NVME_PATH) == (10, "always", "/mnt/nvme")
 
@@ -303,12 +303,12 @@ def test_nvme_path_is_absolute():
 
 
 def test_unknown_keys_list_both_key_sets():
-    errors = errors_of({"api": api(colour="red", volumes=["/a:/b"])})
+    errors = errors_of({"api": api(colour="red", mounts=["/a:/b"])})
     expected = "unknown key; expected one of: " + ", ".join(SERVICE_KEYS + DEPLOY_KEYS)
-    assert errors == {"services.api.colour": expected, "services.api.volumes": expected}
+    assert errors == {"services.api.colour": expected, "services.api.mounts": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, topology_spread, image, command, env, init, "
                              "stop_timeout, restart_policy, "
-                             "health, config, nvme_path, max_unavailable, down_grace, secrets")
+                             "health, config, nvme_path, max_unavailable, down_grace, secrets, volumes")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 
@@ -407,11 +407,13 @@ def test_a_catalog_is_parsed_into_one_typed_value():
 
 
 def test_the_catalogs_parser_does_not_load_the_scheduler():
-    # The deploy side reads the catalog: it must not stand on the planner (the CP-SAT model, the framework).
+    # The deploy side reads the catalog: it must not stand on the planner (the CP-SAT model, the framework). It reads
+    # volume sizes with the quantities leaf, which imports nothing of the scheduler.
     code = ("import sys; import ansible_collections.gangplank.platform.plugins.module_utils.catalog; "
             "print(sorted(name for name in sys.modules if '.module_utils.scheduler' in name))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
-    assert loaded.stdout.strip() == "[]"
+    prefix = "ansible_collections.gangplank.platform.plugins.module_utils.scheduler"
+    assert loaded.stdout.strip() == str([prefix, prefix + ".quantity"])
 
 
 def test_a_misspelt_key_gets_the_close_one_suggested():

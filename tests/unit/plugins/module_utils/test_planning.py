@@ -76,7 +76,8 @@ def test_the_demo_catalog_is_valid_and_plans():
     assert deploy["infer"]["nvme_path"] == "/cache"
     assert {name: (spec["health"] or {}).get("type") for name, spec in deploy.items()} == {
         "db": "tcp", "queue": "command", "api": "http", "worker": "command", "infer": "http", "logshipper": None}
-    nodes = {name: {"cpu": 8, "memory": "16Gi",
+    # Each node's data filesystem holds the stateful services' disk volumes.
+    nodes = {name: {"cpu": 8, "memory": "16Gi", "disk": "10Gi",
                     "gpus": [{"index": 0, "uuid": "GPU-%s" % name, "model": "NVIDIA A100", "memory": "40Gi"}],
                     "nvme": [{"name": "nvme0n1", "size": "100Gi", "labels": ["cache"], "mount": "/mnt/nvme0n1"}]}
              for name in ("node-a", "node-b")}

@@ -92,7 +92,7 @@ def test_read_of_an_empty_directory(state):
     assert result["lock"] is None
     assert result["path"] == str(state)
     assert result["record"] == {"revision": 0, "placement": {}, "node_labels": {}, "replicas": {}, "ranks": [], "nodes": {},
-                                "down_since": {}, "written_at": None, "job_id": None, "owner": None, "history": []}
+                                "down_since": {}, "retained": {}, "written_at": None, "job_id": None, "owner": None, "history": []}
     assert not state.exists()
 
 
@@ -213,7 +213,7 @@ def test_write_increments_the_revision_and_keeps_history(state, clock):
     assert (record["placement"], record["replicas"], record["job_id"], record["owner"]) == (content(4)["placement"], {"train": 4}, "j1", "alice")
     assert record["written_at"] == "2023-11-14T22:13:24Z"
     assert [entry["revision"] for entry in record["history"]] == [3, 2]
-    assert record["history"][0] == dict(content(3), revision=3, written_at="2023-11-14T22:13:23Z", job_id="j1", owner="alice", down_since={})
+    assert record["history"][0] == dict(content(3), revision=3, written_at="2023-11-14T22:13:23Z", job_id="j1", owner="alice", down_since={}, retained={})
     assert json.loads((state / "placement.json").read_text()) == record
     assert stat.S_IMODE(os.stat(state / "placement.json").st_mode) == 0o600
     assert read(state)["record"] == record
@@ -260,7 +260,7 @@ def test_keys_left_out_keep_their_value_and_read_only_keys_are_ignored(state, cl
 
 
 @pytest.mark.parametrize("record, says", [
-    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes, down_since"),
+    ({"placment": {}}, "record has unknown keys placment; it takes placement, node_labels, replicas, ranks, nodes, down_since, retained"),
     ({"nodes": []}, "record.nodes must be a mapping, got list"),
     ({"down_since": [1]}, "record.down_since must be a mapping, got list"),
     ({"ranks": {}}, "record.ranks must be a list, got dict"),

@@ -118,6 +118,8 @@ class _Model:
                 "nvlinked": {frozenset(link["gpus"]) for link in spec.get("gpu_links") or [] if link["level"] == "nvlink"},
                 # docs: NUMA node id (a decimal string) -> its CPUs as a cpulist.
                 "numa_cpus": {int(key): _cpus(text) for key, text in (spec.get("numa_cpus") or {}).items()},
+                # docs: the size of the node's data filesystem (bytes); absent: not reported (no disk volume fits).
+                "disk": None if spec.get("disk") is None else size_bytes(spec["disk"]),
             }
         self.services = {}
         for name, spec in (problem.get("services") or {}).items():
@@ -144,6 +146,7 @@ class _Model:
                 "memory": 0 if resources.get("memory") is None else size_bytes(resources["memory"]),
                 "gpu": gpu,
                 "nvme": nvme,
+                "disk": 0 if resources.get("disk") is None else size_bytes(resources["disk"]),
                 "ports": list(spec.get("ports") or []),
                 "sidecars": list(spec.get("sidecars") or []),
                 "anti_affinity": list(spec.get("anti_affinity") or []),
@@ -472,6 +475,11 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
         # CPU and memory: instances plus their sidecars.
         cpu = sum(model.pod_cpu(service) for _unused, service in members)
         memory = sum(model.pod_memory(service) for _unused, service in members)
+        # Disk volumes: the instances' disk requests within the node's data filesystem.
+        disk = sum(model.services[service]["disk"] for _unused, service in members)
+        if disk and (node["disk"] is None or disk > node["disk"]):
+            violations.append("node %s: disk over-committed: %d bytes requested, data filesystem %r (%s)" % (
+                node_name, disk, node["disk"], ", ".join(n for n, _unused in members)))
         if cpu > node["cpu"]:
             violations.append("node %s: CPU over-committed: %dm requested, %dm allocatable (%s)" % (
                 node_name, cpu, node["cpu"], ", ".join(n for n, _unused in members)))

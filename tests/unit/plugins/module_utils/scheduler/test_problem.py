@@ -24,12 +24,12 @@ def test_required_top_level_keys():
 def test_unknown_keys_everywhere():
     errors = errors_of({
         "nodes": {"n1": node(colour="red")},
-        "services": {"web": service(resources={"disk": 1})},
+        "services": {"web": service(resources={"tape": 1})},
         "extra": 1,
     })
     assert "unknown key" in errors["extra"]
     assert "unknown key" in errors["nodes.n1.colour"]
-    assert "unknown key" in errors["services.web.resources.disk"]
+    assert "unknown key" in errors["services.web.resources.tape"]
 
 
 def test_bad_quantities_name_path_and_value():
