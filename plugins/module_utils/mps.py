@@ -253,7 +253,7 @@ while [ -n "$rest" ]; do
 done
 for sub in pipe shm log; do
   [ -e "$sub" ] || [ -L "$sub" ] || mkdir -- "$sub" || fail "$path/$sub cannot be made"
-  if [ -L "$sub" ] || [ ! -d "$sub" ]; then fail "$path/$sub is not a directory"; fi
+  check "$sub" "$path/$sub" owner
   chmod 1777 -- "$sub" || fail "$path/$sub: chmod failed"
 done
 rm -f -- log/ready

@@ -63,6 +63,8 @@ ENGINE_TIMEOUT = 30
 STOP_TIMEOUT = 60
 POLICIES = ("warn", "stop")
 EVENT_KINDS = ("warn", "stop", "bypass")
+# What was done about an instance over its grant, as the tracking and the state file name it.
+ACTIONS = ("warned", "stopped", "stop failed")
 SOURCES = ("nvml", "simulated")
 ENGINES = ("podman", "docker")
 SERVER_EXE = "nvidia-cuda-mps-server"
@@ -542,7 +544,8 @@ def classify(processes, cgroups, exes, instance_of, config, daemons=None, parent
             reason = "named %s, not started by its instance's MPS daemon; %s" % (SERVER_EXE, reason or "")
         if instance is not None and instance in granted:
             per_gpu = used.setdefault(instance, {})
-            per_gpu[uuid] = per_gpu.get(uuid, 0) + (size or 0)
+            # At most MAX_BYTES: the sum of sizes that are each possible may not be (and the state holds at most that).
+            per_gpu[uuid] = min(MAX_BYTES, per_gpu.get(uuid, 0) + (size or 0))
             pids.setdefault(instance, []).append(pid)
             continue
         if cid and instance is None:
@@ -587,12 +590,14 @@ def decide(previous, usage, config, now):
         before = previous.get(name) or {}
         # The last action stays known after its episode (a stopped instance has no process left, so it is back within
         # its grant at once): status shows it.
-        entry = {"over_since": None, "action": None, "action_at": None, "last_action": before.get("last_action"),
-                 "last_action_at": before.get("last_action_at")}
+        last = before.get("last_action") if before.get("last_action") in ACTIONS else None
+        entry = {"over_since": None, "action": None, "action_at": None, "last_action": last,
+                 "last_action_at": _when(before.get("last_action_at"), now) if last else None}
         if over:
             since = before.get("over_since")
-            entry["over_since"] = since if isinstance(since, (int, float)) and since <= now else now
-            entry["action"], entry["action_at"] = before.get("action"), before.get("action_at")
+            entry["over_since"] = _when(since, now)
+            if before.get("action") in ACTIONS:
+                entry["action"], entry["action_at"] = before["action"], _when(before.get("action_at"), now)
             if entry["action"] is None and now - entry["over_since"] >= config["grace"]:
                 action = "stop" if config["policy"] == "stop" else "warn"
                 entry["action"], entry["action_at"] = ("stopped" if action == "stop" else "warned"), now
@@ -601,6 +606,11 @@ def decide(previous, usage, config, now):
                                 "grants": dict(grants), "over_since": entry["over_since"]})
         tracking[name] = entry
     return tracking, actions
+
+
+def _when(value, now):
+    """A time of the tracking as the state file holds it: seconds since the epoch, not after ``now``."""
+    return value if not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= now else now
 
 
 def size_text(size):
