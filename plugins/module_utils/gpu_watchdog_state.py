@@ -210,7 +210,7 @@ def parse_state(text, path="state.json"):
             "cores": _sizes(entry.get("cores", {}), path, field + ".cores"),
             "used": _sizes(entry.get("used"), path, field + ".used"),
             "over_since": _time(entry.get("over_since"), path, field + ".over_since", none=True),
-            "action": entry["action"],
+            "action": entry.get("action"),
             "action_at": _time(entry.get("action_at"), path, field + ".action_at", none=True),
             "last_action": entry.get("last_action"),
             "last_action_at": _time(entry.get("last_action_at"), path, field + ".last_action_at", none=True),

@@ -71,8 +71,8 @@ def _forged(choose, cid):
 
 def cgroup_case(choose):
     """(text, owners, allowed): the lines of a cgroup file, who owns each engine cgroup (path -> uid, None where it
-    cannot be looked at; a path not listed is root's: a forged path is refused by its place, not its owner), and the
-    ids a correct reading may name."""
+    cannot be looked at, as a path not listed: a mutation may have made one), and the ids a correct reading may name.
+    A forged path is refused by its place: its owner is never asked."""
     lines, owners, named = [], {}, {}
     for _line in range(choose((1, 1, 2, 3, 5))):
         number, controllers = choose(HIERARCHIES)
@@ -112,7 +112,7 @@ def cgroup_case(choose):
 def run_cgroup(case):
     """container_id with the owners of the case: an id only of a cgroup of the engine's layout that is root's."""
     text, owners = case["text"], case["owners"]
-    cid, reason = wd.container_id(text, lambda controllers, path: owners.get(path, 0))
+    cid, reason = wd.container_id(text, lambda controllers, path: owners.get(path))
     if not isinstance(reason, str) or len(reason) > 300 or not reason.isprintable():
         return "violation: reason not one bounded line: %r" % reason[:100]
     if cid is not None and cid not in case["allowed"]:

@@ -170,3 +170,9 @@ def test_a_state_file_nested_too_deeply_is_a_line_naming_it(text):
         parse_state(text, "/s/state.json")
     found = gpu_status("n1", INSTANCES, {"content": base64.b64encode(text.encode()).decode()}, "/s/state.json")
     assert found["watchdog_lines"] == ["n1: the GPU watchdog's state file /s/state.json is not JSON: it is nested too deeply"]
+
+
+def test_an_instance_without_its_action_reads_as_none():
+    document = state()
+    del document["instances"]["infer-0"]["action"]
+    assert parse_state(json.dumps(document), "s")["instances"]["infer-0"]["action"] is None
