@@ -18,7 +18,7 @@ points of the fuzz harness (fuzz_cases.ENTRY_POINTS; the same outcomes: ok, reje
 - ``mps_dirs``: a real path of directories under /run (root's), each on the way a directory, missing, writable by
   others, another user's, a link, a file or a FIFO; the host command that makes the MPS directories is run on it. A
   violation: it succeeds through something another user could change, refuses a path of root's, or changes anything
-  a link points to.
+  a link points to. It needs root (it makes directories of another user's, as the test suite runs: as root).
 """
 
 from __future__ import annotations
