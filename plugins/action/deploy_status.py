@@ -12,7 +12,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
-    down_instances, gpu_status, has_gpu_instances, host_status, status_probes, status_report,
+    down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
+    status_report,
 )
 
 SETTINGS = {
@@ -77,9 +78,9 @@ class ActionModule(ActionBase):
         status = host_status(host, containers, args["existing"], checked.get("probes") or {}, args["instances"],
                              args["hardware"])
         if args["watchdog_state"] and has_gpu_instances(args["instances"]):
-            # The GPU watchdog's last poll (docs/gpu-sharing.md), read only where an instance has GPUs.
-            read = self._execute_module(module_name="ansible.legacy.slurp", module_args={"src": args["watchdog_state"]},
-                                        task_vars=task_vars)
+            # The GPU watchdog's last poll (docs/gpu-sharing.md), read only where an instance has GPUs, and at most one
+            # byte more than a state file may hold.
+            read = state_read(self._low_level_execute_command(state_read_command(args["watchdog_state"])))
             status.update(gpu_status(host, args["instances"], read, args["watchdog_state"], args["sharing"]))
         return status
 

@@ -155,15 +155,17 @@ def _process(entry, path, field, extra):
 
 def parse_state(text, path="state.json"):
     """The watchdog's state document from its text, every field checked; StateError naming ``path`` and the field."""
+    if len(text) > MAX_STATE_BYTES:
+        raise StateError("the GPU watchdog's state file %s is larger than %d bytes" % (path, MAX_STATE_BYTES))
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise StateError("the GPU watchdog's state file %s is not UTF-8 text" % path) from None
-    if len(text) > MAX_STATE_BYTES:
-        raise StateError("the GPU watchdog's state file %s is larger than %d bytes" % (path, MAX_STATE_BYTES))
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise StateError("the GPU watchdog's state file %s is not JSON: it is nested too deeply" % path) from None
     except ValueError:
         raise StateError("the GPU watchdog's state file %s is not JSON" % path) from None
     if not isinstance(data, dict):
@@ -208,7 +210,7 @@ def parse_state(text, path="state.json"):
             "cores": _sizes(entry.get("cores", {}), path, field + ".cores"),
             "used": _sizes(entry.get("used"), path, field + ".used"),
             "over_since": _time(entry.get("over_since"), path, field + ".over_since", none=True),
-            "action": entry["action"],
+            "action": entry.get("action"),
             "action_at": _time(entry.get("action_at"), path, field + ".action_at", none=True),
             "last_action": entry.get("last_action"),
             "last_action_at": _time(entry.get("last_action_at"), path, field + ".last_action_at", none=True),

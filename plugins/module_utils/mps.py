@@ -25,7 +25,8 @@ waits while the daemon lives (its pid file), exiting non-zero when it dies. Its 
 connect: the instance starts only once the ready file is there (gangplank.platform.container waits for it, and on
 Podman the instance ``requires`` its daemon).
 
-Directories per instance, on the host under ``mps_dir`` (a tmpfs, /run/gangplank/mps by default):
+Directories per instance, on the host under ``mps_dir`` (/run/gangplank/mps by default; every directory from / down
+to it root's and writable by nobody else, none a symbolic link: PREPARE walks it):
 ``<mps_dir>/<instance container>/`` (root, 0700, so nothing else on the host reaches what is inside) holding ``pipe``
 (the control socket; mounted in both containers at PIPE), ``shm`` (mounted at /dev/shm in both, as NVIDIA's
 k8s-device-plugin does for its daemons: no host IPC is shared) and ``log`` (the daemon's log and ready file, mounted in
@@ -45,6 +46,9 @@ MPS_OF = "gangplank.io/mps-of"
 SHARING_MODES = ("mps", "none")
 SUFFIX = ".mps"
 DEFAULT_DIR = "/run/gangplank/mps"
+# Directories every user can write on most hosts: an MPS directory there is refused at once (the host refuses any
+# directory on the way that another user can write, PREPARE).
+SHARED_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/run/lock", "/var/lock")
 DEFAULT_READY_TIMEOUT = 60
 MAX_READY_TIMEOUT = 3600
 # Where the daemon's directories are in the containers: short, so that the control socket's path stays far below the
@@ -135,6 +139,10 @@ def check_settings(control, directory, image, ready_timeout):
                        "(letters, digits and _.+@/-)")
     if not _PATH.fullmatch(directory) or posixpath.normpath(directory) != directory or directory == "/":
         raise MpsError("mps_dir: expected an absolute, normalised directory other than / (letters, digits and _.+@/-)")
+    shared = next((place for place in SHARED_PLACES if directory == place or directory.startswith(place + "/")), None)
+    if shared:
+        raise MpsError("mps_dir: %s is inside %s, which every user can write; expected a directory only root can write "
+                       "on every component, such as %s" % (directory, shared, DEFAULT_DIR))
     if image and (image.startswith("-") or not image.isprintable() or " " in image):
         raise MpsError("mps_image: expected an image reference such as localhost/mps:1")
     if isinstance(ready_timeout, bool) or not isinstance(ready_timeout, int) or not 1 <= ready_timeout <= MAX_READY_TIMEOUT:
@@ -215,12 +223,51 @@ def stale_dir(name, labels, directory):
     return host_dir(directory, owner)
 
 
+# The host's side of a daemon's directories, as root: $1 the instance's MPS directory (absolute, normalised). Walked from /
+# one component at a time, never through a symbolic link: each component must be a directory of root's that nobody
+# else can write (as OpenSSH checks the path of authorized_keys), so that nothing on the way can be replaced by another
+# user; a missing one is made (mkdir, which does not follow a link either, then checked like the others). Inside the
+# instance's directory (made 0700): pipe, shm and log (1777) and no ready file of an earlier daemon.
+PREPARE = r"""umask 077
+fail() { echo "$*"; exit 1; }
+check() {
+  if [ -L "$1" ]; then fail "$2 is a symbolic link; expected a directory of root's"; fi
+  if [ ! -d "$1" ]; then fail "$2 is not a directory"; fi
+  info=$(stat -c '%u %a' -- "$1") || fail "$2 cannot be looked at"
+  set -- "$1" "$2" $info "$3"
+  if [ "$3" != 0 ]; then fail "$2 is owned by uid $3; expected a directory of root's"; fi
+  if [ -z "$5" ] && [ $((0$4 & 022)) -ne 0 ]; then fail "$2 can be written by other users (mode $4); expected a directory only root can write"; fi
+}
+cd / || fail "/ cannot be entered"
+check . /
+path= rest=${1#/}
+while [ -n "$rest" ]; do
+  part=${rest%%/*}
+  case $rest in */*) rest=${rest#*/} ;; *) rest= ;; esac
+  path=$path/$part
+  [ -e "$part" ] || [ -L "$part" ] || mkdir -- "$part" 2>/dev/null || [ -e "$part" ] || fail "$path cannot be made"
+  # The instance's own directory is made private (a directory of root's in a directory only root can write).
+  if [ -z "$rest" ]; then check "$part" "$path" owner && chmod 0700 -- "$part"; fi
+  check "$part" "$path"
+  cd -P -- "$part" || fail "$path cannot be entered"
+done
+for sub in pipe shm log; do
+  [ -e "$sub" ] || [ -L "$sub" ] || mkdir -- "$sub" || fail "$path/$sub cannot be made"
+  check "$sub" "$path/$sub" owner
+  chmod 1777 -- "$sub" || fail "$path/$sub: chmod failed"
+done
+rm -f -- log/ready
+"""
+
+
 def prepare_command(spec):
-    """The host command run before the daemon ``spec`` starts: its directories with their modes, no old ready file."""
-    base, ready = spec["mps_daemon"]["dir"], spec["mps_daemon"]["ready"]
+    """The host command run before the daemon ``spec`` starts: its directories with their modes, no old ready file
+    (PREPARE); it fails naming the first directory that is a link, not root's or writable by other users."""
+    base = spec["mps_daemon"]["dir"]
     _check_host_path(base)
-    return ("umask 077 && mkdir -p %(b)s && chmod 0700 %(b)s && mkdir -p %(b)s/pipe %(b)s/shm %(b)s/log"
-            " && chmod 1777 %(b)s/pipe %(b)s/shm %(b)s/log && rm -f %(r)s" % {"b": _quote(base), "r": _quote(ready)})
+    if spec["mps_daemon"]["ready"] != base + "/log/ready":
+        raise MpsError("MPS directory: got an unusable ready file")
+    return "sh -c %s gangplank-mps-dir %s" % (_quote(PREPARE), _quote(base))
 
 
 def wait_command(spec):
@@ -228,8 +275,10 @@ def wait_command(spec):
     prints the file (the limits the daemon set) or fails saying what it waited for."""
     ready, seconds = spec["mps_client"]["ready"], int(spec["mps_client"]["timeout"])
     _check_host_path(ready)
+    # The log directory is the daemon's (1777): its ready file is read only as a regular file, never through a link.
     return ("i=0; while [ ! -s %(r)s ]; do if [ $i -ge %(n)d ]; then echo 'no ready file after %(s)ds'; exit 1; fi;"
-            " sleep 0.2; i=$((i + 1)); done; cat %(r)s" % {"r": _quote(ready), "n": seconds * 5, "s": seconds})
+            " sleep 0.2; i=$((i + 1)); done; if [ -L %(r)s ] || [ ! -f %(r)s ]; then echo 'the ready file is not a regular"
+            " file'; exit 1; fi; head -c 65536 -- %(r)s" % {"r": _quote(ready), "n": seconds * 5, "s": seconds})
 
 
 def _check_host_path(path):

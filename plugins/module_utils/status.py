@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import shlex
 import time
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import render_status, status_rows
 from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
-    StateError, condition_lines, parse_state, render_share_rows, share_rows,
+    MAX_STATE_BYTES, StateError, condition_lines, parse_state, render_share_rows, share_rows,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
     NodeFactsError, gpu_links, scheduler_gpus, usable_gpus,
@@ -27,10 +28,15 @@ from ansible_collections.gangplank.platform.plugins.module_utils.retained import
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
+from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 # A probe during status is a look, not a wait: two tries, half a second apart.
 STATUS_PROBE = {"retries": 2, "interval": 0.5}
 DOWN_SEPARATOR = " is down; waiting for it: "
+# The longest cell of the GPU share table and the longest watchdog line shown: a host's fact file and the watchdog's
+# state file are read from the host, and each value is shown as one bounded line.
+MAX_CELL = 128
+MAX_LINE = 1000
 
 
 def status_probes(containers):
@@ -94,10 +100,27 @@ def has_gpu_instances(instances):
     return any(isinstance(binding, dict) and binding.get("gpus") for binding in (instances or {}).values())
 
 
+def state_read_command(path):
+    """The host command that reads the GPU watchdog's state file ``path``: at most one byte more than a state file may
+    hold (a larger file is seen as larger without being read whole), of a regular file only (a FIFO would wait for a
+    writer), as base64."""
+    return ("f=%s; if [ ! -e \"$f\" ]; then echo 'file not found'; exit 3; fi; "
+            "if [ ! -f \"$f\" ]; then echo 'not a regular file'; exit 4; fi; "
+            "head -c %d -- \"$f\" | base64" % (shlex.quote(path), MAX_STATE_BYTES + 1))
+
+
+def state_read(done):
+    """gpu_status's ``read`` from the result of state_read_command (rc, stdout, stderr): the content, or why not."""
+    out, err = str(done.get("stdout") or ""), str(done.get("stderr") or "").strip()
+    if done.get("rc") != 0 or (err and not out.strip()):
+        return {"failed": True, "msg": one_line((out.strip() or err or "cannot be read").splitlines()[0], 200)}
+    return {"content": "".join(out.split())}
+
+
 def gpu_status(host, instances, read, path, sharing="none", now=None):
     """The host's GPU share rows (memory used, from the GPU watchdog's last poll, against granted; the SM share;
-    enforced or advisory) and the watchdog's lines (not polling, over a grant, bypasses), from ``read``, the slurp
-    module's result for the watchdog's state file ``path``. A state file that is missing or not what the watchdog writes
+    enforced or advisory) and the watchdog's lines (not polling, over a grant, bypasses), from ``read`` (state_read, or
+    the slurp module's result) for the watchdog's state file ``path``. A state file that is missing or not what the watchdog writes
     is a line naming it; the rows then show no use."""
     now = time.time() if now is None else now
     state, lines = None, []
@@ -152,9 +175,12 @@ def status_page(hosts, statuses, down):
 
 
 def gpu_lines(hosts, statuses):
-    """The GPU share table over every host (gpu_status's rows), then the GPU watchdog's lines."""
-    shares = [row for host in hosts for row in statuses[host].get("shares") or []]
-    return render_share_rows(shares) + [line for host in hosts for line in statuses[host].get("watchdog_lines") or []]
+    """The GPU share table over every host (gpu_status's rows), then the GPU watchdog's lines; every text from a host
+    (instance names and GPU uuids of its fact file, the watchdog's findings) as one bounded line (validation.one_line)."""
+    shares = [dict(row, **{key: one_line(row[key], MAX_CELL) for key in ("node", "instance", "gpu", "sharing", "watchdog")})
+              for host in hosts for row in statuses[host].get("shares") or []]
+    return render_share_rows(shares) + [one_line(line, MAX_LINE) for host in hosts
+                                        for line in statuses[host].get("watchdog_lines") or []]
 
 
 def retained_lines(record):

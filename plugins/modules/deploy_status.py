@@ -96,8 +96,8 @@ options:
     default: deploy__status
   watchdog_state:
     description:
-      - O(step=host). The GPU watchdog's state file on the host (docs/gpu-sharing.md); read (M(ansible.builtin.slurp))
-        only when a bound instance has GPUs. Empty for none.
+      - O(step=host). The GPU watchdog's state file on the host (docs/gpu-sharing.md); read (at most 4 MiB and one byte,
+        with C(head) and C(base64) on the host) only when a bound instance has GPUs. Empty for none.
     type: str
     default: ''
   sharing:

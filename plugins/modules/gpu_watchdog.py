@@ -171,14 +171,16 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
+import unicodedata
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
-    StateError, condition_lines, event_lines, parse_state, share_gpus, watchdog_config,
+    MAX_STATE_BYTES, StateError, condition_lines, event_lines, parse_state, share_gpus, watchdog_config,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.detached import start_detached
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write
@@ -191,6 +193,8 @@ LOG = "watchdog.log"
 REPORTED = "reported.json"
 COMMAND_TIMEOUT = 30
 STOP_WAIT = 10
+# Seconds a process may seem to start after its pid file was written: /proc/stat's boot time is in whole seconds.
+START_SLACK = 2
 # What the detached watchdog keeps of the run's environment: nothing of the run itself (its variables may name secrets).
 KEPT_ENV = ("CONTAINERS_CONF", "CONTAINER_HOST", "DOCKER_HOST")
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -199,7 +203,7 @@ Description=gangplank GPU watchdog (docs/gpu-sharing.md)
 After=local-fs.target
 
 [Service]
-ExecStart={python} {program} {config}
+ExecStart={command}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=always
 RestartSec=5
@@ -238,33 +242,91 @@ def first_line(text):
     return lines[0][:300] if lines else "no output (failed or timed out)"
 
 
+def control_character(text):
+    """The first control character of ``text`` (a line break, a tab, an escape, U+2028, a lone surrogate ...), or ''."""
+    return next((char for char in text if unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp")), "")
+
+
+def unit_word(word, executable=False):
+    """``word`` as one word of a unit file's command line (systemd.syntax(7)): in double quotes, with backslash and
+    double quote escaped, ``%`` doubled (no specifier is expanded) and, in an argument, ``$`` doubled (no variable is
+    expanded; systemd expands none in the executable, and refuses quotes and backslashes there: _systemd checks). Words
+    hold no control character (main refuses them)."""
+    if not executable:
+        word = word.replace("$", "$$")
+    return '"%s"' % word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
 def systemd_runs():
     return os.path.isdir("/run/systemd/system") and shutil.which("systemctl") is not None
 
 
+def boot_id():
+    """This boot's id (the kernel's random boot_id): a process's start time means something within one boot only."""
+    raw = read_bytes("/proc/sys/kernel/random/boot_id", 64)
+    return raw.decode("ascii", "replace").strip() if raw else ""
+
+
+def process_facts(pid):
+    """(real and effective uid, start time in clock ticks after boot, zombie) of a running process; None when gone."""
+    stat_raw = read_bytes("/proc/%d/stat" % pid, 4096)
+    status = read_bytes("/proc/%d/status" % pid, 65536)
+    if not stat_raw or not status:
+        return None
+    fields = stat_raw.rpartition(b")")[2].split()
+    uids = [line.split()[1:3] for line in status.split(b"\n") if line.startswith(b"Uid:")]
+    if len(fields) < 20 or not fields[19].isdigit() or len(uids) != 1 or not all(uid.isdigit() for uid in uids[0]):
+        return None
+    return {"uids": tuple(int(uid) for uid in uids[0]), "start_ticks": int(fields[19]), "zombie": fields[0] == b"Z"}
+
+
 def process_of(directory):
     """The pid of the running watchdog of ``directory`` and the program hash it was started with: (pid, sha) from the
-    pid file, (None, None) when none runs (no file, a pid that is gone, a zombie, or another program by now)."""
-    raw = read_bytes(os.path.join(directory, PIDFILE), 4096)
+    pid file, (None, None) when none runs.
+
+    The pid file is only believed of a process of this module's user (root on a host) that runs the program with its
+    config (the arguments after the interpreter, whole) and that is the very process the file recorded: the same boot
+    and the same start time (the file records both); for a file written before it recorded them, a process started
+    after the file was written is not the one it names (the pid came back after a reboot or the watchdog's end)."""
+    path = os.path.join(directory, PIDFILE)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None, None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        return None, None
+    raw = read_bytes(path, 4096)
     try:
         recorded = json.loads(raw.decode("utf-8")) if raw else None
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         recorded = None
     if not isinstance(recorded, dict):
         return None, None
     pid = recorded.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < (1 << 22):
         return None, None
-    cmdline = read_bytes("/proc/%d/cmdline" % pid, 65536)
-    stat = read_bytes("/proc/%d/stat" % pid, 4096) or b""
-    if not cmdline or b") Z " in stat:
+    facts = process_facts(pid)
+    if facts is None or facts["zombie"] or facts["uids"] != (os.geteuid(), os.geteuid()):
         return None, None
-    argv = cmdline.split(b"\0")
+    cmdline = read_bytes("/proc/%d/cmdline" % pid, 65536) or b""
     wanted = [os.path.join(directory, PROGRAM).encode(), os.path.join(directory, CONFIG).encode()]
-    # The program and its config as whole arguments, in order: a reused pid of another process does not match.
-    if not any(argv[index:index + 2] == wanted for index in range(len(argv))):
+    if cmdline.split(b"\0")[1:] != wanted + [b""]:
+        return None, None
+    if "start_ticks" in recorded or "boot_id" in recorded:
+        if recorded.get("boot_id") != boot_id() or recorded.get("start_ticks") != facts["start_ticks"]:
+            return None, None
+    elif started_at(facts["start_ticks"]) > info.st_mtime + START_SLACK:
         return None, None
     return pid, recorded.get("program_sha256")
+
+
+def started_at(start_ticks):
+    """A start time in clock ticks after boot as seconds since the epoch (boot time from /proc/stat, whole seconds)."""
+    raw = read_bytes("/proc/stat", 1 << 20) or b""
+    boot = [line.split()[1] for line in raw.split(b"\n") if line.startswith(b"btime ") and len(line.split()) == 2]
+    if len(boot) != 1 or not boot[0].isdigit():
+        return float("inf")
+    return int(boot[0]) + start_ticks / float(os.sysconf("SC_CLK_TCK"))
 
 
 def stop_process(pid):
@@ -289,7 +351,10 @@ def start_process(python, directory, program_sha):
     env.update({key: os.environ[key] for key in KEPT_ENV if key in os.environ})
     pid = start_detached([python, os.path.join(directory, PROGRAM), os.path.join(directory, CONFIG)],
                          os.path.join(directory, LOG), directory, env)
-    atomic_write(os.path.join(directory, PIDFILE), json.dumps({"pid": pid, "program_sha256": program_sha}) + "\n", 0o644)
+    # Which process this is, beyond its pid (which comes back after it ends): the boot and its start time.
+    facts = process_facts(pid) or {"start_ticks": None}
+    atomic_write(os.path.join(directory, PIDFILE), json.dumps(
+        {"pid": pid, "program_sha256": program_sha, "boot_id": boot_id(), "start_ticks": facts["start_ticks"]}) + "\n", 0o644)
     return pid
 
 
@@ -386,7 +451,11 @@ class Watchdog:
         return pid
 
     def _systemd(self, python, program_changed, config_changed):
-        unit = UNIT.format(python=python, program=self.path(PROGRAM), config=self.path(CONFIG), path=SAFE_PATH)
+        if any(char in python for char in "\"'\\"):
+            self.module.fail_json(msg="python: got a path with a quote or a backslash, which systemd refuses in the "
+                                      "command of a unit; expected a path without them")
+        command = " ".join([unit_word(python, executable=True), unit_word(self.path(PROGRAM)), unit_word(self.path(CONFIG))])
+        unit = UNIT.format(command=command, path=SAFE_PATH)
         name = self.params["service"] + ".service"
         unit_changed = read_bytes(self.unit_path()) != unit.encode("utf-8")
         if unit_changed:
@@ -437,7 +506,8 @@ class Watchdog:
 
     def report(self):
         """The state and the lines to warn about: new events (recorded as reported, outside check mode) and conditions."""
-        raw = read_bytes(self.path(STATE))
+        # One byte more than a state file may hold, so that a larger one is seen as larger without reading it whole.
+        raw = read_bytes(self.path(STATE), MAX_STATE_BYTES + 1)
         if raw is None:
             return None, []
         try:
@@ -523,6 +593,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    for name in ("directory", "python", "service", "unit_dir"):
+        found = control_character(params[name])
+        if found:
+            # The values go into a unit file and a command line, where a line break would start a line of its own.
+            module.fail_json(msg="%s: holds the control character %s; expected a value without line breaks or other "
+                                 "control characters" % (name, ascii(found)))
     if not os.path.isabs(params["directory"]) or params["directory"].rstrip("/") in ("", "/"):
         module.fail_json(msg="directory: got %r; expected an absolute path below /" % params["directory"])
     if not 0 <= params["grace"] <= 86400 or not 0.1 <= params["interval"] <= 3600:

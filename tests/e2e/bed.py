@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -54,13 +55,20 @@ class Bed:
         inventory["all"]["children"]["gangplank_control"]["hosts"] = {hosts["node1"][0]: {}}
         self.inventory = base / "hosts.yml"
         self.inventory.write_text(yaml.safe_dump(inventory))
+        # MPS directories must be root's all the way (docs/deploy.md): not under the test's /tmp, but under /run.
+        self.mps_base = pathlib.Path("/run/gangplank-e2e") / uuid.uuid4().hex[:12]
         (base / "group_vars" / "all" / "zz_e2e.yml").write_text(yaml.safe_dump({
             "gangplank_testbed_dir": str(base / "testbed"),
+            "gangplank_mps_dir": str(self.mps_base) + "/{{ inventory_hostname }}/mps",
             "gangplank_image_bundles": [{"path": BUNDLE, "images": ["localhost/gangplank-demo:1"]}],
         }))
 
     def state(self, host=None):
         return self.base / "testbed" / (host or self.names[0])
+
+    def mps_dir(self, host):
+        """The host's MPS directory (gangplank_mps_dir)."""
+        return self.mps_base / host / "mps"
 
     # Added to each run's environment (a canary's vault password file: tests/e2e/canary.py); a dict in transcripts
     # keeps what each run printed, by playbook and count, for the canary's search.

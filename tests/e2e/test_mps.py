@@ -60,7 +60,7 @@ def podman(*argv):
 
 
 def mps_dir(bed, instance):
-    return bed.state(ENFORCING) / "mps" / ("%s-%s" % (ENFORCING, instance))
+    return bed.mps_dir(ENFORCING) / ("%s-%s" % (ENFORCING, instance))
 
 
 def control_log(bed, instance):
@@ -151,5 +151,5 @@ def test_teardown_removes_the_daemons_and_their_directories(bed):
     returncode, report = bed.playbook("teardown.yml")
     assert returncode == 0, failures(report)
     assert containers() == {}
-    assert not (bed.state(ENFORCING) / "mps").exists()
+    assert not bed.mps_dir(ENFORCING).exists()
     print("mps e2e: first site.yml %.1fs, repair run %.1fs" % (getattr(bed, "first_seconds", 0), getattr(bed, "repair_seconds", 0)))

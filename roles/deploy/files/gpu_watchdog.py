@@ -7,12 +7,15 @@
 
 Every ``interval`` seconds it lists the compute processes of every GPU (NVML's
 nvmlDeviceGetComputeRunningProcesses: pid and used memory), maps each pid to a gangplank instance by
-the container id its /proc/<pid>/cgroup names (the engine says which container belongs to which
-instance by its ``gangplank.io/instance`` label), sums each instance's memory per GPU and compares it
-with the grant in CONFIG. An instance over its grant on some GPU for ``grace`` seconds is acted on
+the container id its /proc/<pid>/cgroup names (only a cgroup the engine made, root's, from the
+hierarchy's root: the outermost container; the engine says which container belongs to which instance
+by its ``gangplank.io/instance`` label), sums each instance's memory per GPU and compares it with the
+grant in CONFIG. An instance over its grant on some GPU for ``grace`` seconds is acted on
 per ``policy``: ``warn`` (an event) or ``stop`` (its container is stopped, and an event). A process
 on a GPU that maps to no instance bypasses the shares: it is reported (an event). MPS servers
-(``nvidia-cuda-mps-server``) are listed apart: their memory is the scheduler's per-daemon overhead.
+(``nvidia-cuda-mps-server`` started by an instance's own MPS control daemon, in the daemon's container)
+are listed apart: their memory is the scheduler's per-daemon overhead. A process of that name started
+otherwise counts as any other.
 
 It writes its state (per instance: used bytes per GPU, over since, action; bypasses; servers; the
 last events; the last poll) atomically to ``state_file``, which the next run and status read.
@@ -31,10 +34,12 @@ with fake process lists and fake /proc contents.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -57,6 +62,9 @@ MAX_PID = 1 << 22              # the kernel's pid_max limit
 ENGINE_TIMEOUT = 30
 STOP_TIMEOUT = 60
 POLICIES = ("warn", "stop")
+EVENT_KINDS = ("warn", "stop", "bypass")
+# What was done about an instance over its grant, as the tracking and the state file name it.
+ACTIONS = ("warned", "stopped", "stop failed")
 SOURCES = ("nvml", "simulated")
 ENGINES = ("podman", "docker")
 SERVER_EXE = "nvidia-cuda-mps-server"
@@ -66,11 +74,24 @@ LABEL_INSTANCE = "gangplank.io/instance"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,252}")
 _UUID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _ID = re.compile(r"[0-9a-f]{64}")
-# The cgroup path components that name a container, as Podman and Docker make them (cgroupfs and systemd
-# managers): libpod-<id>, libpod-<id>.scope, docker-<id>.scope, and a bare <id> under docker/ or libpod_parent/.
-# conmon's own cgroup (libpod-conmon-<id>) is not the container's.
-_CONTAINER_COMPONENT = re.compile(r"(?:libpod-|docker-)?([0-9a-f]{64})(?:\.scope)?")
-_BARE_PARENTS = ("docker", "libpod_parent", "machine.slice", "system.slice")
+# The cgroups an engine makes for a container, from the root of a hierarchy (cgroup v1 and v2 alike): Podman's
+# /libpod_parent/libpod-<id> (cgroupfs manager) and /machine.slice/libpod-<id>.scope (systemd manager), Docker's
+# /docker/<id> (cgroupfs driver) and /system.slice/docker-<id>.scope (systemd driver). Only root can make these (their
+# parents are root's, 0755), and each directory along the way is checked to be root's (cgroup_owner). A container's
+# own sub-cgroups, an engine nested in it, or a cgroup the engine delegated to it are below: the outermost container is
+# the one. A cgroup of the same name anywhere else (a user's own systemd slice, another container's subtree) names no
+# container. conmon's cgroup (libpod-conmon-<id>) is not the container's.
+_ENGINE_CGROUPS = (
+    re.compile(r"/libpod_parent/libpod-([0-9a-f]{64})"),
+    re.compile(r"/machine\.slice/libpod-([0-9a-f]{64})\.scope"),
+    re.compile(r"/docker/([0-9a-f]{64})"),
+    re.compile(r"/system\.slice/docker-([0-9a-f]{64})\.scope"),
+)
+MAX_MOUNTINFO_BYTES = 1 << 20
+CONTROL_EXE = "nvidia-cuda-mps-control"
+LABEL_MPS_OF = "gangplank.io/mps-of"
+# Nesting of a JSON file read from outside: the files the watchdog reads and writes are a few levels deep.
+MAX_JSON_DEPTH = 32
 
 
 class WatchdogError(ValueError):
@@ -181,12 +202,32 @@ def read_json_file(path, limit, what):
     if len(raw) > limit:
         raise WatchdogError("%s %s is larger than %d bytes" % (what, path, limit))
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        text = raw.decode("utf-8")
+        if nested_deeper(text, MAX_JSON_DEPTH):
+            raise WatchdogError("%s %s is nested more than %d levels deep" % (what, path, MAX_JSON_DEPTH))
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        if isinstance(error, WatchdogError):
+            raise
         raise WatchdogError("%s %s is not JSON" % (what, path)) from None
     if not isinstance(data, dict):
         raise WatchdogError("%s %s is not a JSON object" % (what, path))
     return data, hashlib.sha256(raw).hexdigest()
+
+
+# A string, or what is left of one that does not end: matched without going back, in time linear in the text.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEPS = [0] * 256
+_STEPS[ord("[")] = _STEPS[ord("{")] = 1
+_STEPS[ord("]")] = _STEPS[ord("}")] = -1
+
+
+def nested_deeper(text, limit):
+    """Whether the arrays and objects of a JSON text nest more than ``limit`` levels (strings left out), counted
+    without recursion (a running sum of the brackets, in C): the parser recurses once per level."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    return max(itertools.accumulate(map(_STEPS.__getitem__, brackets)), default=0) > limit
 
 
 def load_config(path):
@@ -293,10 +334,14 @@ class NvmlSource:
 # --- /proc and the engine -------------------------------------------------------------------------
 
 
-def container_id(cgroup_text):
+def container_id(cgroup_text, owner=None):
     """The full id of the container a process runs in, from its /proc/<pid>/cgroup text; (id, reason) with id None
-    when it names no container, or when its lines name different ones (the innermost container of each line is
-    taken: nested engines)."""
+    when it names no container, or when its lines name different ones.
+
+    A line names a container only by a cgroup its engine made (_ENGINE_CGROUPS, from the hierarchy's root: the
+    outermost container). With ``owner`` (cgroup_owner: controllers, path -> the uid of the first directory along the
+    path that is not root's, 0 when all are root's, None when they cannot be looked at), each such cgroup must be
+    root's: a line whose cgroup cannot be looked at does not count, and one that is not root's names no container."""
     if not isinstance(cgroup_text, str):
         return None, "no cgroup"
     lines = cgroup_text.split("\n")
@@ -309,23 +354,83 @@ def container_id(cgroup_text):
         parts = line.split(":", 2)
         if len(parts) != 3 or not parts[2].startswith("/"):
             return None, "cgroup line not in the form hierarchy:controllers:/path"
-        innermost = None
-        components = parts[2].split("/")
-        for position, component in enumerate(components):
-            match = _CONTAINER_COMPONENT.fullmatch(component)
-            if not match:
+        for pattern in _ENGINE_CGROUPS:
+            match = pattern.match(parts[2])
+            if match and parts[2][match.end():match.end() + 1] in ("", "/"):
+                break
+        else:
+            continue
+        if owner is not None:
+            uid = owner(parts[1], match.group(0))
+            if uid is None:
                 continue
-            bare = match.group(0) == match.group(1)
-            if bare and (position == 0 or components[position - 1] not in _BARE_PARENTS):
-                continue
-            innermost = match.group(1)
-        if innermost:
-            found.add(innermost)
+            if uid != 0:
+                return None, "in a cgroup named like container %s's that uid %d owns, not the engine" % (
+                    match.group(1)[:12], uid)
+        found.add(match.group(1))
     if not found:
         return None, "not in a container"
     if len(found) > 1:
         return None, "cgroup lines name different containers"
     return found.pop(), ""
+
+
+def _unescape_mount(text):
+    """A mountinfo field as a path (the kernel writes a space, a tab, a line break and a backslash as \\ooo)."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
+
+
+def cgroup_mounts(mountinfo):
+    """{controllers: mount point} of the cgroup hierarchies mounted at their root, from /proc/self/mountinfo's text:
+    "" for cgroup v2, frozenset of a v1 hierarchy's controllers (``name=systemd`` too) otherwise."""
+    mounts = {}
+    for line in mountinfo.split("\n")[:100000]:
+        left, _sep, right = line.partition(" - ")
+        fields, tail = left.split(" "), right.split(" ")
+        if len(fields) < 5 or len(tail) < 3 or fields[3] != "/":
+            continue
+        if tail[0] == "cgroup2":
+            mounts.setdefault("", _unescape_mount(fields[4]))
+        elif tail[0] == "cgroup":
+            options = frozenset(tail[2].split(",")) - {"rw", "ro"}
+            mounts.setdefault(options, _unescape_mount(fields[4]))
+    return mounts
+
+
+def read_mounts():
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            return cgroup_mounts(handle.read(MAX_MOUNTINFO_BYTES).decode("utf-8", "replace"))
+    except OSError:
+        return {}
+
+
+def cgroup_owner(controllers, path, mounts=None):
+    """The uid of the first directory from the hierarchy's root down to the cgroup ``path`` that is not root's (a
+    cgroup the engine made is root's all the way), 0 when all are, None when the hierarchy is not mounted here or a
+    directory is gone (the process with it)."""
+    mounts = read_mounts() if mounts is None else mounts
+    if controllers:
+        wanted = frozenset(controllers.split(","))
+        mount = next((point for options, point in sorted(mounts.items(), key=lambda item: str(item[1]))
+                      if options and wanted <= options), None)
+    else:
+        mount = mounts.get("")
+    parts = path.strip("/").split("/")
+    if mount is None or any(part in ("", ".", "..") for part in parts):
+        return None
+    directory = mount
+    for part in [""] + parts:
+        directory = os.path.join(directory, part) if part else directory
+        try:
+            info = os.lstat(directory)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        if info.st_uid != 0:
+            return info.st_uid
+    return 0
 
 
 def read_proc(pid, name, limit=MAX_CGROUP_BYTES):
@@ -345,15 +450,31 @@ def exe_name(pid):
 
 
 def parse_engine_containers(text, node):
-    """{container id: instance} from the lines '<id> <node label> <instance label>' the engine printed; lines of
-    another shape, other nodes or without an instance label are left out."""
-    found = {}
+    """({container id: instance}, {container id: (instance, instance container)}) from the lines '<id> <node label>
+    <instance label> <mps-of label>' the engine printed: the instances' containers, and the MPS daemons' (labelled
+    gangplank.io/mps-of with their instance's container, mps.py). Lines of another shape, other nodes or without an
+    instance label are left out."""
+    found, daemons = {}, {}
     for line in text.splitlines()[:100000]:
         parts = line.strip().split(" ")
-        if len(parts) != 3 or not _ID.fullmatch(parts[0]) or parts[1] != node or not _NAME.fullmatch(parts[2]):
+        if len(parts) not in (3, 4) or not _ID.fullmatch(parts[0]) or parts[1] != node or not _NAME.fullmatch(parts[2]):
             continue
-        found[parts[0]] = parts[2]
-    return found
+        if len(parts) == 3:
+            found[parts[0]] = parts[2]
+        elif _NAME.fullmatch(parts[3]):
+            daemons[parts[0]] = (parts[2], parts[3])
+    return found, daemons
+
+
+def parent_pid(stat_text):
+    """The parent's pid from /proc/<pid>/stat's text (the fields after the name in parentheses); None when it is not one."""
+    if not isinstance(stat_text, str):
+        return None
+    fields = stat_text.rpartition(")")[2].split()
+    if len(fields) < 2 or not fields[1].isdigit() or not fields[1].isascii() or len(fields[1]) > 8:
+        return None
+    pid = int(fields[1])
+    return pid if 0 < pid <= MAX_PID else None
 
 
 def _run(argv, timeout):
@@ -370,14 +491,15 @@ def _run(argv, timeout):
 
 
 def engine_containers(engine, node):
-    """{container id: instance} of this node's gangplank containers, as the engine labels them."""
+    """This node's gangplank containers, as the engine labels them: parse_engine_containers."""
     code, out = _run([engine, "ps", "-aq", "--no-trunc", "--filter", "label=%s=%s" % (LABEL_NODE, node)], ENGINE_TIMEOUT)
     if code != 0:
         raise WatchdogError("%s ps: %s" % (engine, out))
     ids = [line.strip() for line in out.splitlines() if _ID.fullmatch(line.strip())][:10000]
     if not ids:
-        return {}
-    template = '{{.Id}} {{index .Config.Labels "%s"}} {{index .Config.Labels "%s"}}' % (LABEL_NODE, LABEL_INSTANCE)
+        return {}, {}
+    template = '{{.Id}} {{index .Config.Labels "%s"}} {{index .Config.Labels "%s"}} {{index .Config.Labels "%s"}}' % (
+        LABEL_NODE, LABEL_INSTANCE, LABEL_MPS_OF)
     code, out = _run([engine, "inspect", "--format", template] + ids, ENGINE_TIMEOUT)
     if code != 0:
         # A container removed between the two commands fails the inspect: the next poll asks again.
@@ -394,28 +516,36 @@ def stop_container(engine, name):
 # --- decisions ------------------------------------------------------------------------------------
 
 
-def classify(processes, cgroups, exes, instance_of, config):
+def classify(processes, cgroups, exes, instance_of, config, daemons=None, parents=None, owner=None):
     """Who uses what: ``processes`` [(uuid, pid, used)], ``cgroups`` pid -> cgroup text (None: gone), ``exes`` pid ->
-    executable name, ``instance_of`` container id -> instance (the engine's labels).
+    executable name, ``instance_of`` container id -> instance and ``daemons`` container id -> (instance, the instance
+    container it is the MPS daemon of) (the engine's labels), ``parents`` pid -> parent pid (of the processes named as
+    MPS servers; ``cgroups`` and ``exes`` hold the parents too), ``owner`` as container_id takes it.
 
     Returns {"used": {instance: {uuid: bytes}}, "pids": {instance: [pid]}, "servers": [...], "bypasses": [...],
-    "unknown_ids": [container ids no label maps]}. A process of a container that maps to an instance without a grant
-    in the config, or to none, and a process outside every container, is a bypass (with its reason)."""
+    "unknown_ids": [container ids no label maps]}. A process of an instance's container or of its MPS daemon's counts
+    against the instance's grant; an MPS server is listed apart only when it is the child of that instance's own MPS
+    daemon (nvidia-cuda-mps-control in the daemon's container). A process of a container that maps to an instance
+    without a grant in the config, or to none, and a process outside every container, is a bypass (with its reason)."""
     used, pids, servers, bypasses, unknown = {}, {}, [], [], set()
     granted = config["instances"]
+    daemons, parents = daemons or {}, parents or {}
     for uuid, pid, size in processes:
         text = cgroups.get(pid)
         if text is None:
             # Gone between NVML's answer and this look: nothing to act on.
             continue
-        cid, reason = container_id(text)
-        instance = instance_of.get(cid) if cid else None
+        cid, reason = container_id(text, owner)
+        instance = (instance_of.get(cid) or (daemons.get(cid) or (None,))[0]) if cid else None
         if exes.get(pid) == SERVER_EXE:
-            servers.append({"pid": pid, "gpu": uuid, "used": size, "instance": instance})
-            continue
+            if _own_server(pid, cid, cgroups, exes, daemons, parents, granted, owner):
+                servers.append({"pid": pid, "gpu": uuid, "used": size, "instance": instance})
+                continue
+            reason = "named %s, not started by its instance's MPS daemon; %s" % (SERVER_EXE, reason or "")
         if instance is not None and instance in granted:
             per_gpu = used.setdefault(instance, {})
-            per_gpu[uuid] = per_gpu.get(uuid, 0) + (size or 0)
+            # At most MAX_BYTES: the sum of sizes that are each possible may not be (and the state holds at most that).
+            per_gpu[uuid] = min(MAX_BYTES, per_gpu.get(uuid, 0) + (size or 0))
             pids.setdefault(instance, []).append(pid)
             continue
         if cid and instance is None:
@@ -423,8 +553,20 @@ def classify(processes, cgroups, exes, instance_of, config):
             reason = "in container %s, which is no gangplank instance of this node" % cid[:12]
         elif instance is not None:
             reason = "in instance %s, which holds no GPU grant here" % instance
-        bypasses.append({"pid": pid, "gpu": uuid, "used": size, "reason": reason})
+        bypasses.append({"pid": pid, "gpu": uuid, "used": size, "reason": reason.rstrip("; ")})
     return {"used": used, "pids": pids, "servers": servers, "bypasses": bypasses, "unknown_ids": sorted(unknown)}
+
+
+def _own_server(pid, cid, cgroups, exes, daemons, parents, granted, owner):
+    """Whether the process ``pid`` (named as an MPS server, in container ``cid``) is the child of the MPS control daemon
+    of an instance with a grant, in that daemon's own container."""
+    if cid not in daemons:
+        return False
+    instance, of = daemons[cid]
+    if instance not in granted or granted[instance]["container"] != of:
+        return False
+    parent = parents.get(pid)
+    return parent is not None and exes.get(parent) == CONTROL_EXE and container_id(cgroups.get(parent), owner)[0] == cid
 
 
 def over_grant(used, grants):
@@ -448,12 +590,14 @@ def decide(previous, usage, config, now):
         before = previous.get(name) or {}
         # The last action stays known after its episode (a stopped instance has no process left, so it is back within
         # its grant at once): status shows it.
-        entry = {"over_since": None, "action": None, "action_at": None, "last_action": before.get("last_action"),
-                 "last_action_at": before.get("last_action_at")}
+        last = before.get("last_action") if before.get("last_action") in ACTIONS else None
+        entry = {"over_since": None, "action": None, "action_at": None, "last_action": last,
+                 "last_action_at": _when(before.get("last_action_at"), now) if last else None}
         if over:
             since = before.get("over_since")
-            entry["over_since"] = since if isinstance(since, (int, float)) and since <= now else now
-            entry["action"], entry["action_at"] = before.get("action"), before.get("action_at")
+            entry["over_since"] = _when(since, now)
+            if before.get("action") in ACTIONS:
+                entry["action"], entry["action_at"] = before["action"], _when(before.get("action_at"), now)
             if entry["action"] is None and now - entry["over_since"] >= config["grace"]:
                 action = "stop" if config["policy"] == "stop" else "warn"
                 entry["action"], entry["action_at"] = ("stopped" if action == "stop" else "warned"), now
@@ -462,6 +606,11 @@ def decide(previous, usage, config, now):
                                 "grants": dict(grants), "over_since": entry["over_since"]})
         tracking[name] = entry
     return tracking, actions
+
+
+def _when(value, now):
+    """A time of the tracking as the state file holds it: seconds since the epoch, not after ``now``."""
+    return value if not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= now else now
 
 
 def size_text(size):
@@ -517,10 +666,21 @@ def previous_events(path):
     except WatchdogError:
         return [], 0
     events, seq = data.get("events"), data.get("seq")
-    if not isinstance(events, list) or isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+    if not isinstance(events, list) or isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < (1 << 62):
         return [], 0
-    kept = [event for event in events[-MAX_EVENTS:] if isinstance(event, dict) and isinstance(event.get("seq"), int)]
-    return kept, seq
+    return [event for event in events[-MAX_EVENTS:] if _event_shape(event)], seq
+
+
+def _event_shape(event):
+    """Whether an event of an earlier state file is one add_event writes (flat: it is written back as it is)."""
+    if not isinstance(event, dict) or set(event) != {"seq", "at", "kind", "instance", "text"}:
+        return False
+    number, at = event["seq"], event["at"]
+    return (not isinstance(number, bool) and isinstance(number, int) and 0 <= number < (1 << 62)
+            and not isinstance(at, bool) and isinstance(at, (int, float)) and 0 <= at < 1e11
+            and event["kind"] in EVENT_KINDS
+            and (event["instance"] is None or isinstance(event["instance"], str) and _NAME.fullmatch(event["instance"]))
+            and isinstance(event["text"], str) and len(event["text"]) <= 500)
 
 
 # --- the loop -------------------------------------------------------------------------------------
@@ -548,14 +708,16 @@ class Watchdog:
     """One process's loop: load, poll, decide, act, write."""
 
     def __init__(self, config_path, source=None, engine_lookup=engine_containers, stopper=stop_container,
-                 proc=read_proc, exe=exe_name, clock=time.time):
+                 proc=read_proc, exe=exe_name, clock=time.time, owner=None):
         self.config_path = config_path
         self.config = load_config(config_path)
         self._given_source = source
         self.source = source or self._source()
         self.engine_lookup, self.stopper, self.proc, self.exe, self.clock = engine_lookup, stopper, proc, exe, clock
+        # Who owns a cgroup (cgroup_owner, over the mounts read once per poll): only the engine's cgroups name instances.
+        self.owner = owner
         self.started = clock()
-        self.tracking, self.instance_of, self.reported_bypasses = {}, {}, set()
+        self.tracking, self.instance_of, self.daemons, self.reported_bypasses = {}, {}, {}, set()
         self.events, self.seq = previous_events(self.config["state_file"])
         self.reload_error = ""
 
@@ -595,14 +757,28 @@ class Watchdog:
         pids = sorted({pid for _uuid, pid, _used in processes})
         cgroups = {pid: self.proc(pid, "cgroup") for pid in pids}
         exes = {pid: self.exe(pid) for pid in pids}
-        seen = classify(processes, cgroups, exes, self.instance_of, config)
+        parents = {}
+        for pid in pids:
+            # An MPS server is known by its parent: its instance's MPS control daemon, in the daemon's container.
+            parent = parent_pid(self.proc(pid, "stat")) if exes[pid] == SERVER_EXE else None
+            if parent is not None:
+                parents[pid] = parent
+                cgroups.setdefault(parent, self.proc(parent, "cgroup"))
+                exes.setdefault(parent, self.exe(parent))
+        owner = self.owner
+        if owner is None:
+            mounts = read_mounts()
+
+            def owner(controllers, path):
+                return cgroup_owner(controllers, path, mounts)
+        seen = classify(processes, cgroups, exes, self.instance_of, config, self.daemons, parents, owner)
         if seen["unknown_ids"]:
             # A container started since the last look: ask the engine once, then classify again.
             try:
-                self.instance_of = self.engine_lookup(config["engine"], config["node"])
+                self.instance_of, self.daemons = self.engine_lookup(config["engine"], config["node"])
             except WatchdogError as failure:
                 notes.append(str(failure)[:300])
-            seen = classify(processes, cgroups, exes, self.instance_of, config)
+            seen = classify(processes, cgroups, exes, self.instance_of, config, self.daemons, parents, owner)
         self.tracking, actions = decide(self.tracking, seen["used"], config, now)
         for action in actions:
             action["for"] = now - action["over_since"]

@@ -941,3 +941,8 @@ ENTRY_POINTS = {
     "secret_value": (secret_value_case, run_secret_value),
     "status_picture": (lambda choose: mutate(STATUS_PICTURE, choose), run_status_picture),
 }
+
+# The GPU watchdog (its cgroup, process and state inputs) and the MPS directories: tests/unit/plugins/fuzz_watchdog_cases.py.
+from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_watchdog_cases  # noqa: E402  pylint: disable=wrong-import-position
+
+ENTRY_POINTS.update(fuzz_watchdog_cases.ENTRY_POINTS)

@@ -135,7 +135,8 @@ def run_on_host(args, answers, check_mode=False):
 def test_a_daemons_directories_are_made_before_it_starts():
     result, execute, commands = run_on_host({"engine": "podman", "spec": DAEMON}, [(0, "")])
     assert result["changed"] is True and execute.called and len(commands) == 1
-    assert "chmod 0700 '/run/gangplank/mps/h1-infer-0'" in commands[0] and "rm -f '/run/gangplank/mps/h1-infer-0/log/ready'" in commands[0]
+    assert commands[0].endswith(" gangplank-mps-dir '/run/gangplank/mps/h1-infer-0'") and 'chmod 0700 -- "$part"' in commands[0]
+    assert "rm -f -- log/ready" in commands[0]
     result, execute, _commands = run_on_host({"engine": "podman", "spec": DAEMON}, [(1, "mkdir: Permission denied")])
     assert result["failed"] is True and not execute.called
     assert result["msg"] == "h1-infer-0.mps: cannot make the MPS directory /run/gangplank/mps/h1-infer-0: mkdir: Permission denied"

@@ -147,3 +147,32 @@ def test_the_watchdog_runs_where_there_are_gpus():
     assert gpu_watchdog_wanted(INSTANCES) is True
     assert gpu_watchdog_wanted({"web-0": {"service": "web"}}, FACTS) is True
     assert gpu_watchdog_wanted({"web-0": {"service": "web"}}, []) is False
+
+
+def test_the_gpu_lines_show_each_value_from_a_host_as_one_bounded_line():
+    """Instance names and uuids come from the host's fact file: a line break, an escape or a long value stays in its
+    cell, on its line."""
+    bound = {"infer-0\nforged line": {"gpus": [{"index": 0, "uuid": "GPU-1\r\n\x1b[2Jx" + "u" * 5000, "memory": GIB}]},
+             "infer-1\u2028b": {"gpus": [{"index": 0, "uuid": GPU, "memory": GIB}]}}
+    status = {"rows": [], "bound": {}, "gpus": []}
+    status.update(gpu_status("n1", bound, {"failed": True, "msg": "file not found"}, "/s/state.json", "mps"))
+    status["watchdog_lines"].append("n1: GPU watchdog: a line\nwith a break" + "x" * 5000)
+    lines = status_report(["n1"], {"n1": status}, {})["gpu_lines"]
+    assert len(lines) == 5
+    assert all(line.isprintable() and len(line) <= 1000 for line in lines), lines
+    assert lines[1].startswith("n1    infer-0\ufffdforged line  GPU-1\ufffd\ufffd\ufffd[2Jxuuu")
+    assert lines[2].startswith("n1    infer-1\ufffdb")
+
+
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, '{"version": 1, "notes": ' + "[" * 5000 + "]" * 5000 + "}"])
+def test_a_state_file_nested_too_deeply_is_a_line_naming_it(text):
+    with pytest.raises(StateError, match="is not JSON: it is nested too deeply"):
+        parse_state(text, "/s/state.json")
+    found = gpu_status("n1", INSTANCES, {"content": base64.b64encode(text.encode()).decode()}, "/s/state.json")
+    assert found["watchdog_lines"] == ["n1: the GPU watchdog's state file /s/state.json is not JSON: it is nested too deeply"]
+
+
+def test_an_instance_without_its_action_reads_as_none():
+    document = state()
+    del document["instances"]["infer-0"]["action"]
+    assert parse_state(json.dumps(document), "s")["instances"]["infer-0"]["action"] is None

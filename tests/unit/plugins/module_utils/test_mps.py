@@ -11,6 +11,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -333,18 +334,104 @@ def test_docker_has_no_start_dependency_and_the_same_daemon():
 
 # --- on the host: the directories, the wait, and the entrypoint against the stand-in --------------------------------
 
-def test_the_prepare_command_makes_private_directories_and_clears_the_ready_file(tmp_path):
-    base = str(tmp_path / "mps" / "h1-infer-0")
+@pytest.fixture
+def root_dir():
+    """A directory of root's that nobody else can write on every component (the MPS directories' rule): under /run."""
+    path = tempfile.mkdtemp(prefix="gangplank-mps-test-", dir="/run")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def prepare(base):
     spec = {"mps_daemon": {"dir": base, "ready": base + "/log/ready"}}
-    subprocess.run(["sh", "-c", mps.prepare_command(spec)], check=True)
+    return subprocess.run(["sh", "-c", mps.prepare_command(spec)], capture_output=True, text=True, check=False)
+
+
+def test_the_prepare_command_makes_private_directories_and_clears_the_ready_file(root_dir):
+    base = os.path.join(root_dir, "mps", "h1-infer-0")
+    assert prepare(base).returncode == 0
     subprocess.run(["sh", "-c", "echo old > %s/log/ready" % base], check=True)
-    subprocess.run(["sh", "-c", mps.prepare_command(spec)], check=True)
-    assert stat.S_IMODE(os.stat(base).st_mode) == 0o700 and stat.S_IMODE(os.stat(str(tmp_path / "mps")).st_mode) == 0o700
+    done = prepare(base)
+    assert done.returncode == 0, done.stdout
+    assert stat.S_IMODE(os.stat(base).st_mode) == 0o700 and stat.S_IMODE(os.stat(os.path.join(root_dir, "mps")).st_mode) == 0o700
     for name in ("pipe", "shm", "log"):
         assert stat.S_IMODE(os.stat(os.path.join(base, name)).st_mode) == 0o1777
     assert not os.path.exists(base + "/log/ready")
     with pytest.raises(mps.MpsError):
         mps.prepare_command({"mps_daemon": {"dir": "/run/../etc", "ready": "/run/x"}})
+    with pytest.raises(mps.MpsError):
+        mps.prepare_command({"mps_daemon": {"dir": base, "ready": "/etc/shadow"}})
+
+
+def test_a_link_planted_in_the_mps_directory_is_never_followed(root_dir):
+    """Another user planted <mps_dir>/<container> as a link to a directory of theirs (or the host's): the command fails
+    naming it, and nothing is made or changed where it points."""
+    mps_dir = os.path.join(root_dir, "mps")
+    os.mkdir(mps_dir, 0o755)
+    target = os.path.join(root_dir, "target")
+    os.mkdir(target, 0o755)
+    os.symlink(target, os.path.join(mps_dir, "h1-infer-0"))
+    done = prepare(os.path.join(mps_dir, "h1-infer-0"))
+    assert done.returncode == 1 and done.stdout.strip() == (
+        "%s/h1-infer-0 is a symbolic link; expected a directory of root's" % mps_dir)
+    assert os.listdir(target) == [] and stat.S_IMODE(os.stat(target).st_mode) == 0o755
+    # A link further up: the same.
+    os.symlink(mps_dir, os.path.join(root_dir, "link"))
+    done = prepare(os.path.join(root_dir, "link", "h1-infer-1"))
+    assert done.returncode == 1 and "link is a symbolic link" in done.stdout
+    assert not os.path.exists(os.path.join(mps_dir, "h1-infer-1"))
+    # A link in the instance's directory, where pipe should be.
+    os.makedirs(os.path.join(mps_dir, "h1-infer-2"), 0o700)
+    os.symlink(target, os.path.join(mps_dir, "h1-infer-2", "pipe"))
+    done = prepare(os.path.join(mps_dir, "h1-infer-2"))
+    assert done.returncode == 1 and done.stdout.strip().endswith("h1-infer-2/pipe is a symbolic link; expected a directory of root's")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o755
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda path: os.chown(path, 65534, 65534), "is owned by uid 65534; expected a directory of root's"),
+    (lambda path: os.chmod(path, 0o777), "can be written by other users (mode 777)"),
+    (lambda path: os.chmod(path, 0o1777), "can be written by other users (mode 1777)"),
+    (lambda path: os.chmod(path, 0o775), "can be written by other users (mode 775)"),
+])
+def test_a_directory_on_the_way_that_another_user_could_change_is_refused(root_dir, change, message):
+    mps_dir = os.path.join(root_dir, "shared", "mps")
+    os.makedirs(mps_dir, 0o755)
+    for where in (os.path.join(root_dir, "shared"), mps_dir):
+        os.chmod(where, 0o755)
+        os.chown(where, 0, 0)
+        change(where)
+        done = prepare(os.path.join(mps_dir, "h1-infer-0"))
+        assert done.returncode == 1 and done.stdout.strip() == "%s %s" % (where, message) + (
+            "; expected a directory only root can write" if "written" in message else "")
+        assert not os.path.exists(os.path.join(mps_dir, "h1-infer-0"))
+        os.chmod(where, 0o755)
+        os.chown(where, 0, 0)
+    # The instance's own directory, root's but left open by hand: made private again. Another user's: refused.
+    own = os.path.join(mps_dir, "h1-infer-0")
+    os.mkdir(own, 0o777)
+    assert prepare(own).returncode == 0 and stat.S_IMODE(os.stat(own).st_mode) == 0o700
+    os.chown(own, 65534, 65534)
+    done = prepare(own)
+    assert done.returncode == 1 and "h1-infer-0 is owned by uid 65534" in done.stdout and stat.S_IMODE(os.stat(own).st_mode) == 0o700
+
+
+def test_a_directory_in_tmp_is_refused_on_the_host_and_a_known_shared_place_at_once(tmp_path):
+    done = prepare(str(tmp_path / "mps" / "h1-infer-0"))
+    assert done.returncode == 1 and done.stdout.strip() == "/tmp can be written by other users (mode 1777); expected a directory only root can write"
+    for place in ("/tmp/mps", "/dev/shm/gangplank/mps", "/var/tmp/x", "/dev/shm"):
+        with pytest.raises(mps.MpsError, match="mps_dir: %s is inside /(tmp|dev/shm|var/tmp), which every user can write" % place):
+            mps.check_settings("", place, "", 60)
+    mps.check_settings("", "/tmpfs/mps", "", 60)
+
+
+def test_the_wait_command_reads_the_ready_file_only_as_a_regular_file(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("root's secret\n")
+    os.symlink(secret, tmp_path / "ready")
+    spec = {"mps_client": {"daemon": "h1-x.mps", "ready": str(tmp_path / "ready"), "timeout": 1}}
+    done = subprocess.run(["sh", "-c", mps.wait_command(spec)], capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and done.stdout.strip() == "the ready file is not a regular file"
 
 
 def test_the_wait_command_waits_for_the_ready_file_within_its_timeout(tmp_path):

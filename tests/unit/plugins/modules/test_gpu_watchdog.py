@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 
 import pytest
@@ -143,6 +148,139 @@ def test_a_pid_file_naming_another_process_is_not_the_watchdog(directory):
     assert result["actions"][-1] == "start" and result["pid"] != os.getpid()
 
 
+@pytest.fixture
+def readable_directory():
+    """A watchdog directory another user can read (the impostor's interpreter reads the program)."""
+    base = tempfile.mkdtemp(prefix="gangplank-watchdog-")
+    os.chmod(base, 0o755)
+    path = pathlib.Path(base) / "gpu-watchdog"
+    yield path
+    run({"directory": str(path), "state": "absent", "manager": "process"})
+    shutil.rmtree(base)
+
+
+def impostor(directory, *prefix, user=None):
+    """A process whose command line holds the watchdog's program and config, as ``user`` (a uid) or as this one."""
+    argv = list(prefix) + [str(directory / "gpu_watchdog.py"), str(directory / "config.json")]
+    if user is not None:
+        argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + argv
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("prefix, user", [
+    (("sh", "-c", "sleep 30"), 65534),                       # the program and config as arguments of another command
+    ((sys.executable, "-c", "import time; time.sleep(30)"), None),
+    ((sys.executable,), 65534),                              # the very command line, as another user
+])
+def test_a_process_that_only_looks_like_the_watchdog_is_not_it(readable_directory, prefix, user):
+    directory = readable_directory
+    first = started(directory)
+    process = impostor(directory, *prefix, user=user)
+    try:
+        time.sleep(0.2)
+        record = json.loads((directory / "watchdog.pid").read_text())
+        (directory / "watchdog.pid").write_text(json.dumps(dict(record, pid=process.pid)))
+        assert gpu_watchdog.process_of(str(directory)) == (None, None)
+        again = started(directory)
+        assert again["actions"] == ["start"] and again["pid"] not in (process.pid, first["pid"])
+        assert process.poll() is None                        # no signal reached it
+        assert gpu_watchdog.process_of(str(directory))[0] == again["pid"]
+    finally:
+        process.kill()
+        process.wait()
+        os.kill(first["pid"], 9)
+
+
+def test_a_pid_file_is_believed_only_of_the_process_it_recorded(directory):
+    directory.mkdir()
+    (directory / "gpu_watchdog.py").write_text("import time\ntime.sleep(30)\n")
+    process = impostor(directory, sys.executable, "-c", "import time; time.sleep(30)")
+    try:
+        time.sleep(0.2)
+        # Not the command line: the program and config are not the interpreter's arguments.
+        pidfile = directory / "watchdog.pid"
+        pidfile.write_text(json.dumps({"pid": process.pid, "program_sha256": "x"}))
+        assert gpu_watchdog.process_of(str(directory)) == (None, None)
+    finally:
+        process.kill()
+        process.wait()
+    process = impostor(directory, sys.executable)
+    try:
+        time.sleep(0.2)
+        facts = gpu_watchdog.process_facts(process.pid)
+        # The record of this very process: believed.
+        pidfile.write_text(json.dumps({"pid": process.pid, "program_sha256": "x", "boot_id": gpu_watchdog.boot_id(),
+                                       "start_ticks": facts["start_ticks"]}))
+        assert gpu_watchdog.process_of(str(directory)) == (process.pid, "x")
+        # Another boot, or another start with the same pid: not this process.
+        for change in ({"boot_id": "another-boot"}, {"start_ticks": facts["start_ticks"] - 1}):
+            pidfile.write_text(json.dumps(dict(json.loads(pidfile.read_text()), **change)))
+            assert gpu_watchdog.process_of(str(directory)) == (None, None)
+        # A file of before the start time was recorded: believed unless the process started after it was written.
+        pidfile.write_text(json.dumps({"pid": process.pid, "program_sha256": "x"}))
+        assert gpu_watchdog.process_of(str(directory)) == (process.pid, "x")
+        os.utime(pidfile, (time.time() - 3600, time.time() - 3600))
+        assert gpu_watchdog.process_of(str(directory)) == (None, None)
+        # A pid file that is a link or not this user's is not believed.
+        os.utime(pidfile)
+        os.chown(pidfile, 65534, 65534)
+        assert gpu_watchdog.process_of(str(directory)) == (None, None)
+        os.chown(pidfile, 0, 0)
+        os.rename(pidfile, directory / "elsewhere.pid")
+        os.symlink(directory / "elsewhere.pid", pidfile)
+        assert gpu_watchdog.process_of(str(directory)) == (None, None)
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("name, value", [("directory", "/var/lib/gangplank/gpu-watchdog\nExecStartPre=/bin/touch /pwned"),
+                                         ("directory", "/srv/a\u2028b"), ("python", "/usr/bin/python3\rx"),
+                                         ("service", "gangplank\x1b[2J"), ("unit_dir", "/etc/systemd/system\t")])
+def test_control_characters_in_what_reaches_the_unit_are_refused_by_name(tmp_path, name, value):
+    args = {"directory": str(tmp_path / "wd"), "program": PROGRAM, "host": "h1", "manager": "systemd",
+            "unit_dir": str(tmp_path / "units")}
+    result = run(dict(args, **{name: value}))
+    assert result["failed"] is True and result["msg"].startswith("%s: holds the control character" % name)
+    assert "\n" not in result["msg"] and not (tmp_path / "units").exists() and not (tmp_path / "wd").exists()
+
+
+def test_the_units_command_line_is_quoted_word_by_word(monkeypatch, tmp_path):
+    """A directory and an interpreter with spaces, quotes, $ and %: each stays one word; systemd-analyze reads the unit
+    (it checks that the command's first word is an executable)."""
+    units = tmp_path / "units"
+    units.mkdir()
+    odd = tmp_path / 'a dir "with" $ and %n'
+    odd.mkdir()
+    (tmp_path / "bin $ %n").mkdir()
+    python = tmp_path / "bin $ %n" / "python 3"
+    os.symlink(sys.executable, python)
+    monkeypatch.setattr(gpu_watchdog, "run", lambda argv, timeout=30: (0, "active\n" if argv[1] == "is-active" else "enabled\n", ""))
+    monkeypatch.setattr(gpu_watchdog, "systemd_runs", lambda: True)
+    result = started(odd / "gpu-watchdog", manager="systemd", unit_dir=str(units), python=str(python))
+    assert not result.get("failed"), result
+    unit = (units / "gangplank-gpu-watchdog.service").read_text()
+    line = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    quoted = str(odd).replace('"', '\\"').replace("$", "$$").replace("%", "%%")
+    assert line == ['ExecStart="%s/bin $ %%%%n/python 3" "%s/gpu-watchdog/gpu_watchdog.py" "%s/gpu-watchdog/config.json"' % (
+        tmp_path, quoted, quoted)]
+    if shutil.which("systemd-analyze"):
+        verified = subprocess.run(["systemd-analyze", "verify", str(units / "gangplank-gpu-watchdog.service")],
+                                  capture_output=True, text=True, check=False)
+        assert verified.returncode == 0, verified.stderr
+    result = started(odd / "gpu-watchdog", manager="systemd", unit_dir=str(units), python=str(odd / "python"))
+    assert result["failed"] is True and result["msg"].startswith("python: got a path with a quote or a backslash")
+
+
+def test_a_state_file_nested_too_deeply_or_too_large_is_a_warning_naming_it(directory, warnings):
+    started(directory, interval=60)
+    for text, expected in (("[" * 100000 + "]" * 100000, "nested"), ('{"a": "%s"}' % ("x" * (5 << 20)), "larger than")):
+        (directory / "state.json").write_text(text)
+        warnings.clear()
+        result = started(directory, interval=60)
+        assert not result.get("failed") and any(expected in line and str(directory / "state.json") in line for line in warnings), warnings
+
+
 def test_bad_bindings_and_a_corrupt_state_file_are_errors_naming_them(directory, warnings):
     bad = {"infer-0": {"service": "infer", "gpus": [{"uuid": GPU, "memory": "20Gi"}]}}
     result = started(directory, instances=bad)
@@ -214,7 +352,7 @@ def test_with_systemd_a_unit_is_written_enabled_started_then_left_alone_reloaded
     extra = {"manager": "auto", "unit_dir": str(units)}
     first = started(directory, **extra)
     unit = (units / "gangplank-gpu-watchdog.service").read_text()
-    assert "ExecStart=%s %s %s" % (gpu_watchdog.sys.executable, directory / "gpu_watchdog.py", directory / "config.json") in unit
+    assert 'ExecStart="%s" "%s" "%s"' % (gpu_watchdog.sys.executable, directory / "gpu_watchdog.py", directory / "config.json") in unit
     assert first["manager"] == "systemd" and first["pid"] == 4242
     assert [call for call in calls if call[0] not in ("is-enabled", "is-active", "show")] == [
         ["daemon-reload"], ["enable", "gangplank-gpu-watchdog.service"], ["start", "gangplank-gpu-watchdog.service"]]

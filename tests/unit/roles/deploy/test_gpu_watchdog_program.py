@@ -40,6 +40,8 @@ def cgroup_v1(path):
 
 
 INSTANCE_OF = {ID_A: "infer-0", ID_B: "infer-1", ID_SIDE: "infer-0"}
+ID_MPS, ID_MPS_B = ("f" * 64), ("9" * 64)
+DAEMONS = {ID_MPS: ("infer-0", "node1-infer-0"), ID_MPS_B: ("infer-1", "node1-infer-1")}
 
 
 # --- cgroups ---
@@ -49,10 +51,73 @@ INSTANCE_OF = {ID_A: "infer-0", ID_B: "infer-1", ID_SIDE: "infer-0"}
     "0::/machine.slice/libpod-%s.scope/container\n" % ID_A,                      # podman, systemd, cgroup v2
     "0::/system.slice/docker-%s.scope\n" % ID_A,                                 # docker, systemd
     "12:memory:/docker/%s\n0::/docker/%s\n" % (ID_A, ID_A),                      # docker, cgroupfs
-    "0::/libpod_parent/libpod-%s/libpod_parent/libpod-%s\n" % (ID_X, ID_A),      # nested engines: the innermost
+    "0::/libpod_parent/libpod-%s/libpod_parent/libpod-%s\n" % (ID_A, ID_X),      # nested engines: the outermost
+    "0::/machine.slice/libpod-%s.scope/container/docker/%s\n" % (ID_A, ID_X),  # an engine inside the container
+    "0::/docker/%s/system.slice/docker-%s.scope\n" % (ID_A, ID_X),
 ])
 def test_the_container_id_is_read_from_every_engines_cgroup_layout(text):
     assert wd.container_id(text) == (ID_A, "")
+    assert wd.container_id(text, lambda controllers, path: 0) == (ID_A, "")
+
+
+@pytest.mark.parametrize("path", [
+    # A user's own systemd slice: any user can make these under its user@.service.
+    "/user.slice/user-1000.slice/user@1000.service/app.slice/libpod-%s.scope" % ID_A,
+    "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-%s.scope/container" % ID_A,
+    "/user.slice/user-1000.slice/user@1000.service/docker/%s" % ID_A,
+    # Another container's subtree (a container that is not an instance, or that delegates cgroups to its processes).
+    "/somewhere/libpod_parent/libpod-%s" % ID_A,
+    "/system.slice/something.service/machine.slice/libpod-%s.scope" % ID_A,
+    "/machine.slice/machine-1.scope/docker/%s" % ID_A,
+    "/libpod_parent/libpod-conmon-%s/libpod-%s" % (ID_X, ID_A),
+    "/docker-%s.scope" % ID_A,
+    "/machine.slice/libpod-%s" % ID_A,                 # the systemd layout without its .scope
+    "/libpod_parent/libpod-%s.scope" % ID_A,
+    "/system.slice/libpod-%s.scope" % ID_A,
+])
+def test_only_a_cgroup_the_engine_makes_names_a_container(path):
+    for text in ("0::%s\n" % path, cgroup_v1(path)):
+        assert wd.container_id(text) == (None, "not in a container")
+
+
+def test_a_cgroup_of_the_engines_layout_not_owned_by_root_names_no_container():
+    owners = {"/docker/%s" % ID_A: 65534, "/libpod_parent/libpod-%s" % ID_B: 0}
+    asked = []
+
+    def owner(controllers, path):
+        asked.append((controllers, path))
+        return owners.get(path)
+
+    assert wd.container_id("0::/docker/%s/sub\n" % ID_A, owner) == (
+        None, "in a cgroup named like container aaaaaaaaaaaa's that uid 65534 owns, not the engine")
+    assert asked == [("", "/docker/%s" % ID_A)]
+    assert wd.container_id("4:memory:/libpod_parent/libpod-%s\n0::/\n" % ID_B, owner) == (ID_B, "")
+    # A hierarchy that cannot be looked at does not count; when none can, the process is in no container.
+    assert wd.container_id("4:memory:/libpod_parent/libpod-%s\n" % ID_X, owner) == (None, "not in a container")
+    assert wd.container_id("4:memory:/libpod_parent/libpod-%s\n0::/libpod_parent/libpod-%s\n" % (ID_X, ID_B), owner) == (ID_B, "")
+
+
+def test_cgroup_owner_reads_the_mounts_and_each_directory_on_the_way(tmp_path):
+    mountinfo = ("35 31 0:32 / %s/memory rw,relatime - cgroup cgroup rw,memory\n"
+                 "40 31 0:37 / %s/sys\\040temd rw,relatime - cgroup cgroup rw,xattr,name=systemd\n"
+                 "41 31 0:38 / %s/unified rw,relatime - cgroup2 cgroup2 rw\n"
+                 "42 31 0:39 /sub %s/elsewhere rw,relatime - cgroup cgroup rw,cpu\n" % ((tmp_path,) * 4))
+    mounts = wd.cgroup_mounts(mountinfo)
+    assert mounts == {frozenset({"memory"}): "%s/memory" % tmp_path, frozenset({"xattr", "name=systemd"}): "%s/sys temd" % tmp_path,
+                      "": "%s/unified" % tmp_path}
+    for hierarchy in ("memory", "sys temd", "unified"):
+        (tmp_path / hierarchy / "docker" / ID_A).mkdir(parents=True)
+    os.chown(tmp_path / "unified" / "docker", 65534, 65534)
+    path = "/docker/%s" % ID_A
+    if os.geteuid() == 0:
+        assert wd.cgroup_owner("memory", path, mounts) == 0
+        assert wd.cgroup_owner("name=systemd", path, mounts) == 0
+        assert wd.cgroup_owner("", path, mounts) == 65534
+    assert wd.cgroup_owner("cpu", path, mounts) is None                     # mounted below its root only
+    assert wd.cgroup_owner("memory", "/docker/%s" % ID_B, mounts) is None    # gone
+    assert wd.cgroup_owner("memory", "/docker/../docker/%s" % ID_A, mounts) is None
+    (tmp_path / "memory" / "link").symlink_to(tmp_path / "memory" / "docker")
+    assert wd.cgroup_owner("memory", "/link/%s" % ID_A, mounts) is None
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -145,10 +210,11 @@ def test_classify_sums_each_instances_memory_and_names_bypasses_and_servers():
                102: "0::/libpod_parent/libpod-%s\n" % ID_B, 103: "0::/user.slice\n",
                104: "0::/libpod_parent/libpod-%s\n" % ID_A, 105: "0::/libpod_parent/libpod-%s\n" % ID_X,
                106: "0::/libpod_parent/libpod-%s\n" % ID_A, 107: None, 108: "0::/docker/%s\n" % ID_A}
-    exes = {104: "nvidia-cuda-mps-server"}
+    cgroups[104] = cgroups[90] = "0::/libpod_parent/libpod-%s\n" % ID_MPS
+    exes = {104: "nvidia-cuda-mps-server", 90: "nvidia-cuda-mps-control"}
     instance_of = dict(INSTANCE_OF, **{"e" * 64: "web-0"})
     cgroups[108] = "0::/docker/%s\n" % ("e" * 64)
-    seen = wd.classify(processes, cgroups, exes, instance_of, config())
+    seen = wd.classify(processes, cgroups, exes, instance_of, config(), DAEMONS, {104: 90})
     assert seen["used"] == {"infer-0": {GPU: 5 * GIB}, "infer-1": {GPU: 3 * GIB}}     # pid 106's unknown size counts 0
     assert seen["pids"] == {"infer-0": [100, 101, 106], "infer-1": [102]}
     assert seen["servers"] == [{"pid": 104, "gpu": GPU, "used": 66 << 20, "instance": "infer-0"}]
@@ -235,8 +301,11 @@ def test_a_config_file_that_is_not_json_names_the_file(tmp_path):
 
 def test_the_engines_answer_is_read_whole_line_by_line():
     text = "\n".join([ID_A + " node1 infer-0", ID_B + " node2 infer-1", ID_X + " node1 ", "short node1 infer-2",
-                      ID_SIDE + " node1 infer-0 extra", ID_SIDE.upper() + " node1 infer-0", "e" * 64 + " node1 infer-3"])
-    assert wd.parse_engine_containers(text, "node1") == {ID_A: "infer-0", "e" * 64: "infer-3"}
+                      ID_SIDE + " node1 infer-0 extra field", ID_SIDE.upper() + " node1 infer-0", "e" * 64 + " node1 infer-3"])
+    assert wd.parse_engine_containers(text, "node1") == ({ID_A: "infer-0", "e" * 64: "infer-3"}, {})
+    text = "\n".join([ID_A + " node1 infer-0 ", ID_MPS + " node1 infer-0 node1-infer-0", ID_X + " node1 infer-0 bad\tname",
+                      ID_B + " node1 infer-1 node1-infer-1 extra"])
+    assert wd.parse_engine_containers(text, "node1") == ({ID_A: "infer-0"}, {ID_MPS: ("infer-0", "node1-infer-0")})
 
 
 # --- the loop ---
@@ -260,12 +329,13 @@ def make_watchdog(tmp_path, policy="warn", grace=30, engine=None):
 
     def lookup(engine_name, node):
         lookups.append((engine_name, node))
-        return engine if engine is not None else {ID_A: "infer-0"}
+        return engine if engine is not None else ({ID_A: "infer-0"}, {})
 
     cgroups = {200: "0::/libpod_parent/libpod-%s\n" % ID_A, 201: "0::/user.slice\n"}
     watchdog = wd.Watchdog(str(tmp_path / "config.json"), engine_lookup=lookup,
                            stopper=lambda engine_name, name: stopped.append(name) or "",
-                           proc=lambda pid, name: cgroups.get(pid), exe=lambda pid: "python3", clock=clock)
+                           proc=lambda pid, name: cgroups.get(pid), exe=lambda pid: "python3", clock=clock,
+                           owner=lambda controllers, path: 0)
     return watchdog, simulated, clock, stopped, lookups
 
 
@@ -312,3 +382,75 @@ def test_nvml_errors_are_in_the_state_not_a_traceback(tmp_path):
     watchdog, _simulated, _clock, _stopped, _lookups = make_watchdog(tmp_path)
     watchdog.source = wd.NvmlSource(FakeNvml({}, fail=RuntimeError("Driver Not Loaded")))
     assert watchdog.poll()["error"] == "NVML: Driver Not Loaded"
+
+
+# --- MPS servers ---
+
+def test_a_process_named_as_an_mps_server_is_one_only_as_the_child_of_its_instances_own_daemon():
+    server, control = "nvidia-cuda-mps-server", "nvidia-cuda-mps-control"
+    in_container = {cid: "0::/libpod_parent/libpod-%s\n" % cid for cid in (ID_A, ID_MPS, ID_MPS_B)}
+    cgroups = {
+        10: in_container[ID_MPS], 11: in_container[ID_MPS],             # the daemon and its server
+        20: in_container[ID_A],                                         # the instance names a process so
+        30: "0::/user.slice/user-1000.slice/session-2.scope\n", 31: "0::/user.slice/user-1000.slice/session-2.scope\n",
+        40: in_container[ID_MPS],                                       # in the daemon's container, child of another
+        50: in_container[ID_MPS_B], 51: in_container[ID_MPS],           # a server of the other daemon's control
+        60: in_container[ID_MPS],                                       # its parent is gone
+    }
+    exes = {10: control, 11: server, 20: server, 30: control, 31: server, 40: server, 41: "sh", 50: control, 51: server,
+            60: server}
+    parents = {11: 10, 20: 10, 31: 30, 40: 41, 51: 50, 60: 61}
+    cgroups[41] = in_container[ID_MPS]
+    processes = [(GPU, pid, size) for pid, size in ((11, 66 << 20), (20, 50 * GIB), (31, 7 * GIB), (40, GIB), (51, GIB),
+                                                    (60, GIB))]
+    seen = wd.classify(processes, cgroups, exes, INSTANCE_OF, config(), DAEMONS, parents)
+    assert seen["servers"] == [{"pid": 11, "gpu": GPU, "used": 66 << 20, "instance": "infer-0"}]
+    # The instance's own process so named counts against its grant, as do the others in its daemon's container.
+    assert seen["used"] == {"infer-0": {GPU: 53 * GIB}} and seen["pids"] == {"infer-0": [20, 40, 51, 60]}
+    assert [(entry["pid"], entry["reason"]) for entry in seen["bypasses"]] == [
+        (31, "named nvidia-cuda-mps-server, not started by its instance's MPS daemon; not in a container")]
+    # A daemon labelled for another container than the instance's is not the instance's daemon.
+    seen = wd.classify(processes[:1], cgroups, exes, INSTANCE_OF, config(), {ID_MPS: ("infer-0", "node1-infer-1")}, parents)
+    assert seen["servers"] == [] and seen["used"] == {"infer-0": {GPU: 66 << 20}}
+
+
+def test_the_loop_reads_a_servers_parent_from_proc(tmp_path):
+    watchdog, simulated, _clock, _stopped, _lookups = make_watchdog(
+        tmp_path, engine=({ID_A: "infer-0"}, {ID_MPS: ("infer-0", "node1-infer-0")}))
+    texts = {(300, "cgroup"): "0::/libpod_parent/libpod-%s\n" % ID_MPS, (300, "stat"): "300 (nvidia-cuda-mps) S 299 300 1",
+             (299, "cgroup"): "0::/libpod_parent/libpod-%s\n" % ID_MPS,
+             (301, "cgroup"): "0::/libpod_parent/libpod-%s\n" % ID_A, (301, "stat"): "301 (a) b) S 299 301 1"}
+    exes = {300: "nvidia-cuda-mps-server", 299: "nvidia-cuda-mps-control", 301: "nvidia-cuda-mps-server"}
+    watchdog.proc, watchdog.exe = (lambda pid, name: texts.get((pid, name))), (lambda pid: exes.get(pid, ""))
+    write_processes(simulated, (GPU, 300, 66 << 20), (GPU, 301, 30 * GIB))
+    document = watchdog.poll()
+    assert [entry["pid"] for entry in document["servers"]] == [300]
+    assert document["instances"]["infer-0"]["used"] == {GPU: 30 * GIB}
+    assert wd.parent_pid("1 (x) y) S 77 1") == 77 and wd.parent_pid("garbage") is None and wd.parent_pid(None) is None
+
+
+# --- state files nested too deeply ---
+
+@pytest.mark.parametrize("text", ['{"events": ' + "[" * 100000 + "]" * 100000 + ', "seq": 1}',
+                                  '{"events": [' + '{"a": ' * 5000 + "1" + "}" * 5000 + '], "seq": 1}',
+                                  '{"seq": 3, "events": [{"seq": 1, "at": 1, "kind": "warn", "instance": null, "text": '
+                                  + "[" * 900 + "]" * 900 + "}]}"])
+def test_a_state_file_nested_too_deeply_leaves_the_watchdog_running(tmp_path, text):
+    (tmp_path / "state.json").write_text(text)
+    watchdog, simulated, _clock, _stopped, _lookups = make_watchdog(tmp_path)
+    assert watchdog.events == []
+    write_processes(simulated, (GPU, 200, GIB))
+    document = watchdog.poll()
+    assert document["instances"]["infer-0"]["used"] == {GPU: GIB}
+    parse_state((tmp_path / "state.json").read_text(), "state.json")
+
+
+def test_a_config_nested_too_deeply_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "config.json"
+    for text, expected in (('{"instances": ' + "[" * 100000 + "]" * 100000 + "}", "nested more than 32 levels deep"),
+                           ("[" * 100000, "nested more than 32 levels deep"), ("{" + "\"a\":1," * 10, "is not JSON")):
+        path.write_text(text)
+        with pytest.raises(wd.WatchdogError, match=expected) as raised:
+            wd.load_config(str(path))
+        assert str(path) in str(raised.value)
+    assert wd.main([str(path), "--once"]) == 1
