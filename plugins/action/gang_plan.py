@@ -11,6 +11,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.planning import
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
@@ -44,8 +45,8 @@ class ActionModule(ActionBase):
             return result
         try:
             problem = _scaled(args["problem"], args["scale"])
-            # Relative user_plugins paths start from the playbook's folder.
-            profile = load_profile(args["profile"], self._loader.get_basedir())
+            # Relative user_plugins paths start from the playbook's folder; extenders call over real HTTP(S).
+            profile = load_profile(args["profile"], self._loader.get_basedir(), HTTPTransport())
             plan_result = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
         except ProblemError as error:
             result.update(

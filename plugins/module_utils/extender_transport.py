@@ -4,9 +4,15 @@
 """The HTTP transport of scheduler extenders: POSTs a request body to ``urlPrefix/verb`` and brings back the
 bytes of the answer, or a TransportError that names the extender and the verb.
 
-The scheduler core (scheduler/extender.py: configuration, the kube objects, the answer readers) does no I/O; the
-Extender plugin (scheduler/plugins/extender.py) is handed a transport, this module's ``HTTPTransport`` unless a
-caller (a test) gives another object with the same ``call_round`` method.
+The scheduler core (scheduler/extender.py: configuration, the kube objects, the answer readers) does no I/O and
+imports no ``ssl``, ``socket`` or ``tempfile``: whoever builds a profile hands a transport in (kube's framework: the
+transport is passed to the plugin, not chosen by it), this module's ``HTTPTransport`` for real HTTP (``parse_profile``
+and ``load_profile`` here do that), or another object with the same methods (a test's fake). The transport reads the
+files of an extender's configuration as the profile is parsed (``file_is_regular``, ``read_token_file``: the
+bearerTokenFile, opened without blocking and checked before a byte is read) and makes its TLS context
+(``tls_context``: the CA bundle, the client certificate and key, PEM given as data written to a private folder that is
+removed once read); the core records what it raises (scheduler/extender.py's ExtenderFileError, whose message names
+no file content) under the field's path.
 
 Standard library only: http.client parses the answers (status line, headers, ``100 Continue``, chunked encoding,
 keep-alive); sockets and TLS are made here, so that ONE deadline, ``httpTimeout`` after the call began, bounds the
@@ -41,12 +47,19 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
+import stat
+import tempfile
 import threading
 import time
 import urllib.parse
 
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import (
+    EncryptedKey, ExtenderFileError, NotRegularFile,
+)
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import profiles as _profiles
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 MAX_CONCURRENT = 8                  # calls of one extender in flight at once, each worker on its kept-alive connection
@@ -109,8 +122,32 @@ def address(config):
     return parts.hostname, parts.port or (443 if config.context is not None else 80)
 
 
+def parse_profile(data, base=None, transport=None):
+    """scheduler/profiles.py's parse_profile with ``transport`` handed in, this module's HTTPTransport when None (its
+    extenders call over real HTTP(S))."""
+    return _profiles.parse_profile(data, base, transport if transport is not None else HTTPTransport())
+
+
+def load_profile(data, base=None, transport=None):
+    """scheduler/profiles.py's load_profile with ``transport`` handed in, this module's HTTPTransport when None."""
+    return _profiles.load_profile(data, base, transport if transport is not None else HTTPTransport())
+
+
 class HTTPTransport:
-    """The transport the Extender plugin uses unless it is handed another: real HTTP(S) calls (module docstring)."""
+    """Real HTTP(S) calls (module docstring), and the reading of the token and PEM files of an extender's
+    configuration."""
+
+    def file_is_regular(self, name):
+        """Whether ``name`` is an existing regular file (a FIFO would wait for a writer)."""
+        return file_is_regular(name)
+
+    def read_token_file(self, name, limit):
+        """At most ``limit`` bytes of the regular file ``name`` (read_regular)."""
+        return read_regular(name, limit)
+
+    def tls_context(self, files, pems, insecure):
+        """The TLS context of an https:// extender (make_tls_context)."""
+        return make_tls_context(files, pems, insecure)
 
     def call_round(self, config, jobs, prepare, finish, ahead=None, workers=MAX_CONCURRENT):
         """The calls of ``jobs`` to the extender of ``config`` (an scheduler.extender.ExtenderConfig); the results in
@@ -125,6 +162,88 @@ class HTTPTransport:
         any is left. The three run one at a time (under one lock, in the round's threads or the calling one), so the
         caller's state needs no locking."""
         return _Round(config, workers).run(jobs, prepare, finish, ahead)
+
+
+def file_is_regular(name):
+    """Whether ``name`` is an existing regular file."""
+    return os.path.isfile(name)
+
+
+def read_regular(name, limit):
+    """At most ``limit`` bytes of the regular file ``name``. Opened with O_NONBLOCK (a FIFO opens at once instead of
+    waiting for a writer) and O_NOCTTY, then checked with fstat before any read. Raises NotRegularFile for anything
+    but a regular file, ExtenderFileError (what went wrong, in a few words) when it cannot be read."""
+    try:
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as error:
+        # ValueError: a path with a NUL character, which no file has.
+        raise ExtenderFileError(_file_trouble(error))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotRegularFile()
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(descriptor, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise ExtenderFileError(_file_trouble(error))
+    finally:
+        os.close(descriptor)
+
+
+def make_tls_context(files, pems, insecure):
+    """An ssl.SSLContext that checks the server against the system's CA certificates, or the CA of ``files["ca"]`` (a
+    path) or ``pems["ca"]`` (PEM text), with the client certificate and key of ``files`` / ``pems`` ("cert", "key")
+    when both are given; ``insecure``: no check of the server at all. Raises EncryptedKey for a pass-phrase protected
+    key, ExtenderFileError (what went wrong, in a few words, never the content) for anything else."""
+    try:
+        context = ssl.create_default_context(cafile=files.get("ca"), cadata=pems.get("ca"))
+        if all(kind in files or kind in pems for kind in ("cert", "key")):
+            _load_client_certificate(context, files, pems)
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise ExtenderFileError(_file_trouble(error))
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _file_trouble(error):
+    """What went wrong in ``error`` (reading a token, a TLS file or key), in a few words."""
+    if isinstance(error, ssl.SSLError):
+        return "TLS: %s" % (error.reason or error)
+    text = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    return text[:200]
+
+
+def _refuse_pass_phrase():
+    raise EncryptedKey()
+
+
+def _load_client_certificate(context, files, pems):
+    """The client certificate and key into ``context``. ssl reads them from files only: PEM given as data is written
+    to files of a private folder (0700; the files 0600) that are removed as soon as they are read."""
+    folder = None
+    try:
+        paths = dict(files)
+        if "cert" in pems or "key" in pems:
+            folder = tempfile.mkdtemp(prefix="gangplank-tls-")
+            for kind in ("cert", "key"):
+                if kind in pems:
+                    paths[kind] = os.path.join(folder, kind + ".pem")
+                    descriptor = os.open(paths[kind], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(descriptor, "w", encoding="ascii") as stream:
+                        stream.write(pems[kind])
+        # A password callback that refuses: OpenSSL never prompts "Enter PEM pass phrase:" on a terminal (where it
+        # would wait for ever) for an encrypted key; it asks the callback, which says the key is encrypted.
+        context.load_cert_chain(paths["cert"], paths["key"], password=_refuse_pass_phrase)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def call_round(config, jobs, prepare, finish, ahead=None, workers=MAX_CONCURRENT):

@@ -38,6 +38,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.retained import
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
     DEFAULT_MAX_MOVES, describe, max_moves_error, max_moves_value,
@@ -313,7 +314,7 @@ def _plan(inputs, record, grace, max_moves, now):
             moving = {inputs.move_stateful}
         # Stateless instances of a host down for longer than the grace period are placed again on the live hosts.
         replacing = replacements(problem["previous"], problem["services"], since, now, grace)
-        profile = load_profile(inputs.profile, inputs.profile_base)
+        profile = load_profile(inputs.profile, inputs.profile_base, HTTPTransport())
         plan, replacing, kept_waiting = _with_replacements(
             problem, moving, replacing, lambda part: plan_or_rebalance(part, max_moves, inputs.exact_timeout, profile))
         return _Planned(problem, down, since, moving, replacing, kept_waiting, plan)

@@ -10,8 +10,10 @@ A profile lists ``extenders`` with the field names of KubeSchedulerConfiguration
 controller). This file reads that configuration, builds the Pod and Node objects a kube extender reads and
 kube's ``ExtenderArgs`` (k8s.io/kube-scheduler/extender/v1), and reads ``ExtenderFilterResult`` and
 ``HostPriorityList`` answers strictly: anything else is an ``ExtenderError`` naming the extender
-(plugins/extender.py decides what an error does). It does no I/O: the calls go through a transport handed to
-the Extender plugin (module_utils/extender_transport.py by default), which brings back the bytes of each answer.
+(plugins/extender.py decides what an error does). It does no I/O: whoever builds the profile hands in a transport
+(module_utils/extender_transport.py's HTTPTransport for real HTTP), which reads the token and PEM files, sets up
+TLS (``file_is_regular``, ``read_token_file``, ``tls_context``) and makes the calls (``call_round``), bringing back
+the bytes of each answer.
 
 Bounds: at most MAX_EXTENDERS extenders; each call has its own deadline (``httpTimeout``, at most
 MAX_HTTP_TIMEOUT, enforced by the transport on the whole exchange, name resolution to last byte), and an
@@ -31,10 +33,6 @@ import ipaddress
 import json
 import os
 import re
-import shutil
-import ssl
-import stat
-import tempfile
 import urllib.parse
 import uuid
 
@@ -102,7 +100,7 @@ class ExtenderConfig:
         self.timeout = timeout
         self.ignorable = ignorable
         self.managed_resources = managed_resources
-        self.context = context              # ssl.SSLContext for https, else None
+        self.context = context              # the transport's TLS context (tls_context) for https, else None
         self.server_name = server_name
         self._token = token
         self.notes = notes                  # warnings every plan repeats (a bindVerb that is not called)
@@ -195,18 +193,25 @@ class _Kept:
         self.room = MAX_KEPT_ANSWER_BYTES
 
 
-def _describe(error):
-    """What went wrong in ``error`` (reading a TLS file or key), in a few words."""
-    if isinstance(error, ssl.SSLError):
-        return "TLS: %s" % (error.reason or error)
-    text = getattr(error, "strerror", None) or str(error) or type(error).__name__
-    return text[:200]
+class ExtenderFileError(Exception):
+    """A token or PEM file, or the PEM data of tlsConfig, could not be used (raised by the transport's
+    ``read_token_file`` and ``tls_context``): the message says what went wrong in a few words, never the content."""
+
+
+class EncryptedKey(ExtenderFileError):
+    """The client key is encrypted (pass-phrase protected)."""
+
+
+class NotRegularFile(ExtenderFileError):
+    """The file is not a regular file (a FIFO, a directory, a device or a socket)."""
 
 
 # --- configuration ---------------------------------------------------------------------
 
-def parse_extenders(reader, value, path, base=None):
-    """The ExtenderConfig list of a profile's ``extenders`` (``path``), mistakes recorded on ``reader``."""
+def parse_extenders(reader, value, path, base=None, transport=None):
+    """The ExtenderConfig list of a profile's ``extenders`` (``path``), mistakes recorded on ``reader``. ``transport``
+    reads the token and PEM files and makes the TLS contexts (module docstring); needed only by an extender with an
+    https:// urlPrefix or a bearerTokenFile (TypeError without it: a caller's mistake, not the profile's)."""
     configs = []
     seen = set()
     for index, item in enumerate(reader.sequence(value, path, MAX_EXTENDERS)):
@@ -214,7 +219,7 @@ def parse_extenders(reader, value, path, base=None):
         spec = reader.mapping(item, where, _KEYS, required=("urlPrefix",), optional_none=False)
         if not spec:
             continue
-        config = _parse_one(reader, spec, where, index, base)
+        config = _parse_one(reader, spec, where, index, base, transport)
         if config is None:
             continue
         if config.url_prefix in seen:
@@ -225,7 +230,7 @@ def parse_extenders(reader, value, path, base=None):
     return configs
 
 
-def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per field)
+def _parse_one(reader, spec, where, index, base, transport):  # noqa: C901 (one check per field)
     errors = len(reader.errors)
     notes = []
     for key in ("bindVerb", "preemptVerb"):
@@ -306,8 +311,8 @@ def _parse_one(reader, spec, where, index, base):  # noqa: C901 (one check per f
     if tls is not None and url is not None and not https:
         reader.error(join_path(where, "tlsConfig"), "is set for an http:// urlPrefix; expected an https:// URL")
     elif https:
-        context, server_name = _tls(reader, tls, join_path(where, "tlsConfig"), base)
-    token = _token(reader, spec, where, base)
+        context, server_name = _tls(reader, tls, join_path(where, "tlsConfig"), base, transport)
+    token = _token(reader, spec, where, base, transport)
     if token and url is not None and not https and not _loopback(host):
         reader.error(join_path(where, "urlPrefix"), "is http:// on another host with a bearer token; expected https:// "
                                                     "(the token would cross the network in clear text)")
@@ -383,9 +388,18 @@ def _file(base, name):
     return name if os.path.isabs(name) or base is None else os.path.join(base, name)
 
 
-def _tls(reader, value, path, base):
-    """(ssl context, serverName) from tlsConfig (None: the system's CA certificates). As in kube's TLSClientConfig,
-    certData, keyData and caData (base64 of PEM bytes, Go's []byte in JSON) take precedence over the files."""
+def _needs(transport, what):
+    if transport is None:
+        raise TypeError("an extender with %s needs a transport to read its files (extender_transport.HTTPTransport)"
+                        % what)
+    return transport
+
+
+def _tls(reader, value, path, base, transport):
+    """(TLS context, serverName) from tlsConfig (None: the system's CA certificates); the transport checks the files
+    and makes the context. As in kube's TLSClientConfig, certData, keyData and caData (base64 of PEM bytes, Go's
+    []byte in JSON) take precedence over the files."""
+    transport = _needs(transport, "an https:// urlPrefix")
     spec = reader.mapping(value, path, _TLS_KEYS)
     pems, files = {}, {}                # "cert", "key", "ca" -> PEM text (from ...Data), a path (from ...File)
     for kind in ("cert", "key", "ca"):
@@ -396,7 +410,8 @@ def _tls(reader, value, path, base):
             where = join_path(path, kind + "File")
             name = spec[kind + "File"]
             # Not shown, as nothing under tlsConfig is. isfile: a regular file (a FIFO would wait for a writer).
-            if not isinstance(name, str) or not name or has_control(name) or not os.path.isfile(_file(base, name)):
+            if not isinstance(name, str) or not name or has_control(name) or \
+                    not transport.file_is_regular(_file(base, name)):
                 reader.error(where, "is not an existing regular file (not shown)%s; expected the path of an existing "
                                     "PEM file" % _flaw(name))
             else:
@@ -414,21 +429,16 @@ def _tls(reader, value, path, base):
                                                         "address, letters, digits, . - _ :" % _flaw(spec["serverName"]))
     insecure = reader.boolean(spec.get("insecure"), join_path(path, "insecure"))
     try:
-        context = ssl.create_default_context(cafile=files.get("ca"), cadata=pems.get("ca"))
-        if all(kind in files or kind in pems for kind in ("cert", "key")):
-            _load_client_certificate(context, files, pems)
-    except _Encrypted:
+        context = transport.tls_context(files, pems, insecure)
+    except EncryptedKey:
         reader.error(join_path(path, "keyData" if "key" in pems else "keyFile"),
                      "cannot be used (not shown): the key is encrypted (pass-phrase protected); give an unencrypted key "
                      "(openssl pkey -in key.pem -out plain.pem)")
         return None, None
-    except (ssl.SSLError, OSError, ValueError) as error:
+    except ExtenderFileError as error:
         reader.error(path, "cannot be used: %s; expected PEM (caFile or caData, certFile or certData with keyFile or "
-                           "keyData)" % _describe(error))
+                           "keyData)" % error)
         return None, None
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
     return context, server_name
 
 
@@ -477,14 +487,6 @@ def _pem_data(reader, value, path, file_key):
     return pem
 
 
-class _Encrypted(Exception):
-    """The client key is encrypted: OpenSSL asked for its pass phrase."""
-
-
-def _refuse_pass_phrase():
-    raise _Encrypted()
-
-
 def _flaw(value):
     """What is wrong with a value that is not shown (a token, anything under tlsConfig), without showing it."""
     if not isinstance(value, str):
@@ -498,33 +500,12 @@ def _flaw(value):
     return ""
 
 
-def _load_client_certificate(context, files, pems):
-    """The client certificate and key into ``context``. ssl reads them from files only: PEM given as data is written
-    to files of a private folder (0700; the files 0600) that are removed as soon as they are read."""
-    folder = None
-    try:
-        paths = dict(files)
-        if "cert" in pems or "key" in pems:
-            folder = tempfile.mkdtemp(prefix="gangplank-tls-")
-            for kind in ("cert", "key"):
-                if kind in pems:
-                    paths[kind] = os.path.join(folder, kind + ".pem")
-                    descriptor = os.open(paths[kind], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    with os.fdopen(descriptor, "w", encoding="ascii") as stream:
-                        stream.write(pems[kind])
-        # A password callback that refuses: OpenSSL never prompts "Enter PEM pass phrase:" on a terminal (where it
-        # would wait for ever) for an encrypted key; it asks the callback, which says the key is encrypted.
-        context.load_cert_chain(paths["cert"], paths["key"], password=_refuse_pass_phrase)
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _token(reader, spec, where, base):
+def _token(reader, spec, where, base, transport):
     """The bearer token (bearerToken, or the content of bearerTokenFile), or None. Never shown.
 
     bearerTokenFile must be a regular file (a FIFO would wait for a writer for ever, a device could be read without
-    end): it is opened without blocking and checked before a byte is read, and at most MAX_TOKEN + 2 bytes are read.
+    end): the transport's read_token_file opens it without blocking and checks it before a byte is read, and reads at
+    most MAX_TOKEN + 2 bytes.
     Its content is read as kube's client-go reads a token file: white space around it is dropped (strings.TrimSpace:
     the final line break an editor or ``echo`` leaves). A bearerToken is used as it is: one that ends in a line break
     or holds any other control character is refused (it would end the request's headers early)."""
@@ -538,15 +519,18 @@ def _token(reader, spec, where, base):
         name = reader.string(spec["bearerTokenFile"], path, "the path of a file holding the token")
         if name is None:
             return None
+        reading = _needs(transport, "a bearerTokenFile")
         try:
-            raw = _read_regular(_file(base, name), MAX_TOKEN + 2)
+            raw = reading.read_token_file(_file(base, name), MAX_TOKEN + 2)
             token = raw.decode("ascii").strip(" \t\n\v\f\r")
-        except _NotRegular:
+        except NotRegularFile:
             reader.bad(path, name, "a regular file holding the token (not a FIFO, a directory, a device or a socket)")
             return None
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            # ValueError: a path with a NUL character, which no file has.
-            reader.bad(path, name, "a readable file holding an ASCII token (%s)" % _describe(error))
+        except ExtenderFileError as error:
+            reader.bad(path, name, "a readable file holding an ASCII token (%s)" % error)
+            return None
+        except UnicodeDecodeError as error:
+            reader.bad(path, name, "a readable file holding an ASCII token (%s)" % str(error)[:200])
             return None
     if token is None:
         return None
@@ -558,29 +542,6 @@ def _token(reader, spec, where, base):
                            "spaces" % (_flaw(token), MAX_TOKEN))
         return None
     return token
-
-
-class _NotRegular(Exception):
-    pass
-
-
-def _read_regular(name, limit):
-    """At most ``limit`` bytes of the regular file ``name``; _NotRegular for anything else. Opened with O_NONBLOCK (a
-    FIFO opens at once instead of waiting for a writer) and O_NOCTTY, then checked with fstat before any read."""
-    descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise _NotRegular()
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(descriptor, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
 
 
 # --- kube objects --------------------------------------------------------------------------

@@ -75,17 +75,19 @@ class Profile:
 DEFAULT = Profile()
 
 
-def load_profile(data, base=None):
+def load_profile(data, base=None, transport=None):
     """parse_profile, with None and an empty mapping both the default profile (the Ansible options' default)."""
     if data is None or data == {}:
         return DEFAULT
-    return parse_profile(data, base)
+    return parse_profile(data, base, transport)
 
 
 def parse_profile(data, base=None, transport=None):
     """A Profile from a mapping (None: the default); ``base`` is the folder relative user_plugins paths start
-    from (the profile file's); ``transport`` makes the calls of its HTTP extenders (plugins/extender.py; None:
-    real HTTP, module_utils/extender_transport.py). Raises ProblemError naming each mistake under ``profile``."""
+    from (the profile file's); ``transport`` reads the files of its HTTP extenders, sets up their TLS and makes
+    their calls (module_utils/extender_transport.py's HTTPTransport for real HTTP, or a test's fake with the same
+    methods; the caller hands it in, the core picks none: TypeError for a profile with extenders and none).
+    Raises ProblemError naming each mistake under ``profile``."""
     if data is None:
         return DEFAULT
     reader = Reader()
@@ -145,7 +147,10 @@ def parse_profile(data, base=None, transport=None):
                          "plugin %s is loaded but enabled at no extension point; expected it under plugins.<point>.enabled" % name)
     config = _plugin_config(reader, top.get("plugin_config"))
     # HTTP extenders (scheduler/extender.py) run after every other filter and score, as kube calls them.
-    for extender in parse_extenders(reader, top.get("extenders"), join_path(_PATH, "extenders"), base):
+    extenders = parse_extenders(reader, top.get("extenders"), join_path(_PATH, "extenders"), base, transport)
+    if extenders and transport is None:
+        raise TypeError("a profile with extenders needs a transport (extender_transport.HTTPTransport for real HTTP)")
+    for extender in extenders:
         cls = extender_class(extender, transport)
         classes.insert(position, cls)
         position += 1

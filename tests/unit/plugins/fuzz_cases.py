@@ -41,7 +41,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.planning import
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides, takes_replicas
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
 from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock

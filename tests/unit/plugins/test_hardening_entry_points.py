@@ -30,7 +30,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import describe, rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import schedule
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import _max_moves

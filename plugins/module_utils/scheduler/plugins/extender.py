@@ -20,8 +20,9 @@ docs/scheduler-design.md).
 - kube's IsInterested: with ``managedResources``, a service whose Pod requests none of them is not sent.
 - All calls are made in one round when the first answer is needed (every service needs its answers for its
   equivalence class before the first placement), through the plugin's transport: ``transport`` (the class
-  attribute extender_class sets; by default module_utils/extender_transport.py's HTTPTransport: kept-alive
-  connections, at most 8 calls at once). A test hands it a fake with the same ``call_round``; the transport
+  attribute extender_class sets to the one whoever builds the profile handed in, never picked here:
+  module_utils/extender_transport.py's HTTPTransport for real HTTP, kept-alive connections, at most 8 calls at
+  once). A test hands it a fake with the same ``call_round``; the transport
   brings back the bytes of each answer, and this file decodes and reads them (extender.answer_decoder).
 - A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
   node passes, every score 0) and the result says why; any other fails the plan with the error.
@@ -66,7 +67,7 @@ class Extender(FilterPlugin, ScorePlugin):
 
     name = "Extender"
     config = None           # an extender.ExtenderConfig
-    transport = None        # what makes the calls (call_round); None: extender_transport.HTTPTransport
+    transport = None        # what makes the calls (call_round): extender_class sets the one handed in
 
     def __init__(self, problem):
         super().__init__(problem)
@@ -212,7 +213,7 @@ class Extender(FilterPlugin, ScorePlugin):
         for answers (the transport's call_round's ``ahead``): the calls of the first services do not wait for the bodies of
         the last (their candidates, and in the nodes mode their Node objects)."""
         config = self.config
-        transport = self.transport if self.transport is not None else default_transport()
+        transport = self.transport
         decode = wire.answer_decoder(config)
         started = time.monotonic()
         spent = self.seconds
@@ -361,16 +362,10 @@ def left_out_report(framework):
     return dict(sorted(found.items()))
 
 
-def default_transport():
-    """The transport of an Extender that was handed none: real HTTP (module_utils/extender_transport.py), imported
-    only when an extender is called, so the scheduler core itself imports no I/O code."""
-    from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
-    return HTTPTransport()
-
-
-def extender_class(config, transport=None):
+def extender_class(config, transport):
     """A plugin class for one configured extender (its name is what errors and the result call it); ``transport``
-    makes its calls (an object with extender_transport.HTTPTransport's ``call_round``; None: that one)."""
+    makes its calls (an object with extender_transport.HTTPTransport's ``call_round``), handed in by whoever builds
+    the profile: the plugin picks none."""
     return type("Extender%d" % config.index, (Extender,), {"name": config.name, "config": config,
                                                            "transport": transport})
 

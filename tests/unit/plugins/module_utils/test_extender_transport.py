@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gangplank.platform.plugins.module_utils import extender_transport as transport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 TOKEN = "Tq7vK2xR9mWp4LzN8sJd3HfB6gYc1QaE5uXo0ViZr-Mn.w"      # 46 characters, all of them distinctive

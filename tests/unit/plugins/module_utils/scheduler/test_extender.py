@@ -34,7 +34,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils import extender
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import Extender as ExtenderPlugin

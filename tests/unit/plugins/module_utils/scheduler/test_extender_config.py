@@ -27,7 +27,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler impor
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import every_node_left_out
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import framework_for, plan
@@ -283,12 +283,12 @@ def _tls_entry(folder, as_data):
 @pytest.mark.parametrize("as_data", [False, True])
 def test_an_encrypted_client_key_is_refused_without_a_prompt(encrypted_pki, as_data, monkeypatch):
     passwords = []
-    original = wire.ssl.SSLContext.load_cert_chain
+    original = ssl.SSLContext.load_cert_chain
 
     def spy(self, certfile, keyfile=None, password=None):
         passwords.append(password)
         return original(self, certfile, keyfile, password)
-    monkeypatch.setattr(wire.ssl.SSLContext, "load_cert_chain", spy)
+    monkeypatch.setattr(ssl.SSLContext, "load_cert_chain", spy)
     [(path, message)] = entry_errors(_tls_entry(encrypted_pki, as_data))
     assert path == "profile.extenders[0].tlsConfig." + ("keyData" if as_data else "keyFile")
     assert "the key is encrypted (pass-phrase protected); give an unencrypted key" in message
@@ -300,7 +300,7 @@ def test_an_encrypted_client_key_never_waits_on_a_terminal(encrypted_pki):
     """In a process of its own session (no controlling terminal) and with no standard input: the same error, at
     once, and nothing written asking for a pass phrase."""
     code = ("import json, sys\n"
-            "from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import parse_profile\n"
+            "from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile\n"
             "from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError\n"
             "try:\n    parse_profile({'extenders': [json.loads(sys.argv[1])]})\n"
             "except ProblemError as error:\n    print(json.dumps(error.errors))\n")

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: gangplank.platform contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The scheduler core (plugins/module_utils/scheduler/, every file) does no network or file-system I/O of its own:
+it imports no ``ssl``, ``socket`` or ``tempfile`` (the extenders' transport, module_utils/extender_transport.py, sets
+up TLS, reads the token and PEM files and makes the calls), and no Ansible code. Read from the sources (ast), so an
+import inside a function or under ``if`` counts too."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+CORE = pathlib.Path(__file__).resolve().parents[5] / "plugins" / "module_utils" / "scheduler"
+FORBIDDEN = ("ssl", "socket", "tempfile", "ansible")
+# Importing the transport would bring all of them back in.
+FORBIDDEN_MODULE_UTILS = ("extender_transport",)
+
+
+def core_files():
+    return sorted(CORE.rglob("*.py"))
+
+
+def imported_modules(source):
+    """Every module an ``import`` or ``from ... import`` statement in ``source`` names (relative ones as written)."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names.append(module)
+            names.extend("%s.%s" % (module, alias.name) for alias in node.names)
+    return names
+
+
+def forbidden(name):
+    top = name.split(".")[0]
+    if top in FORBIDDEN:
+        return True
+    return any(part in FORBIDDEN_MODULE_UTILS for part in name.split("."))
+
+
+def test_the_core_is_found():
+    files = core_files()
+    assert CORE.is_dir()
+    assert {"extender.py", "profiles.py"} <= {path.name for path in files}
+    assert any(path.parent.name == "plugins" and path.name == "extender.py" for path in files)
+
+
+@pytest.mark.parametrize("path", core_files(), ids=lambda path: str(path.relative_to(CORE)))
+def test_a_core_file_imports_no_io_module(path):
+    found = [name for name in imported_modules(path.read_text(encoding="utf-8")) if forbidden(name)]
+    assert found == [], "%s imports %s" % (path.relative_to(CORE), ", ".join(found))
+
+
+@pytest.mark.parametrize("source, found", [
+    ("import ssl", ["ssl"]),
+    ("import socket as s", ["socket"]),
+    ("def f():\n    import tempfile\n", ["tempfile"]),
+    ("from ssl import SSLContext", ["ssl", "ssl.SSLContext"]),
+    ("from ansible.module_utils.basic import AnsibleModule", ["ansible.module_utils.basic",
+                                                              "ansible.module_utils.basic.AnsibleModule"]),
+    ("from ansible_collections.gangplank.platform.plugins.module_utils import extender_transport",
+     ["ansible_collections.gangplank.platform.plugins.module_utils.extender_transport"]),
+    ("import os\nimport ssl_helpers\nfrom ansible_collections.gangplank.platform.plugins.module_utils import reader", []),
+])
+def test_the_check_sees_each_kind_of_import(source, found):
+    assert [name for name in imported_modules(source) if forbidden(name)] == found
