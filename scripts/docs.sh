@@ -57,12 +57,28 @@ antsibull-docs sphinx-init --use-current --squash-hierarchy --dest-dir "$OUT/src
     --project gangplank.platform --copyright "Gangplank maintainers" \
     --title "gangplank.platform" --html-short-title "gangplank.platform" \
     --extra-html-context 'display_github=True' gangplank.platform >/dev/null
-cat >>"$OUT/src/conf.py" <<'PY'
+REPOSITORY="$(python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["repository"])' galaxy.yml)"
+cat >>"$OUT/src/conf.py" <<PY
 
 # scripts/docs.sh: built offline, so no intersphinx inventory is fetched, and references into docs.ansible.com
 # (ansible.builtin's modules, "common return values") are left as text without a warning.
 intersphinx_mapping = {}
 suppress_warnings = ['ref.ref']
+
+
+# scripts/docs.sh: "Edit on GitHub" on a guide opens its source, docs/<name>.md (its RST page is written from it);
+# the index is generated and has no source, so it has no such link. Module, plugin and role pages keep the links
+# antsibull-docs writes from docs/docsite/links.yml.
+def _edit_links(app, pagename, templatename, context, doctree):
+    if pagename.startswith('docsite/'):
+        context['meta'] = dict(context.get('meta') or {},
+                               github_url='$REPOSITORY/blob/main/docs/%s.md' % pagename.split('/', 1)[1])
+    else:
+        context['display_github'] = False
+
+
+def setup(app):
+    app.connect('html-page-context', _edit_links)
 PY
 (
     cd "$OUT/src"

@@ -9,7 +9,8 @@
 #   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
 #   7. lint         ansible-lint, profile production (.ansible-lint)
 #   8. docs         antsibull-changelog lint (changelogs/), the site's guides up to date with docs/*.md
-#                   (scripts/docs_guides.py --check), antsibull-docs lint-collection-docs --plugin-docs
+#                   (scripts/docs_guides.py --check), antsibull-docs lint-collection-docs --plugin-docs, then the
+#                   site built (scripts/docs.sh) and its links checked (scripts/docs_links.py)
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -217,6 +218,10 @@ python scripts/docs_guides.py --check
 # ANSIBLE_COLLECTIONS_PATH (the `ansible` package).
 (cd "$REPO_ROOT/.build/collections/ansible_collections/gangplank/platform" &&
     antsibull-docs lint-collection-docs --plugin-docs --check-extra-docs-refs .)
+# The site itself, built as users get it, and every link on it: pages, anchors, and the repository's files that
+# "Edit on GitHub" and the guides point at (scripts/docs_links.py).
+./scripts/docs.sh
+python scripts/docs_links.py .build/docs/html
 end
 
 summary="$(printf '%s, ' "${SUMMARY[@]}")"

@@ -61,10 +61,12 @@ def test_the_tarball_holds_what_a_site_runs_and_no_benchmark_or_test(installed):
     members, _env, _work = installed
     tops = {name.split("/", 1)[0] for name in members}
     assert {"plugins", "roles", "playbooks", "docs", "meta", "MANIFEST.json", "FILES.json"} <= tops
-    assert {"README.md", "CHANGELOG.md", "changelogs/changelog.yaml", "docs/docsite/extra-docs.yml",
+    assert {"README.md", "COPYING", "CHANGELOG.md", "changelogs/changelog.yaml", "docs/docsite/extra-docs.yml",
             "docs/docsite/links.yml"} <= set(members)
-    # No benchmark, test, test data (molecule scenarios, the test beds' inventories), script or build tooling.
-    assert not tops & {"benchmarks", "tests", "inventories", "scripts", "requirements-test.txt", "ansible.cfg"}
+    # No benchmark, test, test data (molecule scenarios, the test beds' inventories) or build tooling; of the scripts
+    # only the one air-gapped sites run to make their engine bundles.
+    assert not tops & {"benchmarks", "tests", "inventories", "requirements-test.txt", "ansible.cfg"}
+    assert [name for name in members if name.startswith("scripts/")] == ["scripts/engine-bundle.sh"]
     assert not [name for name in members if "/molecule" in name or name.startswith("changelogs/fragments")
                 or name.endswith((".pyc", ".tar.gz", ".plugin-cache.yaml"))]
     assert {"plugins/modules/%s.py" % name for name in MODULES} <= set(members)
@@ -175,3 +177,39 @@ def test_a_filter_and_a_role_run_by_their_fqcn_from_the_installed_copy(installed
     table = "\n".join(tasks["Render the plan"]["msg"])
     assert all(node in table for node in problem["nodes"]), table
     assert not (work / "state").exists() or not any((work / "state").iterdir())
+
+
+def test_the_scheduler_action_group_takes_module_defaults_in_the_installed_copy(installed):
+    """meta/runtime.yml's action group: `module_defaults: group/gangplank.platform.scheduler` reaches gang_plan (an
+    action plugin): an infeasible problem is reported, not failed, when the group's default says so."""
+    _members, env, work = installed
+    problem = {"nodes": {"n1": {"cpu": 1, "memory": "1Gi"}},
+               "services": {"big": {"replicas": 1, "resources": {"cpu": 4, "memory": "1Gi"}}}}
+    play = {"hosts": "localhost", "connection": "local", "gather_facts": False,
+            "module_defaults": {"group/gangplank.platform.scheduler": {"fail_on_infeasible": False}},
+            "tasks": [{"name": "Plan a gang that does not fit", "gangplank.platform.gang_plan": {"problem": problem},
+                       "register": "planned"}]}
+    playbook = work / "group.yml"
+    playbook.write_text(yaml.safe_dump([play]))
+    done = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-e",
+                "ansible_python_interpreter=" + sys.executable, str(playbook)], cwd=str(work),
+               env=only_the_installed_copy(env))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    answer = json.loads(done.stdout)
+    result = answer["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result.get("failed") is not True and result["feasible"] is False, result
+
+
+def test_the_installed_readme_starts_with_installing_and_the_licence_ships(installed):
+    _members, _env, work = installed
+    collection = work / "collections" / "ansible_collections" / "gangplank" / "platform"
+    readme = (collection / "README.md").read_text(encoding="utf-8")
+    sections = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["Installing the collection", "Using it"], sections
+    assert {"Licensing", "Support", "Release notes"} <= set(sections), sections
+    assert "GNU GENERAL PUBLIC LICENSE" in (collection / "COPYING").read_text(encoding="utf-8")
+    manifest = json.loads((collection / "MANIFEST.json").read_text(encoding="utf-8"))["collection_info"]
+    assert manifest["issues"] and manifest["documentation"] and manifest["homepage"], manifest
+    assert not [author for author in manifest["authors"] if ".invalid" in author], manifest["authors"]
+    # A build from the source tree between releases says so: its changelog fragments are not in CHANGELOG.md yet.
+    assert manifest["version"].endswith("-dev"), manifest["version"]
