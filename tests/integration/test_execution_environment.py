@@ -69,9 +69,9 @@ def image(podman_env, tarball):
     return IMAGE
 
 
-def podman_run(podman_env, image, *argv, volumes=()):
-    mounts = [arg for volume in volumes for arg in ("-v", volume)]
-    return run(["podman", "run", "--rm", "-e", "ANSIBLE_NOCOLOR=1", *mounts, image, *argv], timeout=300,
+def podman_run(podman_env, image, *argv, volumes=(), user=None):
+    options = [arg for volume in volumes for arg in ("-v", volume)] + (["--user", user] if user else [])
+    return run(["podman", "run", "--rm", "-e", "ANSIBLE_NOCOLOR=1", *options, image, *argv], timeout=300,
                env=podman_env)
 
 
@@ -129,10 +129,17 @@ def test_the_plan_playbook_fails_inside_the_image_when_the_gang_does_not_fit(pod
     assert "CP-SAT proved that no placement satisfies every constraint" in played.stdout, played.stdout
 
 
-def test_the_awx_projects_playbooks_load_inside_the_image(podman_env, image):
-    """AWX mounts the project at /runner/project and runs the job template's playbook there."""
+def test_the_awx_projects_playbooks_load_inside_the_image(podman_env, image, tmp_path):
+    """AWX mounts the project at /runner/project and runs the job template's playbook there: the thin project
+    that gangplank.platform.awx_project writes, run inside the image."""
+    project = tmp_path / "project"
+    project.mkdir()
+    written = podman_run(podman_env, image, "ansible-playbook", "gangplank.platform.awx_project",
+                         "-e", "awx_project_dir=/runner/project", volumes=[str(project) + ":/runner/project"],
+                         user="0")
+    assert written.returncode == 0, written.stdout + written.stderr
     checked = podman_run(podman_env, image, "sh", "-c",
                          "cd /runner/project && ansible-playbook --syntax-check site.yml scale.yml",
-                         volumes=[os.path.join(ROOT, "awx", "project") + ":/runner/project:ro"])
+                         volumes=[str(project) + ":/runner/project:ro"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "playbook: site.yml" in checked.stdout and "playbook: scale.yml" in checked.stdout, checked.stdout
