@@ -40,5 +40,5 @@ def test_galaxy_importer_finds_no_error_and_no_warning_in_the_tarball(tmp_path):
     assert result["metadata"]["namespace"] == "gangplank" and result["metadata"]["name"] == "platform"
     modules = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "modules"))
                      if name.endswith(".py") and not name.startswith("_"))
-    documented = sorted(entry["content_name"] for entry in result["contents"] if entry["content_type"] == "module")
+    documented = sorted(entry["name"] for entry in result["contents"] if entry["content_type"] == "module")
     assert documented == modules
