@@ -75,8 +75,8 @@ def podman_run(podman_env, image, *argv, volumes=(), user=None):
                env=podman_env)
 
 
-def test_the_image_holds_the_tarballs_collection_its_dependencies_and_its_python_requirements(podman_env, image,
-                                                                                            tarball):
+def test_the_image_holds_the_tarballs_collection_its_dependencies_and_python_requirements(
+        podman_env, image, tarball):
     inspected = run(["podman", "image", "inspect", image], env=podman_env)
     assert inspected.returncode == 0, inspected.stderr
     assert json.loads(inspected.stdout)[0]["Config"]["Labels"]["ansible-execution-environment"] == "true"
