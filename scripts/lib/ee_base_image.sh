@@ -37,27 +37,29 @@ EE_BASE_CHANGES=(
 
 log() { printf 'ee_base_image: %s\n' "$*" >&2; }
 
-collections_root() {
-    "$PYTHON" -c 'import os, ansible_collections; print(os.path.dirname(list(ansible_collections.__path__)[0]))'
-}
-
 # The collections of awx/requirements.yml and those they depend on (their MANIFEST.json), one
-# "namespace/name version" a line.
+# "namespace/name version folder" a line, from the first folder of the ansible_collections package that has each.
 collections() {
-    "$PYTHON" - "$1" awx/requirements.yml <<'PY'
+    "$PYTHON" - awx/requirements.yml <<'PY'
 import json, os, sys, yaml
-root, requirements = sys.argv[1:]
-todo = [entry["name"] for entry in yaml.safe_load(open(requirements))["collections"]]
+import ansible_collections
+todo = [entry["name"] for entry in yaml.safe_load(open(sys.argv[1]))["collections"]]
 seen = {}
 while todo:
     name = todo.pop()
     if name in seen:
         continue
-    info = json.load(open(os.path.join(root, "ansible_collections", *name.split("."), "MANIFEST.json")))["collection_info"]
-    seen[name] = info["version"]
+    for root in ansible_collections.__path__:
+        folder = os.path.join(root, *name.split("."))
+        if os.path.isfile(os.path.join(folder, "MANIFEST.json")):
+            break
+    else:
+        sys.exit("ee_base_image: the collection %s is not installed for %s" % (name, sys.executable))
+    info = json.load(open(os.path.join(folder, "MANIFEST.json")))["collection_info"]
+    seen[name] = (info["version"], folder)
     todo.extend(info.get("dependencies") or {})
 for name in sorted(seen):
-    print(name.replace(".", "/"), seen[name])
+    print(name.replace(".", "/"), *seen[name])
 PY
 }
 
@@ -86,22 +88,23 @@ WRAPPER
 recipe() {
     printf 'suite=%s packages=%s\n' "$EE_BASE_SUITE" "$EE_BASE_PACKAGES"
     printf '%s\n' "${EE_BASE_CHANGES[@]}"
-    collections "$1"
+    # Names and versions (not where they are installed).
+    cut -d ' ' -f 1-2 <<<"$1"
     cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
     apt_wrapper
     declare -f customize
 }
 
 customize() {
-    local root=$1 source=$2 name
+    local root=$1 list=$2 name folder
     chroot "$root" python3 -m venv /opt/ee
     apt_wrapper >"$root/usr/local/sbin/ee-apt"
     chmod 0755 "$root/usr/local/sbin/ee-apt"
-    collections "$source" | while read -r name _; do
+    while read -r name _ folder; do
         mkdir -p "$root/usr/share/ansible/collections/ansible_collections/${name%/*}"
-        cp -a "$source/ansible_collections/$name" "$root/usr/share/ansible/collections/ansible_collections/$name"
+        cp -a "$folder" "$root/usr/share/ansible/collections/ansible_collections/$name"
         find "$root/usr/share/ansible/collections/ansible_collections/$name" -name __pycache__ -prune -exec rm -rf {} +
-    done
+    done <<<"$list"
     if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
         cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
         chroot "$root" update-ca-certificates >/dev/null
@@ -110,9 +113,9 @@ customize() {
 }
 
 main() {
-    local source hash image tar root
-    source=$(collections_root)
-    hash=$(recipe "$source" | sha256sum)
+    local list hash image tar
+    list=$(collections)
+    hash=$(recipe "$list" | sha256sum)
     image=localhost/gangplank-ee-base:${hash:0:12}
     tar=$EE_BASE_DIR/base-${hash:0:12}.tar
     if [[ ${1:-} == --rebuild ]]; then
@@ -129,8 +132,9 @@ main() {
             }
             log "building the base image (debootstrap $EE_BASE_SUITE)"
             root=$(mktemp -d "$EE_BASE_DIR/root.XXXXXX")
+            trap 'rm -rf "$root"' EXIT
             debootstrap --variant=minbase --include="$EE_BASE_PACKAGES" "$EE_BASE_SUITE" "$root" "$EE_BASE_MIRROR" >"$EE_BASE_DIR/debootstrap.log"
-            customize "$root" "$source"
+            customize "$root" "$list"
             tar -C "$root" -cf "$tar.tmp" .
             rm -rf "$root"
             mv "$tar.tmp" "$tar"
