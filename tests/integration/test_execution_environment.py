@@ -98,7 +98,7 @@ def test_the_image_holds_the_tarballs_collection_its_dependencies_and_python_req
     # The collection's own Python requirements (meta/execution-environment.yml) and the SSH client from the
     # definition's [platform:dpkg] packages.
     probed = podman_run(podman_env, image, "sh", "-c",
-                        "python3 -c 'import ortools, yaml; print(ortools.__version__)' && command -v ssh sshpass")
+                        "python3 -c 'import ortools, yaml; print(ortools.__version__)' && command -v ssh && command -v sshpass")
     assert probed.returncode == 0, probed.stdout + probed.stderr
     assert probed.stdout.splitlines()[1:] == ["/usr/bin/ssh", "/usr/bin/sshpass"]
 
