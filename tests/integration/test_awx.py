@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 """The AWX pieces: the job templates playbook parses and refuses missing variables before it
-contacts AWX, and execution-environment.yml is a valid ansible-builder v3 definition that
-bundles this collection."""
+contacts AWX, its job templates run the thin AWX project's wrappers of the collection's playbooks, and
+the collections it needs are declared (the execution environment: test_execution_environment.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,15 +53,52 @@ def test_every_job_template_gets_the_vault_credential_and_its_password_is_never_
     assert vault["awx.awx.credential"]["inputs"]["vault_password"] == "{{ awx_vault_password }}"
 
 
-def test_the_execution_environment_is_valid_for_ansible_builder(tmp_path):
-    built = run(os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--force",
-                "--output-path", os.path.join(ROOT, ".build", "ee-collection"))
-    assert built.returncode == 0, built.stdout + built.stderr
-    context = tmp_path / "context"
-    created = run(os.path.join(BIN, "ansible-builder"), "create", "-f", "execution-environment.yml",
-                  "-c", str(context), "--output-filename", "Containerfile")
-    assert created.returncode == 0, created.stdout + created.stderr
-    containerfile = (context / "Containerfile").read_text()
-    assert "ansible-galaxy collection install --offline /build/collections/gangplank-platform-" in containerfile
-    assert list((context / "_build" / "collections").glob("gangplank-platform-*.tar.gz"))
-    assert (context / "_build" / "requirements.yml").exists()
+def test_the_job_templates_run_the_wrappers_that_the_awx_project_playbook_writes(tmp_path):
+    """AWX runs a playbook of the project's repository: gangplank.platform.awx_project writes a wrapper for each
+    job template's playbook, importing the collection's playbook of the same name; a second run changes nothing."""
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    templates = next(task for task in play["tasks"] if task["name"] == "Create the job templates")["loop"]
+    assert [template["playbook"] for template in templates] == ["site.yml", "site.yml", "scale.yml"]
+    project = tmp_path / "project"
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    argv = (os.path.join(BIN, "ansible-playbook"), "playbooks/awx_project.yml", "-e", "awx_project_dir=%s" % project)
+    first = run(*argv, env=env)
+    assert first.returncode == 0 and "changed=2" in first.stdout, first.stdout + first.stderr
+    second = run(*argv, env=env)
+    assert second.returncode == 0 and "changed=0" in second.stdout, second.stdout + second.stderr
+    for name in ("site.yml", "scale.yml"):
+        (wrapper,) = yaml.safe_load((project / name).read_text())
+        assert wrapper["ansible.builtin.import_playbook"] == "gangplank.platform." + name[:-4], wrapper
+        assert os.path.isfile(os.path.join(ROOT, "playbooks", name))
+    requirements = yaml.safe_load((project / "collections" / "requirements.yml").read_text())
+    assert requirements == {"collections": [{"name": "gangplank.platform"}]}
+    pinned = run(*argv, "-e", "awx_project_collection_version=>=0.1.0,<1.0.0", env=env)
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    requirements = yaml.safe_load((project / "collections" / "requirements.yml").read_text())
+    assert requirements == {"collections": [{"name": "gangplank.platform", "version": ">=0.1.0,<1.0.0"}]}
+    refused = run(os.path.join(BIN, "ansible-playbook"), "playbooks/awx_project.yml", env=env)
+    assert refused.returncode != 0 and "-e awx_project_dir=PATH; nothing was changed" in refused.stdout
+
+
+def test_every_collection_that_configure_yml_uses_is_declared_in_its_requirements_and_installed_here():
+    """awx/configure-requirements.yml names each collection whose modules awx/configure.yml runs, in a range
+    that the installed copy (the `ansible` package's) satisfies."""
+    from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    used = set()
+    for task in play["tasks"]:
+        for key in task:
+            if key.count(".") == 2 and not key.startswith("ansible.builtin."):
+                used.add(key.rsplit(".", 1)[0])
+    assert used == {"awx.awx"}
+    with open(os.path.join(ROOT, "awx", "configure-requirements.yml")) as handle:
+        declared = {entry["name"]: entry.get("version", "*") for entry in yaml.safe_load(handle)["collections"]}
+    assert sorted(declared) == sorted(used)
+    listed = run(os.path.join(BIN, "ansible-galaxy"), "collection", "list", "awx.awx", "--format", "json")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    installed = [info["version"] for found in json.loads(listed.stdout).values() for info in found.values()]
+    assert installed and all(meets_requirements(version, declared["awx.awx"]) for version in installed), installed
+    assert not meets_requirements("25.0.0", declared["awx.awx"]) and not meets_requirements("23.9.0", declared["awx.awx"])
