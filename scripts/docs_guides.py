@@ -47,8 +47,9 @@ def pandoc() -> str:
 
 
 def link_guides(markdown: str, names: set[str]) -> str:
-    """Every mention of docs/<name>.md outside fenced code blocks becomes a raw RST :ref: to that guide (pandoc's
-    raw_attribute), so that pandoc sizes table cells with the link in them."""
+    """Every mention of docs/<name>.md outside code blocks (fenced, or indented by eight spaces as a code block in a
+    list item is) becomes a raw RST :ref: to that guide (pandoc's raw_attribute), so that pandoc sizes table cells with
+    the link in them."""
     def ref(match):
         name = re.match(r"`?docs/([A-Za-z0-9_-]+)", match.group(0)).group(1)
         if name not in names:
@@ -63,7 +64,7 @@ def link_guides(markdown: str, names: set[str]) -> str:
             fence = stripped[:3]
         elif fence is not None and stripped.startswith(fence):
             fence = None
-        elif fence is None:
+        elif fence is None and not line.startswith(" " * 8):
             line = re.sub(r"`docs/[A-Za-z0-9_-]+\.md`|(?<![`/\w])docs/[A-Za-z0-9_-]+\.md(?![`\w])", ref, line)
         out.append(line)
     return "\n".join(out)

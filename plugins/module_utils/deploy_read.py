@@ -277,7 +277,7 @@ def stale_secrets(found, desired, engine):
     ``desired`` is the host's containers (deploy_plan.containers_step), each with its ``secrets`` as container_secrets()
     gives them. A secret of a container that stays is kept only while that container still has it (once the
     container is recreated without it, nothing uses it); a secret of a container the engine still has that is not
-    wanted here is left to the removal of that container (tasks/containers_remove.yml: not while it may be kept, with
+    wanted here is left to the removal of that container (tasks/remove_containers.yml: not while it may be kept, with
     deploy_remove_stale false); a secret of no container at all is removed. A Podman secret's owner is the container
     whose name and ``.`` begin the secret's name: an instance's or a sidecar's (their names hold no dot after the
     host's), never an MPS daemon's (``<instance container>.mps``, which holds no secret), so that ``X.mps.key`` is
