@@ -15,9 +15,8 @@ import markdown  # requirements-test.txt: the range galaxy-importer uses
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-FILES = sorted(os.path.relpath(path, ROOT) for pattern in ("docs/*.md", "README.md", "CHANGELOG.md",
-                                                          "roles/*/README.md")
-               for path in glob.glob(os.path.join(ROOT, pattern)))
+PATTERNS = ("docs/*.md", "README.md", "CHANGELOG.md", "roles/*/README.md")
+FILES = sorted(os.path.relpath(path, ROOT) for pattern in PATTERNS for path in glob.glob(os.path.join(ROOT, pattern)))
 
 
 class _Rendered(html.parser.HTMLParser):

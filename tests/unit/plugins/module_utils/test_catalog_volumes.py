@@ -20,7 +20,7 @@ def db(volumes, **extra):
 def errors_of(services):
     with pytest.raises(ProblemError) as caught:
         split_catalog(services)
-    return [(path, message) for path, message in caught.value.errors]
+    return list(caught.value.errors)
 
 
 def test_a_volume_with_defaults_and_one_with_every_key():

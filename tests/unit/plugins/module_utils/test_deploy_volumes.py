@@ -21,8 +21,12 @@ DB = {"replicas": 2, "stateful": True, "image": "localhost/db:1",
                   {"name": "cache", "path": "/cache", "where": "nvme"}]}
 
 
-def binding(service, ordinal, nvme=NVME):
-    return {"service": service, "ordinal": ordinal, "node": HOST, "gpus": [], "nvme": nvme, "sidecars": [], "rank": 0}
+_ON_NVME = object()
+
+
+def binding(service, ordinal, nvme=_ON_NVME):
+    return {"service": service, "ordinal": ordinal, "node": HOST, "gpus": [], "nvme": NVME if nvme is _ON_NVME else nvme,
+            "sidecars": [], "rank": 0}
 
 
 def specs(services=None, instances=None, **options):

@@ -19,8 +19,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache imp
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux",
          "gangplank_gpus": [{"index": 0, "uuid": "GPU-a", "model": "NVIDIA L4", "memory_total": 24 << 30}],
          "gangplank_gpu_driver": {"version": "550.54"}, "gangplank_nvme": [], "hostname": "h1", "env": {"HOME": "/root"},
-         "gangplank_gpu_links": [], "gangplank_data_filesystem": {"path": "/v", "size": 1 << 40, "free": 1 << 39,
-                                                                 "source": "statvfs"}}
+         "gangplank_gpu_links": [],
+         "gangplank_data_filesystem": {"path": "/v", "size": 1 << 40, "free": 1 << 39, "source": "statvfs"}}
 INPUTS = {"hostname": "h1", "simulated_gpus": [], "simulated_nvme": [], "nvme_labels": {}}
 VIEW = {"cpus": 16, "memtotal": "67108864 kB", "machine": "x86_64", "system": "Linux", "nvidia_driver": "NVRM 550.54",
         "gpus": {"0000:01:00.0": "Model: NVIDIA L4\n"}, "nvidia_capabilities": [], "nvme_controllers": ["nvme0"],
