@@ -125,9 +125,11 @@ def parse_port_range(reader, value, path):
     return (first, last)
 
 
-def parse_ports(reader, value, path, port_range):
+def parse_ports(reader, value, path, port_range, dynamic_anywhere=True):
     """A service's ports: each a static host port (an integer, the same port in the container) or a dynamic one
-    ({name, container_port}: its host port is chosen from ``port_range`` per instance). Returns (static, dynamic)."""
+    ({name, container_port}: its host port is chosen from ``port_range`` per instance). Returns (static, dynamic).
+    When some service asks a dynamic port (``dynamic_anywhere``), no static port may lie in the range the scheduler
+    hands out; a site without dynamic ports keeps whatever static ports it had."""
     ports, seen_ports, dynamic, seen_names = [], set(), [], set()
     for position, item in enumerate(reader.sequence(value, path, MAX_PORTS)):
         where = join_path(path, position)
@@ -149,7 +151,7 @@ def parse_ports(reader, value, path, port_range):
         port = reader.integer(item, where, minimum=1, maximum=65535)
         if port is not None and port in seen_ports:
             reader.bad(where, item, "a port not listed twice")
-        elif port is not None and port_range is not None and port_range[0] <= port <= port_range[1]:
+        elif port is not None and dynamic_anywhere and port_range is not None and port_range[0] <= port <= port_range[1]:
             reader.bad(where, item, "a static port outside the dynamic port range %d-%d (the scheduler hands those "
                                     "out)" % port_range)
         elif port is not None:
@@ -545,6 +547,8 @@ def _max_replicas(reader, spec, path, scalable, replicas):
 
 def _parse_services(reader, value, quotas, nodes, port_range=DEFAULT_PORT_RANGE):
     raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
+    dynamic_anywhere = any(isinstance(port, dict) for spec in raw.values() if isinstance(spec, dict)
+                           and isinstance(spec.get("ports"), list) for port in spec["ports"])
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
@@ -557,7 +561,7 @@ def _parse_services(reader, value, quotas, nodes, port_range=DEFAULT_PORT_RANGE)
                        "no replicas on a sidecar (it runs once beside each instance that lists it)")
         replicas = reader.integer(spec.get("replicas"), join_path(path, "replicas"), limit=MAX_INSTANCES,
                                   default=1) if not sidecar else 0
-        ports, dynamic_ports = parse_ports(reader, spec.get("ports"), join_path(path, "ports"), port_range)
+        ports, dynamic_ports = parse_ports(reader, spec.get("ports"), join_path(path, "ports"), port_range, dynamic_anywhere)
         if sidecar and dynamic_ports:
             reader.bad(join_path(path, "ports"), "a dynamic port", "static ports only on a sidecar")
         tolerations = []

@@ -135,7 +135,7 @@ def test_the_plan_checker_finds_a_shared_host_port():
      "not listed twice"),
     ([{"name": "http"}], "services.api.ports[0].container_port", "is required"),
     ([{"name": "http", "container_port": 80, "host": 1}], "services.api.ports[0].host", "unknown"),
-    ([25000], "services.api.ports[0]", "outside the dynamic port range 20000-32000"),
+    ([{"name": "http", "container_port": 80}, 25000], "services.api.ports[1]", "outside the dynamic port range 20000-32000"),
 ])
 def test_bad_ports_are_refused_naming_the_path(ports, path, expected):
     problem = _problem()
@@ -161,3 +161,10 @@ def test_more_dynamic_ports_than_the_range_holds_are_refused():
     problem["services"]["api"]["ports"] = [{"name": "p%d" % i, "container_port": 80 + i} for i in range(3)]
     errors = _errors(problem)
     assert "at most 2 dynamic ports" in errors["services.api.ports"]
+
+
+def test_a_static_port_in_the_range_stays_allowed_on_a_site_without_dynamic_ports():
+    problem = {"nodes": {"a": {"cpu": 4, "memory": "4Gi"}}, "services": {"db": {"resources": SMALL, "ports": [25000]}}}
+    assert parse_problem(problem).services["db"].ports == (25000,)
+    problem["services"]["api"] = {"resources": SMALL, "ports": [{"name": "http", "container_port": 80}]}
+    assert "outside the dynamic port range" in _errors(problem)["services.db.ports[0]"]
