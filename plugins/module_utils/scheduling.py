@@ -71,6 +71,7 @@ class ScheduleInputs:
     remove_retained: Optional[str] = None       # an instance whose retained volumes are removed, with its confirmation
     remove_retained_confirm: Optional[str] = None
     volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
+    port_range: Optional[list] = None           # the host ports dynamic ports are chosen from; None: the default
     now: Optional[float] = None         # the time grace periods are measured against; None: now
 
 
@@ -154,7 +155,7 @@ def _source_path(path):
     return path
 
 
-def build_problem(services, quotas, hosts, hostvars, record):
+def build_problem(services, quotas, hosts, hostvars, record, port_range=None):
     """The scheduler's problem: nodes from each host's facts, the catalog, the last placement."""
     bad = [host for host in hosts if not valid_host_name(host)]
     if bad:
@@ -176,6 +177,9 @@ def build_problem(services, quotas, hosts, hostvars, record):
         # The data filesystem matters only to disk volumes: without them the problem (and the record) stays as it was.
         nodes = {host: {key: value for key, value in node.items() if key != "disk"} for host, node in nodes.items()}
     problem = {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
+    if port_range is not None:
+        # Only a site that sets the range says so: every other problem stays as it was.
+        problem["port_range"] = plain_data(port_range, "port_range")
     # Retained volumes (retained.py): a wanted ordinal goes back to its node, the others keep their disk space.
     return with_retained(problem, retained_of(record))
 
@@ -300,7 +304,7 @@ def _scaled(inputs, record):
 def _plan(inputs, record, grace, max_moves, now):
     """The plan, with the down hosts' instances kept or replaced; ScheduleError for what cannot be planned."""
     try:
-        problem = build_problem(inputs.services, inputs.quotas, inputs.hosts, inputs.hostvars, record)
+        problem = build_problem(inputs.services, inputs.quotas, inputs.hosts, inputs.hostvars, record, inputs.port_range)
         # A host that is down keeps its place: the node it was planned with, cordoned, with its instances.
         down = down_nodes(record, inputs.hosts, inputs.down_hosts)
         problem["nodes"].update(down)

@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+"""Endpoints from the plan, and what an instance gets of them: host ports, probes and endpoint variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
+
+DATA = "/var/lib/gangplank/instances"
+
+SERVICES = {
+    "db": {"stateful": True, "ports": [5432], "image": "localhost/db:1"},
+    "api": {"replicas": 3, "ports": [{"name": "http", "container_port": 8080}], "depends_on": ["db"],
+            "image": "localhost/api:1", "health": {"http": {"port": "http", "path": "/health"}}},
+    "web": {"depends_on": ["api", "db"], "image": "localhost/web:1", "ports": [443]},
+}
+
+
+def _binding(service, ordinal, node, host_ports=None, rank=0):
+    entry = {"service": service, "ordinal": ordinal, "node": node, "gpus": [], "nvme": None, "sidecars": [],
+             "rank": rank}
+    if host_ports is not None:
+        entry["host_ports"] = host_ports
+    return entry
+
+
+HOSTS = {
+    "n2": {"instances": {"api-2": _binding("api", 2, "n2", {"http": 20000}, 1),
+                         "web-0": _binding("web", 0, "n2", rank=2)}},
+    "n1": {"instances": {"api-1": _binding("api", 1, "n1", {"http": 20001}, 1),
+                         "api-0": _binding("api", 0, "n1", {"http": 20000}, 1),
+                         "db-0": _binding("db", 0, "n1")}},
+}
+ADDRESSES = {"n1": "10.0.0.1", "n2": "10.0.0.2"}
+
+
+def test_endpoints_list_every_instance_with_its_address_and_ports():
+    found = endpoints(HOSTS, SERVICES, ADDRESSES)
+    assert found["api"] == [
+        {"instance": "api-0", "node": "n1", "address": "10.0.0.1", "ports": {"http": 20000}},
+        {"instance": "api-1", "node": "n1", "address": "10.0.0.1", "ports": {"http": 20001}},
+        {"instance": "api-2", "node": "n2", "address": "10.0.0.2", "ports": {"http": 20000}},
+    ]
+    assert found["db"] == [{"instance": "db-0", "node": "n1", "address": "10.0.0.1", "ports": {"5432": 5432}}]
+    assert found["web"][0]["ports"] == {"443": 443}
+
+
+def test_a_host_without_a_publish_address_is_named_by_its_inventory_name():
+    assert endpoints(HOSTS, SERVICES, {})["db"][0]["address"] == "n1"
+
+
+@pytest.mark.parametrize("address", ["10.0.0.1\nx", "a b", "host#1"])
+def test_a_publish_address_that_would_inject_is_refused(address):
+    with pytest.raises(EndpointError, match="host n1: the publish address"):
+        endpoints(HOSTS, SERVICES, {"n1": address})
+
+
+def _containers(host, endpoint_map=None):
+    return desired_containers(host, {name: dict(entry) for name, entry in HOSTS[host]["instances"].items()}, SERVICES,
+                              DATA, publish_address=ADDRESSES[host],
+                              endpoints=endpoint_map)
+
+
+def test_dynamic_ports_are_published_on_their_host_port_and_probed_there():
+    by_name = {container["name"]: container for container in _containers("n1")}
+    assert by_name["n1-api-0"]["ports"] == ["10.0.0.1:20000:8080"]
+    assert by_name["n1-api-1"]["ports"] == ["10.0.0.1:20001:8080"]
+    assert by_name["n1-api-1"]["probe"]["url"] == "http://127.0.0.1:20001/health"
+    assert by_name["n1-api-1"]["env"]["GANGPLANK_HOST_PORTS"] == "http=20001"
+    assert "GANGPLANK_HOST_PORTS" not in by_name["n1-db-0"]["env"]
+
+
+def test_an_instance_gets_the_endpoints_of_the_services_it_depends_on_with_dynamic_ports():
+    found = endpoints(HOSTS, SERVICES, ADDRESSES)
+    web = _containers("n2", found)[1]
+    assert web["name"] == "n2-web-0"
+    assert web["env"]["GANGPLANK_ENDPOINTS_API"] == "10.0.0.1:20000,10.0.0.1:20001,10.0.0.2:20000"
+    # db has static ports only: no variable, so a site without dynamic ports keeps its specs.
+    assert not any(key.startswith("GANGPLANK_ENDPOINTS_DB") for key in web["env"])
+    assert "GANGPLANK_ENDPOINTS_API" not in _containers("n2")[1]["env"]
+
+
+def test_a_binding_without_its_host_port_is_refused():
+    instances = {"api-0": _binding("api", 0, "n1", {})}
+    with pytest.raises(DeployError, match="instances.api-0.host_ports.http"):
+        desired_containers("n1", instances, SERVICES, DATA)
+
+
+def test_a_probe_on_an_unknown_port_name_is_refused_naming_the_path():
+    services = dict(SERVICES, api=dict(SERVICES["api"], health={"tcp": {"port": "grpc"}}))
+    with pytest.raises(Exception) as caught:
+        parse_catalog(services)
+    assert "services.api.health.tcp.port" in str(caught.value)
