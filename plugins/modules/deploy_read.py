@@ -55,7 +55,7 @@ options:
   settings:
     description:
       - This host's settings as M(gangplank.platform.deploy_plan) takes them (data_dir,
-        publish_address, probe_address, gpu_mode, engine, secret_dir, volume_dir, endpoints, and for GPU shares gpu_sharing,
+        publish_address, probe_address, gpu_mode, engine, secret_dir, volume_dir, and for GPU shares gpu_sharing,
         mps_control, mps_dir, mps_image, mps_ready_timeout; see docs/deploy.md). Given, the result adds RV(settings), RV(ranks),
         RV(missing) and RV(note).
     type: dict

@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
 from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
 
 DATA = "/var/lib/gangplank/instances"
@@ -94,3 +95,24 @@ def test_a_probe_on_an_unknown_port_name_is_refused_naming_the_path():
     with pytest.raises(Exception) as caught:
         parse_catalog(services)
     assert "services.api.health.tcp.port" in str(caught.value)
+
+
+def _read(host, instances):
+    return {"engine_found": True, "containers": [], "missing": "", "note": "", "ranks": [["db"], ["api"], ["web"]],
+            "settings": {"instances": instances, "data_dir": DATA, "engine": "podman", "limits": False,
+                         "publish_address": ADDRESSES[host], "secret_dir": "/run/gangplank/secrets"}}
+
+
+def test_the_containers_step_works_the_endpoints_out_from_every_hosts_bindings():
+    reads = {host: _read(host, {name: dict(entry) for name, entry in HOSTS[host]["instances"].items()})
+             for host in ("n1", "n2")}
+    step = containers_step(["n1", "n2"], reads, SERVICES)
+    assert [entry["address"] + ":" + str(entry["ports"]["http"]) for entry in step["endpoints"]["api"]] == [
+        "10.0.0.1:20000", "10.0.0.1:20001", "10.0.0.2:20000"]
+    web = [container for container in step["containers"]["n2"] if container["service"] == "web"][0]
+    assert web["env"]["GANGPLANK_ENDPOINTS_API"] == "10.0.0.1:20000,10.0.0.1:20001,10.0.0.2:20000"
+    # One api instance fewer (a scale down): the dependent's variable, and so its spec, changes.
+    del reads["n1"]["settings"]["instances"]["api-1"]
+    smaller = containers_step(["n1", "n2"], reads, SERVICES)
+    web_after = [container for container in smaller["containers"]["n2"] if container["service"] == "web"][0]
+    assert web_after["env"]["GANGPLANK_ENDPOINTS_API"] == "10.0.0.1:20000,10.0.0.2:20000"
