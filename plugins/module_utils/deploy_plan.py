@@ -41,7 +41,7 @@ def _read_of(reads, host):
     return read
 
 
-def containers_step(hosts, reads, services):
+def containers_step(hosts, reads, services, everywhere=None):
     """Every host's containers from its read, the catalog parsed once.
 
     Returns ``missing`` (why some host cannot be deployed, one sentence per host; '' when every host can: then nothing
@@ -56,7 +56,9 @@ def containers_step(hosts, reads, services):
         return {"missing": missing, "containers": {}, "render": {}, "restarts": {}}
     catalog = parse_catalog(services)
     settings = {host: reads[host]["settings"] for host in hosts}
-    found = _endpoints(settings, services)
+    # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
+    # else those of the hosts deployed here. A host deployed here counts with its read settings.
+    found = _endpoints(dict(everywhere or {}, **settings), services)
     if any(spec.get("dynamic_ports") for spec in catalog[1].values()):
         # Only a site with dynamic ports hands them to the instances (GANGPLANK_ENDPOINTS_<SERVICE>): other specs stay
         # as they were.

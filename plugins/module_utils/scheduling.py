@@ -18,6 +18,7 @@ Plain Python, no Ansible import.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -213,8 +214,10 @@ def changes(record, result):
     }
 
 
-def hosts_changed(record, result, hosts):
-    """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound.
+def hosts_changed(record, result, hosts, services=None):
+    """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound; and,
+    given the catalog (``services``), the hosts of the instances whose dependencies' endpoints (node and host ports of
+    each instance) change: their config files and endpoint variables are worked out again.
 
     A change of the ranks changes every host's bindings (each instance carries its rank).
     """
@@ -224,7 +227,27 @@ def hosts_changed(record, result, hosts):
     new = result["placements"]
     touched = {placement["node"] for name, placement in new.items() if old.get(name) != placement}
     touched |= {placement.get("node") for name, placement in old.items() if isinstance(placement, dict) and new.get(name) != placement}
+    moved = _endpoints_changed(old, new)
+    if moved and isinstance(services, dict):
+        for placement in new.values():
+            spec = services.get(placement["service"])
+            depends_on = spec.get("depends_on") if isinstance(spec, dict) else None
+            if isinstance(depends_on, list) and moved & set(depends_on):
+                touched.add(placement["node"])
     return sorted(host for host in hosts if host in touched)
+
+
+def _endpoints_changed(old, new):
+    """The services whose instances' nodes or host ports differ between two placements."""
+    def where(placements):
+        found = {}
+        for name, entry in placements.items():
+            if isinstance(entry, dict) and isinstance(entry.get("service"), str):
+                found.setdefault(entry["service"], set()).add(
+                    (name, str(entry.get("node")), json.dumps(entry.get("host_ports"), sort_keys=True)))
+        return found
+    before, after = where(old), where(new)
+    return {service for service in set(before) | set(after) if before.get(service) != after.get(service)}
 
 
 def _host_text(placement, labels, host):
@@ -438,7 +461,7 @@ def _decide(inputs, record, planned, outcome, retained=None):
                          "running": sum(1 for p in plan["placements"].values() if p["service"] == service)}
     # A host that was down and is live again has its waiting instances to start and its replaced ones to remove.
     returned = set(record.get("down_since") or {}) & set(hosts) if isinstance(record.get("down_since"), dict) else set()
-    outcome.hosts_changed = sorted(set(hosts_changed(record, plan, hosts)) | returned)
+    outcome.hosts_changed = sorted(set(hosts_changed(record, plan, hosts, inputs.services)) | returned)
     outcome.diff = host_diffs(record, plan, hosts)
     outcome.stats = {"gangplank_placement": {"placements": plan["placements"], "ranks": plan["ranks"],
                                              "moves": plan["moves"]}}

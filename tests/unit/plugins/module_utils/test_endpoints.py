@@ -9,6 +9,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.catalog import 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
 from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import hosts_changed
 
 DATA = "/var/lib/gangplank/instances"
 
@@ -116,3 +117,23 @@ def test_the_containers_step_works_the_endpoints_out_from_every_hosts_bindings()
     smaller = containers_step(["n1", "n2"], reads, SERVICES)
     web_after = [container for container in smaller["containers"]["n2"] if container["service"] == "web"][0]
     assert web_after["env"]["GANGPLANK_ENDPOINTS_API"] == "10.0.0.1:20000,10.0.0.2:20000"
+
+
+def test_the_containers_step_counts_the_hosts_of_the_whole_plan():
+    # Only n2 is deployed (scale.yml deploys the hosts whose instances change): n1's instances are endpoints too.
+    reads = {"n2": _read("n2", {name: dict(entry) for name, entry in HOSTS["n2"]["instances"].items()})}
+    everywhere = {host: {"instances": HOSTS[host]["instances"], "publish_address": ADDRESSES[host]} for host in HOSTS}
+    step = containers_step(["n2"], reads, SERVICES, everywhere)
+    assert [entry["instance"] for entry in step["endpoints"]["api"]] == ["api-0", "api-1", "api-2"]
+    web = [container for container in step["containers"]["n2"] if container["service"] == "web"][0]
+    assert web["env"]["GANGPLANK_ENDPOINTS_API"] == "10.0.0.1:20000,10.0.0.1:20001,10.0.0.2:20000"
+
+
+def test_the_hosts_of_dependents_change_with_their_dependencies_endpoints():
+    old = {"api-0": {"service": "api", "node": "n1", "host_ports": {"http": 20000}},
+           "web-0": {"service": "web", "node": "n2"}, "db-0": {"service": "db", "node": "n3"}}
+    new = dict(old, **{"api-1": {"service": "api", "node": "n1", "host_ports": {"http": 20001}}})
+    record = {"ranks": [["db"], ["api"], ["web"]], "placement": old}
+    result = {"ranks": [["db"], ["api"], ["web"]], "placements": new}
+    assert hosts_changed(record, result, ["n1", "n2", "n3"]) == ["n1"]
+    assert hosts_changed(record, result, ["n1", "n2", "n3"], SERVICES) == ["n1", "n2"]
