@@ -216,8 +216,9 @@ def changes(record, result):
 
 def hosts_changed(record, result, hosts, services=None):
     """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound; and,
-    given the catalog (``services``), the hosts of the instances whose dependencies' endpoints (node and host ports of
-    each instance) change: their config files and endpoint variables are worked out again.
+    given the catalog (``services``), the hosts of the instances that depend on a service with dynamic ports whose
+    endpoints (node and host ports of each instance) change: their endpoint variables and config files are worked out
+    again (a site without dynamic ports deploys the hosts it did).
 
     A change of the ranks changes every host's bindings (each instance carries its rank).
     """
@@ -227,8 +228,11 @@ def hosts_changed(record, result, hosts, services=None):
     new = result["placements"]
     touched = {placement["node"] for name, placement in new.items() if old.get(name) != placement}
     touched |= {placement.get("node") for name, placement in old.items() if isinstance(placement, dict) and new.get(name) != placement}
-    moved = _endpoints_changed(old, new)
-    if moved and isinstance(services, dict):
+    moved = _endpoints_changed(old, new) if isinstance(services, dict) else set()
+    moved = {service for service in moved if isinstance(services.get(service), dict)
+             and isinstance(services[service].get("ports"), list)
+             and any(isinstance(port, dict) for port in services[service]["ports"])}
+    if moved:
         for placement in new.values():
             spec = services.get(placement["service"])
             depends_on = spec.get("depends_on") if isinstance(spec, dict) else None

@@ -137,3 +137,7 @@ def test_the_hosts_of_dependents_change_with_their_dependencies_endpoints():
     result = {"ranks": [["db"], ["api"], ["web"]], "placements": new}
     assert hosts_changed(record, result, ["n1", "n2", "n3"]) == ["n1"]
     assert hosts_changed(record, result, ["n1", "n2", "n3"], SERVICES) == ["n1", "n2"]
+    # db has static ports only: a change of its instances deploys only their hosts, as before.
+    moved_db = dict(old, **{"db-0": {"service": "db", "node": "n1"}})
+    assert hosts_changed(record, {"ranks": record["ranks"], "placements": moved_db}, ["n1", "n2", "n3"],
+                         SERVICES) == ["n1", "n3"]
