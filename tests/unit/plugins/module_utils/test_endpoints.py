@@ -141,3 +141,17 @@ def test_the_hosts_of_dependents_change_with_their_dependencies_endpoints():
     moved_db = dict(old, **{"db-0": {"service": "db", "node": "n1"}})
     assert hosts_changed(record, {"ranks": record["ranks"], "placements": moved_db}, ["n1", "n2", "n3"],
                          SERVICES) == ["n1", "n3"]
+
+
+def test_a_catalog_with_bad_ports_is_refused_naming_each_path():
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog
+    from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
+    services = {"api": {"image": "localhost/api:1", "ports": [{"name": "web#1", "container_port": 8080}, 21000],
+                        "health": {"tcp": {"port": "grpc"}}}}
+    problem = {"nodes": {"n1": {"cpu": 1, "memory": "1Gi"}}, "services": services, "port_range": [20000, 22000]}
+    with pytest.raises(ProblemError) as caught:
+        plan_catalog(problem)
+    paths = dict(caught.value.errors)
+    assert "a port name" in paths["services.api.ports[0].name"]
+    assert "outside the dynamic port range 20000-22000" in paths["services.api.ports[1]"]
+    assert "services.api.health.tcp.port" in paths
