@@ -155,3 +155,14 @@ def test_a_catalog_with_bad_ports_is_refused_naming_each_path():
     assert "a port name" in paths["services.api.ports[0].name"]
     assert "outside the dynamic port range 20000-22000" in paths["services.api.ports[1]"]
     assert "services.api.health.tcp.port" in paths
+
+
+def test_the_scale_report_gives_each_instance_its_host_ports():
+    from ansible_collections.gangplank.platform.plugins.module_utils.status import service_instances
+    report = service_instances({host: entry["instances"] for host, entry in HOSTS.items()}, "api", ["n1", "n2"],
+                               ADDRESSES, SERVICES["api"]["ports"])
+    assert [(entry["instance"], entry["address"], entry["host_ports"]) for entry in report["instances"]] == [
+        ("api-0", "10.0.0.1", {"http": 20000}), ("api-1", "10.0.0.1", {"http": 20001}),
+        ("api-2", "10.0.0.2", {"http": 20000})]
+    db = service_instances({host: entry["instances"] for host, entry in HOSTS.items()}, "db", ["n1"], ADDRESSES, [5432])
+    assert "host_ports" not in db["instances"][0]
