@@ -508,8 +508,8 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
                 continue
             for port_name, port in sorted(host_ports.items()):
                 if not model.port_range[0] <= port <= model.port_range[1]:
-                    violations.append("%s: host port %s=%r outside the range %r" % (name, port_name, port,
-                                                                                     model.port_range))
+                    violations.append("%s: host port %s=%r outside the range %r"
+                                      % (name, port_name, port, model.port_range))
                 users[port].append("%s:%s" % (name, port_name))
         for port in sorted(users):
             if len(users[port]) > 1:
