@@ -168,3 +168,12 @@ def test_a_static_port_in_the_range_stays_allowed_on_a_site_without_dynamic_port
     assert parse_problem(problem).services["db"].ports == (25000,)
     problem["services"]["api"] = {"resources": SMALL, "ports": [{"name": "http", "container_port": 80}]}
     assert "outside the dynamic port range" in _errors(problem)["services.db.ports[0]"]
+
+
+def test_a_service_without_dynamic_ports_is_not_held_to_the_range():
+    # api and web ask the same; only api takes the one port of the range per node.
+    problem = _problem(replicas=2, port_range=[20000, 20000],
+                       extra={"web": {"replicas": 4, "resources": SMALL}})
+    result = plan(problem)
+    assert result["feasible"] is True and check_plan(problem, result) == []
+    assert {result["placements"]["api-0"]["node"], result["placements"]["api-1"]["node"]} == {"a", "b"}
