@@ -21,6 +21,7 @@ ARGUMENT_SPEC = {
     "probe_kept": {"type": "bool", "default": True},
     "read_var": {"type": "str", "default": "deploy__read"},
     "rendered_var": {"type": "str", "default": "deploy__rendered"},
+    "plan_instances": {"type": "dict", "default": None},
 }
 
 
@@ -41,7 +42,13 @@ class ActionModule(ActionBase):
         try:
             reads = {host: _host_var(hostvars, host, args["read_var"]) for host in hosts}
             if args["step"] == "containers":
-                result.update(containers_step(hosts, reads, args["services"]))
+                everywhere = None
+                if args["plan_instances"] is not None:
+                    # The whole plan of this run (every host's instances), for the endpoints: the deploy may run on
+                    # some hosts only (scale.yml), and the other hosts' instances are endpoints too.
+                    everywhere = {host: {"instances": instances, "publish_address": _publish_address(hostvars, host)}
+                                  for host, instances in args["plan_instances"].items()}
+                result.update(containers_step(hosts, reads, args["services"], everywhere))
             else:
                 rendered = {host: _host_var(hostvars, host, args["rendered_var"], {}) for host in hosts}
                 result.update(rollout_step(hosts, reads, rendered, args["containers"],
@@ -50,6 +57,12 @@ class ActionModule(ActionBase):
         except DeployError as error:
             return dict(result, failed=True, changed=False, msg=str(error))
         return dict(result, changed=False)
+
+
+def _publish_address(hostvars, host):
+    """A host's gangplank_publish_address (cluster_publish_address's default), or None."""
+    values = hostvars[host] if host in hostvars else {}
+    return values.get("gangplank_publish_address") if hasattr(values, "get") else None
 
 
 def _host_var(hostvars, host, name, default=None):

@@ -37,6 +37,7 @@ ARGUMENT_SPEC = {
     "remove_retained": {"type": "str", "default": None},
     "remove_retained_confirm": {"type": "str", "default": None},
     "volume_dir": {"type": "str", "default": None},
+    "port_range": {"type": "list", "elements": "raw", "default": None},
     "now": {"type": "float", "default": None},
 }
 

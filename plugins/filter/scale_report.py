@@ -13,7 +13,8 @@ description:
   - What playbooks/scale.yml returns to the AWX job's artifacts and shows. Takes every node's instances (the
     gangplank.platform.schedule role's C(schedule_node_instances)) and returns the instances of O(service) on the
     hosts of O(hosts), by ordinal, each with C(instance), C(node), C(ordinal), C(address), C(ports) (the service's
-    ports in the catalog) and C(gpus) (their UUIDs).
+    ports in the catalog), C(gpus) (their UUIDs) and, for a service with dynamic ports, C(host_ports) (each one's host
+    port by name).
   - A node's address is its C(gangplank_publish_address) when set and not empty, else its C(ansible_host), else its
     inventory name.
 options:

@@ -233,7 +233,7 @@ def _container_path(reader, value, path, expected):
     return text
 
 
-def _health(reader, value, path, ports):
+def _health(reader, value, path, ports, port_names=()):
     spec = reader.mapping(value, path, _HEALTH_KEYS)
     if not spec:
         return None
@@ -256,7 +256,16 @@ def _health(reader, value, path, ports):
         return probe
     target = reader.mapping(spec[kind], kind_path, _HTTP_KEYS if kind == "http" else ("port",), required=("port",),
                             optional_none=False)
-    port = reader.integer(target["port"], join_path(kind_path, "port"), minimum=1, maximum=65535) if "port" in target else None
+    if isinstance(target.get("port"), str) and port_names:
+        # A dynamic port, by name: the probe asks the host port the instance was given.
+        if target["port"] not in port_names:
+            reader.bad(join_path(kind_path, "port"), target["port"],
+                       "one of the service's ports, or the name of a dynamic one (%s)" % ", ".join(port_names))
+        port = None
+        probe["port_name"] = target["port"] if target["port"] in port_names else None
+    else:
+        port = reader.integer(target["port"], join_path(kind_path, "port"), minimum=1, maximum=65535) \
+            if "port" in target else None
     if port is not None and port not in ports:
         # Probes run on the host against published ports, so the port must be one the service publishes.
         # The first ports only: the list may hold 1,024 (or a hostile list of thousands); the error stays one short line.
@@ -432,6 +441,10 @@ def _env(reader, value, path):
 def _deploy_spec(reader, spec, path):
     listed = spec.get("ports") if isinstance(spec.get("ports"), list) else []     # the scheduler names a bad list
     ports = [port for port in listed if isinstance(port, int) and not isinstance(port, bool)]
+    # Dynamic ports ({name, container_port}): the scheduler's parser names a bad one; the well-formed ones are kept.
+    dynamic = [{"name": item["name"], "container_port": item["container_port"]} for item in listed
+               if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("container_port"), int)
+               and not isinstance(item.get("container_port"), bool)]
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
@@ -448,7 +461,7 @@ def _deploy_spec(reader, spec, path):
     env = _env(reader, spec.get("env"), join_path(path, "env"))
     config = _config(reader, spec.get("config"), join_path(path, "config"))
     secrets = _secrets(reader, spec.get("secrets"), join_path(path, "secrets"), env, config)
-    return {
+    result = {
         "image": image,
         "command": _argv(reader, spec["command"], join_path(path, "command")) if spec.get("command") is not None else None,
         "env": env,
@@ -456,7 +469,8 @@ def _deploy_spec(reader, spec, path):
         "stop_timeout": reader.integer(spec.get("stop_timeout"), join_path(path, "stop_timeout"), limit=MAX_SECONDS,
                                        default=DEFAULT_STOP_TIMEOUT),
         "restart_policy": restart,
-        "health": _health(reader, spec.get("health"), join_path(path, "health"), ports),
+        "health": _health(reader, spec.get("health"), join_path(path, "health"), ports,
+                          tuple(item["name"] for item in dynamic)),
         "config": config,
         "secrets": secrets,
         "nvme_path": nvme_path,
@@ -467,6 +481,10 @@ def _deploy_spec(reader, spec, path):
         "ports": ports,
         "volumes": _volumes(reader, spec, join_path(path, "volumes"), config, secrets, nvme_path),
     }
+    if dynamic:
+        # Only a service with dynamic ports says so: every other spec stays as it was, byte for byte.
+        result["dynamic_ports"] = dynamic
+    return result
 
 
 def _directory_mode(reader, value, path):

@@ -28,6 +28,7 @@ import hashlib
 import json
 import posixpath
 
+from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import endpoint_value, endpoint_variable
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog, unavailable_count
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
@@ -81,10 +82,13 @@ def _config_files(spec, data_dir, name):
     return files
 
 
-def _probe(spec, name, probe_address, engine):
+def _probe(spec, name, probe_address, engine, host_ports=None):
     health = spec["health"]
     if health is None:
         return None
+    if health.get("port_name"):
+        # A dynamic port's probe asks the host port the plan gave the instance.
+        health = dict(health, port=(host_ports or {})[health["port_name"]])
     probe = {key: health[key] for key in ("timeout", "interval", "retries", "start_period")}
     probe.update(name=name, type=health["type"])
     if health["type"] == "http":
@@ -97,6 +101,36 @@ def _probe(spec, name, probe_address, engine):
         # Command probes run inside the container, as argv: no shell on either side.
         probe["argv"] = [engine, "exec", name] + health["argv"]
     return probe
+
+
+def _dynamic_host_ports(instance, binding, spec):
+    """port name -> host port of the instance's dynamic ports (its placement's host_ports); {} without any. The
+    binding may come from a host's fact file: each port is checked."""
+    wanted = spec.get("dynamic_ports") or []
+    if not wanted:
+        return {}
+    given = binding.get("host_ports")
+    chosen = {}
+    for port in wanted:
+        value = given.get(port["name"]) if isinstance(given, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+            raise DeployError("instances.%s.host_ports.%s: got %s; expected the host port the plan gave it (1 to 65535)"
+                              % (instance, port["name"], show(value)))
+        chosen[port["name"]] = value
+    return chosen
+
+
+def _endpoint_environment(service, scheduling, endpoints):
+    """GANGPLANK_ENDPOINTS_<SERVICE> for each service ``service`` depends on that has dynamic ports
+    (module_utils/endpoints.py), from ``endpoints`` (the plan's, service -> entries); {} without them."""
+    if not endpoints:
+        return {}
+    env = {}
+    for other in (scheduling.get(service) or {}).get("depends_on") or []:
+        value = endpoint_value(endpoints.get(other) or [], scheduling.get(other))
+        if value is not None:
+            env[endpoint_variable(other)] = value
+    return env
 
 
 def _environment(binding, name, service, ports, host, gpus=True):
@@ -118,6 +152,7 @@ def _environment(binding, name, service, ports, host, gpus=True):
 
 # The variables gangplank sets itself (_environment): names, ports and GPU ids, not secrets.
 _OWN_VARIABLES = ("GANGPLANK_INSTANCE", "GANGPLANK_SERVICE", "GANGPLANK_ORDINAL", "GANGPLANK_NODE", "GANGPLANK_PORTS",
+                  "GANGPLANK_HOST_PORTS",
                   "GANGPLANK_GPU_MEMORY", "GANGPLANK_GPU_ENFORCED", "GANGPLANK_NVME_DIR", "NVIDIA_VISIBLE_DEVICES")
 MASK = "********"
 _SHORTEST_MASKED = 4
@@ -149,7 +184,7 @@ def parse_catalog(services):
 def desired_containers(host, instances, services, data_dir, publish_address="", probe_address="127.0.0.1",
                        gpu_mode="cdi", engine="podman", limits=True, secret_dir=DEFAULT_SECRET_DIR, catalog=None,
                        gpu_sharing=None, mps_control="", mps_dir=mps.DEFAULT_DIR, mps_image="",
-                       mps_ready_timeout=mps.DEFAULT_READY_TIMEOUT, volume_dir=None):
+                       mps_ready_timeout=mps.DEFAULT_READY_TIMEOUT, volume_dir=None, endpoints=None):
     """The containers ``host`` should run, in rank order, each instance before its sidecars.
 
     With ``limits``, each container is limited to the CPU and memory the scheduler reserved for it
@@ -203,7 +238,17 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
         main.update(_limits(binding["service"], scheduling, limits))
         main["ports"] = ["%s:%d:%d" % (publish_address, port, port) if publish_address else "%d:%d" % (port, port)
                          for port in ports]
+        host_ports = _dynamic_host_ports(instance, binding, spec)
+        for port in spec.get("dynamic_ports") or []:
+            host_port = host_ports[port["name"]]
+            main["ports"].append("%s:%d:%d" % (publish_address, host_port, port["container_port"]) if publish_address
+                                 else "%d:%d" % (host_port, port["container_port"]))
         main["env"] = dict(_environment(binding, instance, binding["service"], ports, host), **spec["env"])
+        if host_ports:
+            # Only an instance with dynamic ports gets them: name=host port, in the order of the catalog.
+            main["env"]["GANGPLANK_HOST_PORTS"] = ",".join("%s=%d" % item for item in host_ports.items())
+        for key, value in _endpoint_environment(binding["service"], scheduling, endpoints).items():
+            main["env"].setdefault(key, value)      # the catalog's env wins, as everywhere
         cpusets = _cpusets(instance, binding)
         main.update(cpusets)
         if gpu_mode == "cdi":
@@ -325,7 +370,7 @@ def desired_on_hosts(settings, services, catalog=None):
 
 
 # What desired_on_hosts() takes per host, and the type of each (the deploy role fills them from the host's variables).
-_SETTING_TYPES = {"instances": dict, "data_dir": str, "publish_address": str, "probe_address": str, "gpu_mode": str,
+_SETTING_TYPES = {"endpoints": dict, "instances": dict, "data_dir": str, "publish_address": str, "probe_address": str, "gpu_mode": str,
                   "engine": str, "limits": bool, "secret_dir": str, "gpu_sharing": str, "mps_control": str,
                   "mps_dir": str, "mps_image": str, "mps_ready_timeout": int, "volume_dir": str}
 
@@ -393,7 +438,8 @@ def _container(host, instance, binding, service, spec, data_dir, probe_address, 
         "mounts": [{"type": "bind", "source": entry["path"], "target": entry["target"], "read_only": True}
                    for entry in secrets if entry["path"]],
         "podman_secrets": [entry["option"] for entry in secrets if entry["option"]],
-        "probe": _probe(spec, name, probe_address, engine),
+        "probe": _probe(spec, name, probe_address, engine,
+                        _dynamic_host_ports(instance, binding, spec) if service == binding["service"] else None),
     }
 
 

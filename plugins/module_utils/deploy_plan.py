@@ -19,6 +19,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
@@ -40,24 +41,49 @@ def _read_of(reads, host):
     return read
 
 
-def containers_step(hosts, reads, services):
+def containers_step(hosts, reads, services, everywhere=None):
     """Every host's containers from its read, the catalog parsed once.
 
     Returns ``missing`` (why some host cannot be deployed, one sentence per host; '' when every host can: then nothing
     else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
     config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
     which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
-    rollout_step does not parse the catalog again)."""
+    rollout_step does not parse the catalog again) and ``endpoints`` (service -> where its instances answer,
+    module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
         return {"missing": missing, "containers": {}, "render": {}, "restarts": {}}
     catalog = parse_catalog(services)
-    desired = desired_on_hosts({host: reads[host]["settings"] for host in hosts}, services, catalog=catalog)
+    settings = {host: reads[host]["settings"] for host in hosts}
+    # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
+    # else those of the hosts deployed here. A host deployed here counts with its read settings.
+    found = _endpoints(dict(everywhere or {}, **settings), services)
+    if any(spec.get("dynamic_ports") for spec in catalog[1].values()):
+        # Only a site with dynamic ports hands them to the instances (GANGPLANK_ENDPOINTS_<SERVICE>): other specs stay
+        # as they were.
+        settings = {host: dict(entry, endpoints=found) if isinstance(entry, dict) else entry
+                    for host, entry in settings.items()}
+    desired = desired_on_hosts(settings, services, catalog=catalog)
     render = {host: [{"path": entry["path"], "dest": entry["dest"], "src": entry.get("src"),
                       "content": entry.get("content"), "instance": container}
                      for container in desired[host] for entry in container["config"]] for host in hosts}
-    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog)}
+    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
+            "endpoints": found}
+
+
+def _endpoints(settings, services):
+    """The endpoints of every service from each host's bindings and publish address; DeployError for a bad one."""
+    hosts, addresses = {}, {}
+    for host, entry in settings.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("instances"), dict):
+            continue        # desired_on_hosts names the host
+        hosts[host] = {"instances": entry["instances"]}
+        addresses[host] = entry.get("publish_address")
+    try:
+        return endpoints(hosts, services, addresses)
+    except EndpointError as error:
+        raise DeployError(str(error)) from None
 
 
 def hosts_stale_secrets(hosts, reads, desired, engines=None):

@@ -18,6 +18,7 @@ Plain Python, no Ansible import.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -71,6 +72,7 @@ class ScheduleInputs:
     remove_retained: Optional[str] = None       # an instance whose retained volumes are removed, with its confirmation
     remove_retained_confirm: Optional[str] = None
     volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
+    port_range: Optional[list] = None           # the host ports dynamic ports are chosen from; None: the default
     now: Optional[float] = None         # the time grace periods are measured against; None: now
 
 
@@ -154,7 +156,7 @@ def _source_path(path):
     return path
 
 
-def build_problem(services, quotas, hosts, hostvars, record):
+def build_problem(services, quotas, hosts, hostvars, record, port_range=None):
     """The scheduler's problem: nodes from each host's facts, the catalog, the last placement."""
     bad = [host for host in hosts if not valid_host_name(host)]
     if bad:
@@ -176,6 +178,9 @@ def build_problem(services, quotas, hosts, hostvars, record):
         # The data filesystem matters only to disk volumes: without them the problem (and the record) stays as it was.
         nodes = {host: {key: value for key, value in node.items() if key != "disk"} for host, node in nodes.items()}
     problem = {"nodes": nodes, "services": services, "quotas": quotas, "previous": record.get("placement") or {}}
+    if port_range is not None:
+        # Only a site that sets the range says so: every other problem stays as it was.
+        problem["port_range"] = plain_data(port_range, "port_range")
     # Retained volumes (retained.py): a wanted ordinal goes back to its node, the others keep their disk space.
     return with_retained(problem, retained_of(record))
 
@@ -209,8 +214,11 @@ def changes(record, result):
     }
 
 
-def hosts_changed(record, result, hosts):
-    """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound.
+def hosts_changed(record, result, hosts, services=None):
+    """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound; and,
+    given the catalog (``services``), the hosts of the instances that depend on a service with dynamic ports whose
+    endpoints (node and host ports of each instance) change: their endpoint variables and config files are worked out
+    again (a site without dynamic ports deploys the hosts it did).
 
     A change of the ranks changes every host's bindings (each instance carries its rank).
     """
@@ -220,7 +228,30 @@ def hosts_changed(record, result, hosts):
     new = result["placements"]
     touched = {placement["node"] for name, placement in new.items() if old.get(name) != placement}
     touched |= {placement.get("node") for name, placement in old.items() if isinstance(placement, dict) and new.get(name) != placement}
+    moved = _endpoints_changed(old, new) if isinstance(services, dict) else set()
+    moved = {service for service in moved if isinstance(services.get(service), dict)
+             and isinstance(services[service].get("ports"), list)
+             and any(isinstance(port, dict) for port in services[service]["ports"])}
+    if moved:
+        for placement in new.values():
+            spec = services.get(placement["service"])
+            depends_on = spec.get("depends_on") if isinstance(spec, dict) else None
+            if isinstance(depends_on, list) and moved & set(depends_on):
+                touched.add(placement["node"])
     return sorted(host for host in hosts if host in touched)
+
+
+def _endpoints_changed(old, new):
+    """The services whose instances' nodes or host ports differ between two placements."""
+    def where(placements):
+        found = {}
+        for name, entry in placements.items():
+            if isinstance(entry, dict) and isinstance(entry.get("service"), str):
+                found.setdefault(entry["service"], set()).add(
+                    (name, str(entry.get("node")), json.dumps(entry.get("host_ports"), sort_keys=True)))
+        return found
+    before, after = where(old), where(new)
+    return {service for service in set(before) | set(after) if before.get(service) != after.get(service)}
 
 
 def _host_text(placement, labels, host):
@@ -300,7 +331,7 @@ def _scaled(inputs, record):
 def _plan(inputs, record, grace, max_moves, now):
     """The plan, with the down hosts' instances kept or replaced; ScheduleError for what cannot be planned."""
     try:
-        problem = build_problem(inputs.services, inputs.quotas, inputs.hosts, inputs.hostvars, record)
+        problem = build_problem(inputs.services, inputs.quotas, inputs.hosts, inputs.hostvars, record, inputs.port_range)
         # A host that is down keeps its place: the node it was planned with, cordoned, with its instances.
         down = down_nodes(record, inputs.hosts, inputs.down_hosts)
         problem["nodes"].update(down)
@@ -434,7 +465,7 @@ def _decide(inputs, record, planned, outcome, retained=None):
                          "running": sum(1 for p in plan["placements"].values() if p["service"] == service)}
     # A host that was down and is live again has its waiting instances to start and its replaced ones to remove.
     returned = set(record.get("down_since") or {}) & set(hosts) if isinstance(record.get("down_since"), dict) else set()
-    outcome.hosts_changed = sorted(set(hosts_changed(record, plan, hosts)) | returned)
+    outcome.hosts_changed = sorted(set(hosts_changed(record, plan, hosts, inputs.services)) | returned)
     outcome.diff = host_diffs(record, plan, hosts)
     outcome.stats = {"gangplank_placement": {"placements": plan["placements"], "ranks": plan["ranks"],
                                              "moves": plan["moves"]}}

@@ -214,6 +214,10 @@ def service_instances(node_instances, service, hosts, addresses, ports):
     instances = [{"instance": name, "node": binding["node"], "ordinal": binding.get("ordinal"),
                   "address": addresses.get(binding["node"], binding["node"]), "ports": ports,
                   "gpus": [gpu.get("uuid") for gpu in binding.get("gpus") or []]} for name, binding in found]
+    for entry, (_name, binding) in zip(instances, found):
+        if isinstance(binding.get("host_ports"), dict):
+            # Only an instance with dynamic ports says so: its host port by name (docs/connecting-services.md).
+            entry["host_ports"] = dict(binding["host_ports"])
     line = "%s: %d instance(s): %s" % (service, len(instances), ", ".join(
         "%s@%s" % (entry["instance"], entry["address"]) for entry in instances))
     return {"instances": instances, "line": line}

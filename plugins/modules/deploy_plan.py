@@ -58,6 +58,12 @@ options:
     description: The variable that holds each host's rendered config files, host path to text; none is no files.
     type: str
     default: deploy__rendered
+  plan_instances:
+    description:
+      - Step C(containers), when this run scheduled the cluster (C(schedule_node_instances)) - every host's instances,
+        for the endpoints of the whole plan (config templates see them as C(gangplank_endpoints)); left out, the
+        endpoints count the instances of O(hosts) only.
+    type: dict
 attributes:
   action:
     support: full
@@ -116,6 +122,12 @@ render:
 restarts:
   description:
     - O(step=containers) only. Per service, what the waves read of the catalog (C(stateful), C(max_unavailable)).
+  returned: with O(step=containers)
+  type: dict
+endpoints:
+  description:
+    - O(step=containers) only, when every host can be deployed. Per service, its instances as others reach them, in
+      instance order, each with C(instance), C(node), C(address) and C(ports) (host port by name; docs/connecting-services.md).
   returned: with O(step=containers)
   type: dict
 lines:

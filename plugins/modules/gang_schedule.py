@@ -88,6 +88,12 @@ options:
     description: Where disk volumes live on the hosts (C(cluster_volume_dir)), to name the directories RV(removed_retained) removes.
     type: str
     version_added: 0.1.0
+  port_range:
+    description:
+      - The host ports dynamic ports are chosen from, V([first, last]) (both included; C(gangplank_port_range)).
+      - Left out, V([20000, 32000]). A static port inside it is refused when some service asks a dynamic port.
+    type: list
+    elements: raw
   now:
     description: The time in seconds since the epoch the grace periods are measured against; the controller's clock when left out.
     type: float

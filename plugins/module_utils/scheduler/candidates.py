@@ -25,7 +25,7 @@ def equivalence_key(problem, service, conflicts=None, extra=()):
     conflicts = service_conflicts(problem.services) if conflicts is None else conflicts
     return (service.resources, requests.cpu, requests.memory, requests.ports,
             tuple(sorted(conflicts[service.name])), tuple(sorted(service.node_selector.items())),
-            service.tolerations, service.quota, service.image, service.cpu_pinning) + extra
+            service.tolerations, service.quota, service.image, service.cpu_pinning, len(service.dynamic_ports)) + extra
 
 
 class Candidates:

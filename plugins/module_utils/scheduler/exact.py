@@ -260,6 +260,7 @@ def _apply(cluster, placement, request):
     node_state.cpu_used += request.cpu
     node_state.memory_used += request.memory
     node_state.ports.update(request.ports)
+    node_state.dynamic_ports += len(placement.instance.service.dynamic_ports)
     node_state.add_services(request.services)
     node_state.add_gpu_claims(placement.gpus, placement.instance.service.resources.gpu)
     if placement.nvme is not None:
@@ -468,6 +469,12 @@ class _Model:
                 model.Add(sum(size * var for size, var in disks) <= (node.disk or 0))
             for port in sorted({port for request, _var in requests for port in request.ports}):
                 model.Add(sum(var for request, var in requests if port in request.ports) <= 1)
+            dynamic = [(len(self.instances[index].service.dynamic_ports), var) for index, var in here
+                       if self.instances[index].service.dynamic_ports]
+            if dynamic:
+                # A dynamic port needs one free host port of the range on its node (static ports lie outside it).
+                model.Add(sum(count * var for count, var in dynamic)
+                          <= problem.port_range[1] - problem.port_range[0] + 1)
             by_service = {}
             for index, var in here:
                 by_service.setdefault(self.instances[index].service.name, []).append(var)

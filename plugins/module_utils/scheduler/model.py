@@ -25,6 +25,9 @@ TAINT_EFFECTS = (NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE)
 
 SERVICE_LABEL_PREFIX = "gangplank.io/service."
 
+# The host ports dynamic ports are chosen from unless the problem says (Nomad's default range).
+DEFAULT_PORT_RANGE = (20000, 32000)
+
 # Quota dimensions: what a group of services may request in total.
 QUOTA_DIMENSIONS = ("cpu", "memory", "gpu", "gpu_memory", "nvme")
 
@@ -180,6 +183,9 @@ class Service:
     max_replicas: Optional[int] = None
     resources: Resources = Resources()
     ports: Tuple[int, ...] = ()
+    # Dynamic ports: (name, container port) pairs; each instance gets a host port per name from the problem's
+    # port_range, unique on its node (plugins/node_ports.py counts them, the binder chooses them).
+    dynamic_ports: Tuple[Tuple[str, int], ...] = ()
     sidecars: Tuple[str, ...] = ()
     anti_affinity: Tuple[str, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
@@ -283,6 +289,8 @@ class PreviousPlacement:
     node: str
     gpu_uuids: Tuple[str, ...] = ()
     nvme: Optional[str] = None
+    # The host ports it had by name (dynamic ports): kept when it stays on its node.
+    host_ports: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -336,6 +344,8 @@ class Problem:
     # Every-node instances (<service>@<node>) not made: an HTTP extender refused the node for the service
     # (plugins/extender.py, every_node_left_out), as kube leaves that node's DaemonSet pod pending.
     left_out: FrozenSet[str] = frozenset()
+    # The host ports dynamic ports are chosen from (first, last), both included.
+    port_range: Tuple[int, int] = DEFAULT_PORT_RANGE
 
     def instances(self):
         """Every instance the catalog asks for, in name order, with its history (a new list each call; the

@@ -26,7 +26,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
     GPUDevice, GPULink, GPURequest, every_node_index, every_node_nodes, every_node_work, NVMeDevice, NVMeRequest, Node,
-    PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
+    DEFAULT_PORT_RANGE, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, SpreadConstraint, TAINT_EFFECTS, Taint, Toleration,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_cpulist, parse_size
@@ -36,7 +36,11 @@ _SERVICE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 _SERVICE_NAME_EXPECTED = "a lowercase DNS label (a-z, 0-9, '-', at most 63 characters)"
 _INSTANCE_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)")
 
-_TOP_KEYS = ("nodes", "services", "quotas", "previous")
+_TOP_KEYS = ("nodes", "services", "quotas", "previous", "port_range")
+# A dynamic port's name: like kube's container port names, a lowercase IANA service name (at most 15 characters).
+PORT_NAME = re.compile(r"[a-z]([a-z0-9-]*[a-z0-9])?")
+PORT_NAME_EXPECTED = "a port name of lowercase letters, digits and '-' (at most 15 characters, a letter first, no '-' last)"
+_DYNAMIC_PORT_KEYS = ("name", "container_port")
 _NODE_KEYS = ("cpu", "memory", "labels", "taints", "unschedulable", "gpus", "nvme", "gpu_sharing", "gpu_links", "numa_cpus",
               "disk")
 _GPU_KEYS = ("index", "uuid", "model", "memory", "numa_node")
@@ -52,7 +56,7 @@ _GPU_REQUEST_KEYS = ("count", "memory", "models", "cores", "topology")
 _NVME_REQUEST_KEYS = ("label", "size")
 _SPREAD_KEYS = ("max_skew", "topology_key", "when_unsatisfiable")
 _QUOTA_KEYS = ("min", "max")
-_PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars", "cpuset_cpus", "cpuset_mems")
+_PREVIOUS_KEYS = ("node", "service", "ordinal", "gpus", "nvme", "sidecars", "cpuset_cpus", "cpuset_mems", "host_ports")
 # A previous placement's GPU entries as the result writes them (a share's with its cores); only uuid is read.
 _PREVIOUS_GPU_KEYS = ("index", "uuid", "model", "memory", "cores")
 _MAX_GPU_INDEX = 1023
@@ -90,13 +94,74 @@ def parse_problem(data):
     top = reader.mapping(data, "", _TOP_KEYS, required=("nodes", "services"), optional_none=False)
     nodes = _parse_nodes(reader, top["nodes"]) if "nodes" in top else {}
     quotas = _parse_quotas(reader, top.get("quotas"))
-    services = _parse_services(reader, top["services"], quotas, nodes) if "services" in top else {}
+    port_range = parse_port_range(reader, top.get("port_range"), "port_range")
+    services = _parse_services(reader, top["services"], quotas, nodes, port_range) if "services" in top else {}
     previous = _parse_previous(reader, top.get("previous"))
     if not reader.errors:
         _check_totals(reader, nodes, services)
     if reader.errors:
         raise ProblemError(reader.errors)
-    return Problem(nodes=nodes, services=services, quotas=quotas, previous=previous)
+    if port_range is None or port_range == DEFAULT_PORT_RANGE:
+        return Problem(nodes=nodes, services=services, quotas=quotas, previous=previous)
+    return Problem(nodes=nodes, services=services, quotas=quotas, previous=previous, port_range=port_range)
+
+
+def parse_port_range(reader, value, path):
+    """The host ports dynamic ports are chosen from: [first, last] (both included, first <= last), or the default."""
+    if value is None:
+        return DEFAULT_PORT_RANGE
+    items = reader.sequence(value, path, 2)
+    if len(items) != 2:
+        if isinstance(value, list):
+            reader.bad(path, value, "a list of two ports [first, last]")
+        return None
+    first = reader.integer(items[0], join_path(path, 0), minimum=1, maximum=65535)
+    last = reader.integer(items[1], join_path(path, 1), minimum=1, maximum=65535)
+    if first is None or last is None:
+        return None
+    if first > last:
+        reader.bad(path, value, "a range [first, last] with first <= last")
+        return None
+    return (first, last)
+
+
+def parse_ports(reader, value, path, port_range, dynamic_anywhere=True):
+    """A service's ports: each a static host port (an integer, the same port in the container) or a dynamic one
+    ({name, container_port}: its host port is chosen from ``port_range`` per instance). Returns (static, dynamic).
+    When some service asks a dynamic port (``dynamic_anywhere``), no static port may lie in the range the scheduler
+    hands out; a site without dynamic ports keeps whatever static ports it had."""
+    ports, seen_ports, dynamic, seen_names = [], set(), [], set()
+    for position, item in enumerate(reader.sequence(value, path, MAX_PORTS)):
+        where = join_path(path, position)
+        if isinstance(item, dict):
+            spec = reader.mapping(item, where, _DYNAMIC_PORT_KEYS, required=_DYNAMIC_PORT_KEYS, optional_none=False)
+            name = spec.get("name")
+            if "name" in spec and not well_formed(name, PORT_NAME, 15):
+                reader.bad(join_path(where, "name"), name, PORT_NAME_EXPECTED)
+                name = None
+            elif name in seen_names:
+                reader.bad(join_path(where, "name"), name, "a port name not listed twice")
+                name = None
+            container_port = reader.integer(spec["container_port"], join_path(where, "container_port"), minimum=1,
+                                            maximum=65535) if "container_port" in spec else None
+            if name is not None and container_port is not None:
+                seen_names.add(name)
+                dynamic.append((name, container_port))
+            continue
+        port = reader.integer(item, where, minimum=1, maximum=65535)
+        if port is not None and port in seen_ports:
+            reader.bad(where, item, "a port not listed twice")
+        elif port is not None and dynamic_anywhere and port_range is not None and port_range[0] <= port <= port_range[1]:
+            reader.bad(where, item, "a static port outside the dynamic port range %d-%d (the scheduler hands those "
+                                    "out)" % port_range)
+        elif port is not None:
+            seen_ports.add(port)
+            ports.append(port)
+    if port_range is not None and len(dynamic) > port_range[1] - port_range[0] + 1:
+        reader.bad(path, "%d dynamic ports" % len(dynamic),
+                   "at most %d dynamic ports (the size of the range %d-%d)"
+                   % ((port_range[1] - port_range[0] + 1,) + tuple(port_range)))
+    return tuple(ports), tuple(dynamic)
 
 
 def _check_totals(reader, nodes, services):
@@ -480,8 +545,10 @@ def _max_replicas(reader, spec, path, scalable, replicas):
     return maximum
 
 
-def _parse_services(reader, value, quotas, nodes):
+def _parse_services(reader, value, quotas, nodes, port_range=DEFAULT_PORT_RANGE):
     raw = reader.mapping(value, "services", optional_none=False, maximum=MAX_SERVICES)
+    dynamic_anywhere = any(isinstance(port, dict) for spec in raw.values() if isinstance(spec, dict)
+                           and isinstance(spec.get("ports"), list) for port in spec["ports"])
     services = OrderedDict()
     for name in sorted(k for k in raw if isinstance(k, str)):
         path = join_path("services", name)
@@ -494,14 +561,9 @@ def _parse_services(reader, value, quotas, nodes):
                        "no replicas on a sidecar (it runs once beside each instance that lists it)")
         replicas = reader.integer(spec.get("replicas"), join_path(path, "replicas"), limit=MAX_INSTANCES,
                                   default=1) if not sidecar else 0
-        ports, seen_ports = [], set()
-        for position, item in enumerate(reader.sequence(spec.get("ports"), join_path(path, "ports"), MAX_PORTS)):
-            port = reader.integer(item, join_path(join_path(path, "ports"), position), minimum=1, maximum=65535)
-            if port is not None and port in seen_ports:
-                reader.bad(join_path(join_path(path, "ports"), position), item, "a port not listed twice")
-            elif port is not None:
-                seen_ports.add(port)
-                ports.append(port)
+        ports, dynamic_ports = parse_ports(reader, spec.get("ports"), join_path(path, "ports"), port_range, dynamic_anywhere)
+        if sidecar and dynamic_ports:
+            reader.bad(join_path(path, "ports"), "a dynamic port", "static ports only on a sidecar")
         tolerations = []
         for position, item in enumerate(reader.sequence(spec.get("tolerations"), join_path(path, "tolerations"))):
             tol_path = join_path(join_path(path, "tolerations"), position)
@@ -546,6 +608,7 @@ def _parse_services(reader, value, quotas, nodes):
             max_replicas=max_replicas,
             resources=resources,
             ports=tuple(ports),
+            dynamic_ports=dynamic_ports,
             sidecars=reader.names(spec.get("sidecars"), join_path(path, "sidecars")),
             anti_affinity=reader.names(spec.get("anti_affinity"), join_path(path, "anti_affinity")),
             node_selector=reader.labels(spec.get("node_selector"), join_path(path, "node_selector")),
@@ -654,6 +717,18 @@ def _parse_previous(reader, value):
                                        required=("name",))
             if "name" in nvme_spec:
                 nvme = reader.string(nvme_spec["name"], join_path(join_path(path, "nvme"), "name"))
-        if node is not None:
+        host_ports = {}
+        raw_ports = reader.mapping(spec.get("host_ports"), join_path(path, "host_ports"), maximum=MAX_PORTS)
+        for port_name in sorted(k for k in raw_ports if isinstance(k, str)):
+            where = join_path(join_path(path, "host_ports"), port_name)
+            if not well_formed(port_name, PORT_NAME, 15):
+                reader.bad(where, port_name, PORT_NAME_EXPECTED)
+                continue
+            port = reader.integer(raw_ports[port_name], where, minimum=1, maximum=65535)
+            if port is not None:
+                host_ports[port_name] = port
+        if node is not None and host_ports:
+            previous[name] = PreviousPlacement(node, tuple(uuids), nvme, host_ports)
+        elif node is not None:
             previous[name] = PreviousPlacement(node, tuple(uuids), nvme)
     return previous

@@ -412,7 +412,8 @@ class _Drain:
         self.state = {"gpu": {}, "cores": {}, "node": {}, "nvme": {}, "ports": {}}
         self.users = {}         # (node, GPU uuid) -> names of the instances on it
         for name, node in problem.nodes.items():
-            self.state["node"][name] = [node.cpu, node.memory]
+            # CPU, memory and the host ports of the dynamic port range still free on the node.
+            self.state["node"][name] = [node.cpu, node.memory, problem.port_range[1] - problem.port_range[0] + 1]
             self.state["ports"][name] = set()
             for device in node.gpus:
                 self.state["gpu"][name, device.uuid] = device.memory
@@ -429,6 +430,7 @@ class _Drain:
         request = self.builder.requests[placement.instance.service.name]
         state["node"][placement.node][0] -= request.cpu
         state["node"][placement.node][1] -= request.memory
+        state["node"][placement.node][2] -= len(placement.instance.service.dynamic_ports)
         state["ports"][placement.node].update(request.ports)
         if placement.nvme is not None:
             state["nvme"][placement.node, placement.nvme.name] -= placement.nvme_size
@@ -485,6 +487,7 @@ class _Drain:
                 request = self.builder.requests[old.instance.service.name]
                 trial["node"][old.node][0] += request.cpu
                 trial["node"][old.node][1] += request.memory
+                trial["node"][old.node][2] += len(old.instance.service.dynamic_ports)
                 trial["ports"][old.node].difference_update(request.ports)
                 if old.nvme is not None:
                     trial["nvme"][old.node, old.nvme.name] += old.nvme_size
@@ -523,11 +526,13 @@ class _Drain:
         if nvme is False:
             return False
         if node_name != placement.node:
+            dynamic = len(placement.instance.service.dynamic_ports)
             if trial["node"][node_name][0] < request.cpu or trial["node"][node_name][1] < request.memory or \
-                    trial["ports"][node_name] & set(request.ports):
+                    trial["node"][node_name][2] < dynamic or trial["ports"][node_name] & set(request.ports):
                 return False
             trial["node"][node_name][0] -= request.cpu
             trial["node"][node_name][1] -= request.memory
+            trial["node"][node_name][2] -= dynamic
             trial["ports"][node_name].update(request.ports)
             if nvme is not None:
                 trial["nvme"][node_name, nvme.name] -= placement.nvme_size

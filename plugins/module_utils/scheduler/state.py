@@ -17,7 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 class NodeState:
     """A node and what is reserved on it. ``version`` changes on every reservation."""
 
-    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "disk_used", "ports", "services",
+    __slots__ = ("node", "name", "cpu_used", "memory_used", "gpu_used", "gpu_cores", "nvme_used", "disk_used", "ports", "dynamic_ports", "services",
                  "version", "topology", "numa_pinned")
 
     def __init__(self, node):
@@ -32,6 +32,7 @@ class NodeState:
         self.nvme_used = [0] * len(node.nvme)       # bytes taken, per device position
         self.disk_used = 0                          # bytes of the data filesystem the disk volumes here ask
         self.ports = set()
+        self.dynamic_ports = 0      # host ports of the port range the instances here take (one per dynamic port)
         # Services (and sidecars) running here -> how many instances here bring each (Unreserve takes one away).
         self.services: Dict[str, int] = {}
         self.version = 0

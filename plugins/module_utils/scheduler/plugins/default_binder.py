@@ -30,6 +30,7 @@ class DefaultBinder(BindPlugin):
         result_placements = {}
         moves = []
         restarts = []
+        host_ports = _host_ports(ordered, self.problem.port_range)
         for placement in ordered:
             instance = placement.instance
             gpus = [{"index": claim.device.index, "uuid": claim.device.uuid, "model": claim.device.model,
@@ -52,10 +53,13 @@ class DefaultBinder(BindPlugin):
                 # Only a pinned instance says so (every other plan stays as it was, byte for byte): the CPUs and memory
                 # nodes of its GPUs' NUMA node(s), from its devices, whichever path placed it (NUMAPinning checked them).
                 result_placements[instance.name].update(_cpusets(self.problem.nodes[placement.node], placement.gpus))
+            if instance.service.dynamic_ports:
+                # Only an instance with dynamic ports says so: every other plan stays as it was, byte for byte.
+                result_placements[instance.name]["host_ports"] = host_ports[instance.name]
             if instance.previous is not None and instance.previous.node != placement.node:
                 moves.append({"instance": instance.name, "from": instance.previous.node, "to": placement.node})
             elif instance.previous is not None:
-                restart = _restart(instance, placement)
+                restart = _restart(instance, placement, host_ports.get(instance.name))
                 if restart is not None:
                     restarts.append(restart)
         node_labels = {}
@@ -90,11 +94,53 @@ class DefaultBinder(BindPlugin):
         return result
 
 
-def _restart(instance, placement):
-    """An instance that stays on its node but gets other GPUs or another NVMe device is restarted there:
-    {instance, node, gpus: {from, to} (uuids), nvme: {from, to}} (only what changes), or None."""
+def _host_ports(ordered, port_range):
+    """The host port of each dynamic port of each placement (instance name -> {port name: host port}): one of
+    ``port_range`` unused on its node. An instance that stays on its node keeps the ports it had (still in the
+    range, not taken twice); the others get the lowest free ones, in the order of ``ordered``."""
+    first, last = port_range
+    taken = {}
+    chosen = {}
+    for placement in ordered:
+        instance = placement.instance
+        if not instance.service.dynamic_ports:
+            continue
+        chosen[instance.name] = {}
+        previous = instance.previous
+        if previous is None or previous.node != placement.node:
+            continue
+        used = taken.setdefault(placement.node, set())
+        for name, _container_port in instance.service.dynamic_ports:
+            port = previous.host_ports.get(name)
+            if port is not None and first <= port <= last and port not in used:
+                used.add(port)
+                chosen[instance.name][name] = port
+    for placement in ordered:
+        instance = placement.instance
+        if not instance.service.dynamic_ports:
+            continue
+        used = taken.setdefault(placement.node, set())
+        port = first
+        for name, _container_port in instance.service.dynamic_ports:
+            if name in chosen[instance.name]:
+                continue
+            while port in used:
+                port += 1
+            # NodePorts (and the exact solver) kept the ports a node's instances take within the range's size.
+            used.add(port)
+            chosen[instance.name][name] = port
+        chosen[instance.name] = dict(sorted(chosen[instance.name].items()))
+    return chosen
+
+
+def _restart(instance, placement, host_ports=None):
+    """An instance that stays on its node but gets other GPUs, another NVMe device or other host ports is restarted
+    there: {instance, node, gpus: {from, to} (uuids), nvme: {from, to}, host_ports: {from, to}} (only what changes),
+    or None."""
     previous = instance.previous
     restart = {}
+    if host_ports is not None and previous.host_ports and dict(previous.host_ports) != host_ports:
+        restart["host_ports"] = {"from": dict(sorted(previous.host_ports.items())), "to": host_ports}
     taken = sorted(claim.device.uuid for claim in placement.gpus)
     if previous.gpu_uuids and taken != sorted(previous.gpu_uuids):
         restart["gpus"] = {"from": sorted(previous.gpu_uuids), "to": taken}

@@ -618,7 +618,7 @@ def test_desired_on_hosts_is_each_hosts_desired_containers_and_names_the_host_of
     with pytest.raises(DeployError, match=r"^idle: gpu_mode: got 'x'"):
         desired_on_hosts({"idle": {"instances": {}, "data_dir": DATA, "gpu_mode": "x"}}, SERVICES)
     for bad in ({"instances": {}}, {"instances": {}, "data_dir": DATA, "other": 1}, ["not", "a", "dict"]):
-        with pytest.raises(DeployError, match="^h1: expected instances and data_dir, and only data_dir, engine"):
+        with pytest.raises(DeployError, match="^h1: expected instances and data_dir, and only data_dir, endpoints, engine"):
             desired_on_hosts({"h1": bad}, SERVICES)
     with pytest.raises(DeployError, match=r"^\"\.\./x\": host .*the inventory name is not"):
         desired_on_hosts({"../x": {"instances": {}, "data_dir": DATA}}, SERVICES)

@@ -122,6 +122,8 @@ class _Model:
                 "disk": None if spec.get("disk") is None else size_bytes(spec["disk"]),
             }
         self.services = {}
+        # docs: dynamic host ports come from port_range [first, last], 20000-32000 unless said.
+        self.port_range = tuple(problem.get("port_range") or (20000, 32000))
         for name, spec in (problem.get("services") or {}).items():
             spec = spec or {}
             sidecar = bool(spec.get("sidecar", False))
@@ -147,7 +149,9 @@ class _Model:
                 "gpu": gpu,
                 "nvme": nvme,
                 "disk": 0 if resources.get("disk") is None else size_bytes(resources["disk"]),
-                "ports": list(spec.get("ports") or []),
+                # docs: a port is a static host port (an integer) or dynamic ({name, container_port}).
+                "ports": [port for port in spec.get("ports") or [] if not isinstance(port, dict)],
+                "dynamic_ports": [port["name"] for port in spec.get("ports") or [] if isinstance(port, dict)],
                 "sidecars": list(spec.get("sidecars") or []),
                 "anti_affinity": list(spec.get("anti_affinity") or []),
                 "node_selector": {k: label_text(v) for k, v in (spec.get("node_selector") or {}).items()},
@@ -493,6 +497,20 @@ def _check_feasible(model, result, violations):  # noqa: C901 (one rule after th
             for member in model.pod(service):
                 for port in model.services[member]["ports"]:
                     users[port].append(name if member == service else "%s/%s" % (name, member))
+            wanted = model.services[service]["dynamic_ports"]
+            host_ports = placements[name].get("host_ports")
+            if not wanted:
+                if host_ports is not None:
+                    violations.append("%s: host_ports %r without dynamic ports" % (name, host_ports))
+                continue
+            if not isinstance(host_ports, dict) or sorted(host_ports) != sorted(wanted):
+                violations.append("%s: host_ports %r, expected one per dynamic port %r" % (name, host_ports, wanted))
+                continue
+            for port_name, port in sorted(host_ports.items()):
+                if not model.port_range[0] <= port <= model.port_range[1]:
+                    violations.append("%s: host port %s=%r outside the range %r"
+                                      % (name, port_name, port, model.port_range))
+                users[port].append("%s:%s" % (name, port_name))
         for port in sorted(users):
             if len(users[port]) > 1:
                 violations.append("node %s: host port %d used %d times (%s)" % (
