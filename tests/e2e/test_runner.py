@@ -71,7 +71,7 @@ def test_a_refused_job_fails_with_the_reason_and_no_artifacts(bed):
     before = containers_of(NAMES)
     job = Job(bed, "playbooks/scale.yml", answers(service="worker", replicas=7))
     assert job.runner.status == "failed" and job.runner.rc != 0
-    assert any("quota workers: cpu would be" in message for message in job.failures()), job.failures()
+    assert any("would take quota workers to" in message for message in job.failures()), job.failures()
     assert "gangplank_scale" not in job.artifacts()
     assert containers_of(NAMES) == before
 

@@ -95,7 +95,7 @@ def test_check_mode_shows_the_plan_and_changes_nothing(bed):
 
 
 @pytest.mark.parametrize("extra, expected", [
-    (("-e", "service=worker", "-e", "replicas=7"), "quota workers: cpu would be"),
+    (("-e", "service=worker", "-e", "replicas=7"), "would take quota workers to"),
     (("-e", "service=db", "-e", "replicas=2"), 'scale.service: got "db"; it is not scalable'),
     (("-e", "service=worker", "-e", "replicas=-1"), 'scale.replicas: got "-1"; expected an integer >= 0'),
     (("-e", "service=nope", "-e", "replicas=1"), "expected one of the catalog's scalable services (infer, worker)"),
