@@ -22,12 +22,15 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import redact
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver, image_registry
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {
     "engine": {"type": "str", "required": True, "choices": sorted(DRIVERS)},
-    "state": {"type": "str", "default": "started", "choices": ["started", "absent"]},
+    "state": {"type": "str", "default": "started", "choices": ["started", "absent", "pulled"]},
+    "images": {"type": "list", "elements": "str", "default": []},
+    "registries": {"type": "list", "elements": "dict", "default": []},
+    "registry_passwords": {"type": "dict", "default": {}, "no_log": True},
     "spec": {"type": "dict"},
     "name": {"type": "str"},
     "recreate": {"type": "bool", "default": False},
@@ -50,10 +53,12 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGUMENT_SPEC, required_if=[("state", "started", ["spec"])],
-            required_one_of=[("spec", "name", "secrets")])
+            required_one_of=[("spec", "name", "secrets", "images")])
         try:
             engine = driver(args["engine"], args["secret_dir"])
-            if args["state"] == "absent":
+            if args["state"] == "pulled":
+                calls = engine.pull_calls(args["images"], args["registries"], args["registry_passwords"])
+            elif args["state"] == "absent":
                 calls = engine.remove_calls(args["name"], args["secrets"])
             else:
                 calls = engine.start_calls(args["spec"], args["secret_values"], args["recreate"])
@@ -61,6 +66,9 @@ class ActionModule(ActionBase):
             # A spec without a key it needs: the key's name, never a value.
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
                 error if isinstance(error, EngineError) else "has no %s" % error))
+        if args["state"] == "pulled" and self._task.check_mode:
+            # A login is not a change to report, and a pull in check mode only says whether it would pull.
+            calls = [call for call in calls if not call.no_log]
         if args["state"] == "started" and not self._task.check_mode:
             failure = self._mps_step(args["engine"], args["spec"])
             if failure:
@@ -74,6 +82,8 @@ class ActionModule(ActionBase):
             if done.get("failed"):
                 if args["state"] == "started":
                     result["msg"] = failure_message(args["spec"], done, args["secret_values"])
+                elif args["state"] == "pulled":
+                    result = dict(result, failed=True, msg=pull_failure_message(call, done, args))
                 break
         result["changed"] = changed
         return result
@@ -124,6 +134,24 @@ class ActionModule(ActionBase):
 
 def _output(done):
     return ((done.get("stdout") or "") + (done.get("stderr") or "")).strip() or "no output"
+
+
+def pull_failure_message(call, result, args):
+    """``cannot pull <image> from registry <registry>: ...``: the images of a registry whose login failed, or the image
+    whose pull failed, with the engine's message; never a password (each is masked wherever it appears)."""
+    registry = call.args.get("registry") or call.args.get("registry_url")
+    if registry:
+        images = [image for image in args["images"] if image_registry(image) == registry]
+        text = "cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)" % (
+            ", ".join(images), registry, call.args.get("username"))
+    else:
+        image = call.args["name"]
+        text = "cannot pull %s from registry %s: %s" % (
+            image, image_registry(image) or "(the engine's default)", str(result.get("msg") or "no message")[-STDERR_TAIL:])
+    for password in args["registry_passwords"].values():
+        if password:
+            text = text.replace(str(password), "********")
+    return text
 
 
 def failure_message(spec, result, secret_values):
