@@ -66,9 +66,15 @@ class ActionModule(ActionBase):
             # A spec without a key it needs: the key's name, never a value.
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
                 error if isinstance(error, EngineError) else "has no %s" % error))
-        if args["state"] == "pulled" and self._task.check_mode:
-            # A login is not a change to report, and a pull in check mode only says whether it would pull.
-            calls = [call for call in calls if not call.no_log]
+        if args["state"] == "pulled":
+            if self._task.check_mode:
+                # No login in check mode: the pulls only say whether the host lacks the image.
+                return self._pull(result, [call for call in calls if not call.no_log], args, task_vars)
+            try:
+                return self._pull(result, calls, args, task_vars)
+            finally:
+                for call in engine.logout_calls(args["images"], args["registries"]):
+                    self._run_call(call, task_vars)
         if args["state"] == "started" and not self._task.check_mode:
             failure = self._mps_step(args["engine"], args["spec"])
             if failure:
@@ -82,11 +88,20 @@ class ActionModule(ActionBase):
             if done.get("failed"):
                 if args["state"] == "started":
                     result["msg"] = failure_message(args["spec"], done, args["secret_values"])
-                elif args["state"] == "pulled":
-                    result = dict(result, failed=True, msg=pull_failure_message(call, done, args))
                 break
         result["changed"] = changed
         return result
+
+    def _pull(self, result, calls, args, task_vars):
+        """The logins, then the pulls, stopping at the first failure (the logouts follow, whatever happened)."""
+        changed = False
+        for call in calls:
+            done = self._run_call(call, task_vars)
+            if done.get("failed"):
+                return dict(result, failed=True, changed=changed, msg=pull_failure_message(call, done, args))
+            # A login is no change to the host's images.
+            changed = changed or (not call.no_log and bool(done.get("changed")))
+        return dict(result, changed=changed)
 
     def _run_call(self, call, task_vars):
         """One call on the host; a call with a secret's value gives back only changed, failed and a masked message."""

@@ -12,6 +12,7 @@ community.docker's module_container (an option group with a name and a converter
 - ``pull_calls(images, registries, passwords)``: the calls that bring a rank's images onto the host before any of its
   containers is created: a login to each registry with credentials that an image is pulled from, then each image,
   pulled only when the host does not hold it (an image loaded from a bundle is never pulled).
+  ``logout_calls(images, registries)``: a logout of each registry logged in to, run whatever the pulls gave.
 - ``remove_calls(name, secrets)``: the container, then its secrets, by the names given (``owned_secrets`` picks a
   container's own from the names the deploy read found): never a listing on the host.
 
@@ -235,7 +236,20 @@ class EngineDriver:
             calls.append(Call(self.pull_module, self.pull_arguments(image, _registry_of(image, registries)), False))
         return calls
 
+    def logout_calls(self, images, registries=()):
+        """A logout of each registry that pull_calls logged in to: no credentials stay on the host."""
+        calls, done = [], []
+        for image in images:
+            entry = _registry_of(image, registries)
+            if entry and entry["registry"] not in done:
+                done.append(entry["registry"])
+                calls.append(Call(self.logout_module, self.logout_arguments(entry), False))
+        return calls
+
     def login_arguments(self, entry, password):
+        raise NotImplementedError
+
+    def logout_arguments(self, entry):
         raise NotImplementedError
 
     def pull_arguments(self, image, entry):
@@ -260,6 +274,7 @@ class PodmanDriver(EngineDriver):
     module = "containers.podman.podman_container"
     secret_module = "containers.podman.podman_secret"
     login_module = "containers.podman.podman_login"
+    logout_module = "containers.podman.podman_logout"
     pull_module = "containers.podman.podman_image"
 
     def login_arguments(self, entry, password):
@@ -267,6 +282,9 @@ class PodmanDriver(EngineDriver):
         if entry.get("ca_cert_dir"):
             arguments["certdir"] = entry["ca_cert_dir"]
         return arguments
+
+    def logout_arguments(self, entry):
+        return {"registry": entry["registry"]}
 
     def pull_arguments(self, image, entry):
         """Pulled when the host does not hold it (``force`` false); the credentials are the login's."""
@@ -302,11 +320,15 @@ class DockerDriver(EngineDriver):
     engine = "docker"
     module = "community.docker.docker_container"
     login_module = "community.docker.docker_login"
+    logout_module = "community.docker.docker_login"
     pull_module = "community.docker.docker_image_pull"
 
     def login_arguments(self, entry, password):
         """The daemon trusts a registry's CA from /etc/docker/certs.d/<registry>/ca.crt (docs/deploy.md)."""
         return {"registry_url": entry["registry"], "username": entry["username"], "password": password}
+
+    def logout_arguments(self, entry):
+        return {"registry_url": entry["registry"], "state": "absent"}
 
     def pull_arguments(self, image, entry):
         return {"name": image, "pull": "not_present"}

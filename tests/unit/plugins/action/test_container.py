@@ -170,13 +170,17 @@ PULL = {"engine": "podman", "state": "pulled", "images": ["127.0.0.1:5443/demo@s
 def test_pulled_logs_in_then_pulls_each_image_and_hides_the_login():
     result, execute = run(PULL, {"changed": True})
     assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
-        "containers.podman.podman_login", "containers.podman.podman_image", "containers.podman.podman_image"]
+        "containers.podman.podman_login", "containers.podman.podman_image", "containers.podman.podman_image",
+        "containers.podman.podman_logout"]
+    assert execute.call_args_list[-1].kwargs["module_args"] == {"registry": "127.0.0.1:5443"}
     assert result["changed"] is True and "pw-secret-value" not in str(result)
 
 
 def test_a_refused_login_names_the_images_and_the_registry_never_the_password():
     result, execute = run(PULL, {"failed": True, "msg": "podman login --password pw-secret-value: unauthorized"})
-    assert len(execute.call_args_list) == 1
+    # No pull after the refused login; the logout all the same.
+    assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
+        "containers.podman.podman_login", "containers.podman.podman_logout"]
     assert result["failed"] is True
     assert result["msg"] == ("cannot pull 127.0.0.1:5443/demo@sha256:%s from registry 127.0.0.1:5443: the registry refused "
                              "the login of user deployer (the password is not shown)" % ("ab" * 32))

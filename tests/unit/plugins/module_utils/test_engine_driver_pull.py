@@ -75,3 +75,11 @@ def test_a_missing_password_names_the_variable_not_a_value():
 def test_bad_registry_settings_name_the_path(registries, message):
     with pytest.raises(EngineError, match=message):
         check_registries(registries)
+
+
+def test_a_logout_of_each_registry_logged_in_to():
+    assert [(call.module, call.args) for call in driver("podman").logout_calls(IMAGES, REGISTRIES)] == [
+        ("containers.podman.podman_logout", {"registry": "127.0.0.1:5443"})]
+    assert [(call.module, call.args) for call in driver("docker").logout_calls(IMAGES, REGISTRIES)] == [
+        ("community.docker.docker_login", {"registry_url": "127.0.0.1:5443", "state": "absent"})]
+    assert driver("podman").logout_calls(["localhost/bundle:1"], REGISTRIES) == []
