@@ -64,6 +64,9 @@ class ActionModule(ActionBase):
                 calls = engine.start_calls(args["spec"], args["secret_values"], args["recreate"])
         except (EngineError, KeyError) as error:
             # A spec without a key it needs: the key's name, never a value.
+            if args["state"] == "pulled":
+                # The registries' settings (deploy_registries), by path; never a password.
+                return dict(result, failed=True, changed=False, msg=str(error))
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
                 error if isinstance(error, EngineError) else "has no %s" % error))
         if args["state"] == "pulled":

@@ -193,3 +193,10 @@ def test_a_failed_pull_names_the_image_and_the_registry_with_the_password_masked
     assert result["msg"].startswith("cannot pull 127.0.0.1:5443/demo@sha256:")
     assert "from registry 127.0.0.1:5443: pull failed: manifest unknown ********" in result["msg"]
     assert "pw-secret-value" not in str(result)
+
+
+def test_bad_registry_settings_fail_by_path_before_any_call():
+    args = dict(PULL, registries=[{"registry": "127.0.0.1:5443", "username": "deployer"}])
+    result, execute = run(args, {"changed": True})
+    assert result["failed"] is True and result["msg"] == "deploy_registries[0].password_var: missing"
+    assert execute.call_args_list == []
