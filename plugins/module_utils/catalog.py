@@ -72,12 +72,6 @@ _IMAGE_EXPECTED = ("an image reference such as localhost/app:1 or registry:5000/
 # A pinned digest the engines can pull: sha256 with its 64 lowercase hex digits (distribution/reference).
 _SHA256_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_IMAGE = 512
-
-
-def _digest_well_formed(image):
-    """A reference by sha256 digest carries all of its 64 lowercase hex digits."""
-    _name, at, digest = image.partition("@")
-    return not at or not digest.startswith("sha256:") or bool(_SHA256_DIGEST.fullmatch(digest))
 _MAX_NUMBER_DIGITS = 64         # as a label value (reader.py)
 _PORTS_SHOWN = 10
 # Characters that would end an argument, a line or a volume specification ("src:dest:options").
@@ -144,6 +138,12 @@ class _HidingReader(Reader):
             if hidden:
                 value = {key: item for key, item in value.items() if key not in hidden}
         return Reader.mapping(self, value, path, keys, required, optional_none, maximum)
+
+
+def _digest_well_formed(image):
+    """A reference by sha256 digest carries all of its 64 lowercase hex digits."""
+    _name, at, digest = image.partition("@")
+    return not at or not digest.startswith("sha256:") or bool(_SHA256_DIGEST.fullmatch(digest))
 
 
 def _max_unavailable(reader, spec, path):
