@@ -185,6 +185,11 @@ def check_registries(registries, path="deploy_registries"):
             raise EngineError("%s.registry: %s is given twice" % (where, entry["registry"]))
 
 
+def _once(items):
+    """Each item once, in the order of its first appearance."""
+    return list(dict.fromkeys(items))
+
+
 def _registry_of(image, registries):
     registry = image_registry(image)
     for entry in registries or []:
@@ -223,6 +228,7 @@ class EngineDriver:
         then a pull of each image, in order. ``registries``: ``{registry, username, password_var, ca_cert_dir}``;
         ``passwords``: each ``password_var`` -> its value."""
         check_registries(list(registries))
+        images = _once(images)
         passwords = passwords or {}
         calls, logged_in = [], []
         for image in images:
@@ -239,7 +245,7 @@ class EngineDriver:
     def logout_calls(self, images, registries=()):
         """A logout of each registry that pull_calls logged in to: no credentials stay on the host."""
         calls, done = [], []
-        for image in images:
+        for image in _once(images):
             entry = _registry_of(image, registries)
             if entry and entry["registry"] not in done:
                 done.append(entry["registry"])

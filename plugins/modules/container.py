@@ -55,7 +55,7 @@ options:
     default: started
     choices: [started, absent, pulled]
   images:
-    description: With O(state=pulled), the image references to pull, in order.
+    description: With O(state=pulled), the image references to pull, in order; one named twice is pulled once.
     type: list
     elements: str
     default: []

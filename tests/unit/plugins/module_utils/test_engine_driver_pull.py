@@ -26,7 +26,8 @@ def test_the_registry_of_an_image_is_its_first_component_when_that_is_a_host(ima
 
 
 def test_podman_logs_in_once_per_registry_then_pulls_each_image_only_when_absent():
-    calls = driver("podman").pull_calls(IMAGES, REGISTRIES, PASSWORDS)
+    # An image named twice (two containers of the rank) is pulled once.
+    calls = driver("podman").pull_calls(IMAGES + IMAGES[:1], REGISTRIES, PASSWORDS)
     assert [(call.module, call.no_log) for call in calls] == [
         ("containers.podman.podman_login", True), ("containers.podman.podman_image", False),
         ("containers.podman.podman_image", False), ("containers.podman.podman_image", False)]
