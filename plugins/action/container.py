@@ -22,12 +22,15 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import redact
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver
+from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver, image_registry
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {
     "engine": {"type": "str", "required": True, "choices": sorted(DRIVERS)},
-    "state": {"type": "str", "default": "started", "choices": ["started", "absent"]},
+    "state": {"type": "str", "default": "started", "choices": ["started", "absent", "pulled"]},
+    "images": {"type": "list", "elements": "str", "default": []},
+    "registries": {"type": "list", "elements": "dict", "default": []},
+    "registry_passwords": {"type": "dict", "default": {}, "no_log": True},
     "spec": {"type": "dict"},
     "name": {"type": "str"},
     "recreate": {"type": "bool", "default": False},
@@ -50,17 +53,31 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGUMENT_SPEC, required_if=[("state", "started", ["spec"])],
-            required_one_of=[("spec", "name", "secrets")])
+            required_one_of=[("spec", "name", "secrets", "images")])
         try:
             engine = driver(args["engine"], args["secret_dir"])
-            if args["state"] == "absent":
+            if args["state"] == "pulled":
+                calls = engine.pull_calls(args["images"], args["registries"], args["registry_passwords"])
+            elif args["state"] == "absent":
                 calls = engine.remove_calls(args["name"], args["secrets"])
             else:
                 calls = engine.start_calls(args["spec"], args["secret_values"], args["recreate"])
         except (EngineError, KeyError) as error:
             # A spec without a key it needs: the key's name, never a value.
+            if args["state"] == "pulled":
+                # The registries' settings (deploy_registries), by path; never a password.
+                return dict(result, failed=True, changed=False, msg=str(error))
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
                 error if isinstance(error, EngineError) else "has no %s" % error))
+        if args["state"] == "pulled":
+            if self._task.check_mode:
+                # No login in check mode: the pulls only say whether the host lacks the image.
+                return self._pull(result, [call for call in calls if not call.no_log], args, task_vars)
+            try:
+                return self._pull(result, calls, args, task_vars)
+            finally:
+                for call in engine.logout_calls(args["images"], args["registries"]):
+                    self._run_call(call, task_vars)
         if args["state"] == "started" and not self._task.check_mode:
             failure = self._mps_step(args["engine"], args["spec"])
             if failure:
@@ -77,6 +94,17 @@ class ActionModule(ActionBase):
                 break
         result["changed"] = changed
         return result
+
+    def _pull(self, result, calls, args, task_vars):
+        """The logins, then the pulls, stopping at the first failure (the logouts follow, whatever happened)."""
+        changed = False
+        for call in calls:
+            done = self._run_call(call, task_vars)
+            if done.get("failed"):
+                return dict(result, failed=True, changed=changed, msg=pull_failure_message(call, done, args))
+            # A login is no change to the host's images.
+            changed = changed or (not call.no_log and bool(done.get("changed")))
+        return dict(result, changed=changed)
 
     def _run_call(self, call, task_vars):
         """One call on the host; a call with a secret's value gives back only changed, failed and a masked message."""
@@ -124,6 +152,24 @@ class ActionModule(ActionBase):
 
 def _output(done):
     return ((done.get("stdout") or "") + (done.get("stderr") or "")).strip() or "no output"
+
+
+def pull_failure_message(call, result, args):
+    """``cannot pull <image> from registry <registry>: ...``: the images of a registry whose login failed, or the image
+    whose pull failed, with the engine's message; never a password (each is masked wherever it appears)."""
+    registry = call.args.get("registry") or call.args.get("registry_url")
+    if registry:
+        images = [image for image in args["images"] if image_registry(image) == registry]
+        text = "cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)" % (
+            ", ".join(images), registry, call.args.get("username"))
+    else:
+        image = call.args["name"]
+        text = "cannot pull %s from registry %s: %s" % (
+            image, image_registry(image) or "(the engine's default)", str(result.get("msg") or "no message")[-STDERR_TAIL:])
+    for password in args["registry_passwords"].values():
+        if password:
+            text = text.replace(str(password), "********")
+    return text
 
 
 def failure_message(spec, result, secret_values):

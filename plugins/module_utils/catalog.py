@@ -67,7 +67,10 @@ _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE = re.compile(r"(?:%s/)?%s(?:/%s)*(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?"
                     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?"
                     % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
-_IMAGE_EXPECTED = "an image reference such as localhost/app:1 ([registry/]name[:tag][@digest], not starting with '-')"
+_IMAGE_EXPECTED = ("an image reference such as localhost/app:1 or registry:5000/app@sha256:<64 hex digits> "
+                   "([registry/]name[:tag][@digest], not starting with '-')")
+# A pinned digest the engines can pull: sha256 with its 64 lowercase hex digits (distribution/reference).
+_SHA256_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_IMAGE = 512
 _MAX_NUMBER_DIGITS = 64         # as a label value (reader.py)
 _PORTS_SHOWN = 10
@@ -135,6 +138,12 @@ class _HidingReader(Reader):
             if hidden:
                 value = {key: item for key, item in value.items() if key not in hidden}
         return Reader.mapping(self, value, path, keys, required, optional_none, maximum)
+
+
+def _digest_well_formed(image):
+    """A reference by sha256 digest carries all of its 64 lowercase hex digits."""
+    _name, at, digest = image.partition("@")
+    return not at or not digest.startswith("sha256:") or bool(_SHA256_DIGEST.fullmatch(digest))
 
 
 def _max_unavailable(reader, spec, path):
@@ -448,7 +457,7 @@ def _deploy_spec(reader, spec, path):
     image = spec.get("image")
     if image is not None:
         image = reader.string(image, join_path(path, "image"), "an image reference such as localhost/app:1")
-        if image is not None and not well_formed(image, _IMAGE, _MAX_IMAGE):
+        if image is not None and not (well_formed(image, _IMAGE, _MAX_IMAGE) and _digest_well_formed(image)):
             reader.bad(join_path(path, "image"), image, _IMAGE_EXPECTED)
             image = None
     restart = spec.get("restart_policy", DEFAULT_RESTART_POLICY)

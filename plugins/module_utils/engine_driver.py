@@ -9,6 +9,10 @@ community.docker's module_container (an option group with a name and a converter
   option is left out (the module's default). A new spec key is one ``OPTIONS.add(...)`` line.
 - ``start_calls(spec)``: the calls that start a container, its secrets first (Podman secrets; Docker's private
   directory and files, Docker having no secrets without Swarm), then the container.
+- ``pull_calls(images, registries, passwords)``: the calls that bring a rank's images onto the host before any of its
+  containers is created: a login to each registry with credentials that an image is pulled from, then each image,
+  pulled only when the host does not hold it (an image loaded from a bundle is never pulled).
+  ``logout_calls(images, registries)``: a logout of each registry logged in to, run whatever the pulls gave.
 - ``remove_calls(name, secrets)``: the container, then its secrets, by the names given (``owned_secrets`` picks a
   container's own from the names the deploy read found): never a listing on the host.
 
@@ -19,6 +23,7 @@ A call is ``Call(module, args, no_log)``: gangplank.platform.container runs the 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import namedtuple
 
 from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
@@ -101,7 +106,7 @@ def _required(spec, key):
 OPTIONS = OptionTable()
 OPTIONS.add("name", podman="name", docker="name", always=True)
 OPTIONS.add("image", podman="image", docker="image", always=True)
-# Images are loaded from a bundle, never pulled (air-gapped hosts).
+# Images are on the host before a container is created (a bundle's, or pulled by pull_calls): never pulled here.
 OPTIONS.add("pull", docker="pull", docker_convert=lambda _value, _spec, _context: "never")
 OPTIONS.add("env", podman="env", docker="env", docker_convert=_docker_env, always=True)
 OPTIONS.add("command", podman="command", docker="command")
@@ -137,6 +142,62 @@ def _secret_value(spec, secret, secret_values):
     return secret_values[secret["var"]]
 
 
+def image_registry(image):
+    """The registry an image reference names (``host[:port]``), or "" for one without (the engine's default)."""
+    first, sep, _rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return ""
+
+
+_REGISTRY = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?(?::[0-9]{1,5})?")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_USERNAME = re.compile(r"[^\s:]{1,256}")
+_PATH = re.compile(r"/[^\0\n]{0,4095}")
+REGISTRY_KEYS = {"registry": _REGISTRY, "username": _USERNAME, "password_var": _VARIABLE, "ca_cert_dir": _PATH}
+
+
+def check_registries(registries, path="deploy_registries"):
+    """Each entry a dict of REGISTRY_KEYS, registry, username and password_var required, each value matched whole;
+    an EngineError names the path and what was expected (never a value that could be a secret: none of these is)."""
+    if not isinstance(registries, list):
+        raise EngineError("%s: expected a list of registries" % path)
+    for index, entry in enumerate(registries):
+        where = "%s[%d]" % (path, index)
+        if not isinstance(entry, dict):
+            raise EngineError("%s: expected a dict with registry, username and password_var" % where)
+        for key in sorted(entry):
+            if key not in REGISTRY_KEYS:
+                raise EngineError("%s.%s: unknown key; expected %s" % (where, key, ", ".join(sorted(REGISTRY_KEYS))))
+        for key, pattern in REGISTRY_KEYS.items():
+            if key not in entry:
+                if key == "ca_cert_dir":
+                    continue
+                raise EngineError("%s.%s: missing" % (where, key))
+            value = entry[key]
+            if not isinstance(value, str) or not pattern.fullmatch(value):
+                raise EngineError("%s.%s: got %r; expected %s" % (where, key, value if isinstance(value, str) and len(value) < 300 else type(value).__name__, {
+                    "registry": "a registry host[:port], as image references name it",
+                    "username": "a user name without spaces or ':'",
+                    "password_var": "the name of the variable that holds the password",
+                    "ca_cert_dir": "an absolute directory path on the hosts"}[key]))
+        if entry["registry"] in [other["registry"] for other in registries[:index]]:
+            raise EngineError("%s.registry: %s is given twice" % (where, entry["registry"]))
+
+
+def _once(items):
+    """Each item once, in the order of its first appearance."""
+    return list(dict.fromkeys(items))
+
+
+def _registry_of(image, registries):
+    registry = image_registry(image)
+    for entry in registries or []:
+        if entry["registry"] == registry:
+            return entry
+    return None
+
+
 class EngineDriver:
     """The calls that start and remove a container and its secrets on one engine."""
 
@@ -162,6 +223,44 @@ class EngineDriver:
     def secret_calls(self, spec, secret_values, recreate):
         raise NotImplementedError
 
+    def pull_calls(self, images, registries=(), passwords=None):
+        """A login per registry with credentials that one of ``images`` names (``no_log``: it carries the password),
+        then a pull of each image, in order. ``registries``: ``{registry, username, password_var, ca_cert_dir}``;
+        ``passwords``: each ``password_var`` -> its value."""
+        check_registries(list(registries))
+        images = _once(images)
+        passwords = passwords or {}
+        calls, logged_in = [], []
+        for image in images:
+            entry = _registry_of(image, registries)
+            if entry and entry["registry"] not in logged_in:
+                if entry["password_var"] not in passwords:
+                    raise EngineError("registry %s: the value of %s was not given" % (entry["registry"], entry["password_var"]))
+                logged_in.append(entry["registry"])
+                calls.append(Call(self.login_module, self.login_arguments(entry, passwords[entry["password_var"]]), True))
+        for image in images:
+            calls.append(Call(self.pull_module, self.pull_arguments(image, _registry_of(image, registries)), False))
+        return calls
+
+    def logout_calls(self, images, registries=()):
+        """A logout of each registry that pull_calls logged in to: no credentials stay on the host."""
+        calls, done = [], []
+        for image in _once(images):
+            entry = _registry_of(image, registries)
+            if entry and entry["registry"] not in done:
+                done.append(entry["registry"])
+                calls.append(Call(self.logout_module, self.logout_arguments(entry), False))
+        return calls
+
+    def login_arguments(self, entry, password):
+        raise NotImplementedError
+
+    def logout_arguments(self, entry):
+        raise NotImplementedError
+
+    def pull_arguments(self, image, entry):
+        raise NotImplementedError
+
     def remove_calls(self, name=None, secrets=()):
         """The container ``name`` (when given), then the secrets named (as owned_secrets() gives them)."""
         calls = [Call(self.module, {"name": name, "state": "absent"}, False)] if name else []
@@ -180,6 +279,25 @@ class PodmanDriver(EngineDriver):
     engine = "podman"
     module = "containers.podman.podman_container"
     secret_module = "containers.podman.podman_secret"
+    login_module = "containers.podman.podman_login"
+    logout_module = "containers.podman.podman_logout"
+    pull_module = "containers.podman.podman_image"
+
+    def login_arguments(self, entry, password):
+        arguments = {"registry": entry["registry"], "username": entry["username"], "password": password}
+        if entry.get("ca_cert_dir"):
+            arguments["certdir"] = entry["ca_cert_dir"]
+        return arguments
+
+    def logout_arguments(self, entry):
+        return {"registry": entry["registry"]}
+
+    def pull_arguments(self, image, entry):
+        """Pulled when the host does not hold it (``force`` false); the credentials are the login's."""
+        arguments = {"name": image, "pull": True, "force": False, "state": "present"}
+        if entry and entry.get("ca_cert_dir"):
+            arguments["ca_cert_dir"] = entry["ca_cert_dir"]
+        return arguments
 
     def secret_calls(self, spec, secret_values, recreate):
         """Made anew for a container that is created or recreated: Podman copies the secret into the container then,
@@ -207,6 +325,19 @@ class DockerDriver(EngineDriver):
 
     engine = "docker"
     module = "community.docker.docker_container"
+    login_module = "community.docker.docker_login"
+    logout_module = "community.docker.docker_login"
+    pull_module = "community.docker.docker_image_pull"
+
+    def login_arguments(self, entry, password):
+        """The daemon trusts a registry's CA from /etc/docker/certs.d/<registry>/ca.crt (docs/deploy.md)."""
+        return {"registry_url": entry["registry"], "username": entry["username"], "password": password}
+
+    def logout_arguments(self, entry):
+        return {"registry_url": entry["registry"], "state": "absent"}
+
+    def pull_arguments(self, image, entry):
+        return {"name": image, "pull": "not_present"}
 
     def secret_calls(self, spec, secret_values, recreate):
         files = [secret for secret in spec.get("secrets") or [] if secret.get("path")]

@@ -32,6 +32,14 @@ description:
   - "Returns the module's result. A failure to start says C(<name>: <message>[ stderr: <its end>]), with every value of
     the spec's env and of O(secret_values) masked; the inspect data the module returns is never in it. Run it with
     C(no_log) all the same: the module's arguments and result hold the env."
+  - "With O(state=pulled), the images O(images) are brought onto the host before any container that runs them is created,
+    each only when the host does not hold it (an image loaded from a bundle is never pulled): first a login to each
+    registry of O(registries) that an image names (M(containers.podman.podman_login) or
+    M(community.docker.docker_login), its password from O(registry_passwords), the step's result never shown), then
+    M(containers.podman.podman_image) or M(community.docker.docker_image_pull) per image, then a logout of each
+    registry logged in to (M(containers.podman.podman_logout), or M(community.docker.docker_login) with
+    C(state=absent)), whatever the pulls gave: no credentials stay on the host. A failure says
+    C(cannot pull <image> from registry <registry>: ...), never a password."
   - This is an action plugin.
 options:
   engine:
@@ -41,10 +49,29 @@ options:
     choices: [docker, podman]
   state:
     description:
-      - C(started) creates, recreates or starts the container of O(spec); C(absent) removes the container O(name).
+      - C(started) creates, recreates or starts the container of O(spec); C(absent) removes the container O(name);
+        C(pulled) pulls the O(images) the host does not hold.
     type: str
     default: started
-    choices: [started, absent]
+    choices: [started, absent, pulled]
+  images:
+    description: With O(state=pulled), the image references to pull, in order; one named twice is pulled once.
+    type: list
+    elements: str
+    default: []
+  registries:
+    description:
+      - With O(state=pulled), the registries that need a login (C(deploy_registries), docs/deploy.md), each a dict
+        with C(registry) (C(host[:port]), as the image references name it), C(username), C(password_var) (the variable
+        that holds the password, a key of O(registry_passwords)) and, for Podman, C(ca_cert_dir) (a directory on the
+        host with the registry's CA certificate, C(*.crt)).
+    type: list
+    elements: dict
+    default: []
+  registry_passwords:
+    description: Each C(password_var) of O(registries) -> its value.
+    type: dict
+    default: {}
   spec:
     description: The container's spec. Required with O(state=started).
     type: dict
@@ -106,6 +133,19 @@ EXAMPLES = r"""
     name: node1-web-0
     secrets: [node1-web-0.db_password]
     state: absent
+
+- name: Pull a rank's images, logging in to the site's registry with a vaulted password
+  gangplank.platform.container:
+    engine: podman
+    state: pulled
+    images: ["registry.example.com:5000/team/app@sha256:9b2c0d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c"]
+    registries:
+      - registry: registry.example.com:5000
+        username: deployer
+        password_var: vault_registry_password
+    registry_passwords:
+      vault_registry_password: "{{ vault_registry_password }}"
+  no_log: true
 
 - name: Remove Docker secret files no container uses any more
   gangplank.platform.container:

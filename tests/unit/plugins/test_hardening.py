@@ -167,13 +167,16 @@ def test_restart_policy_no_as_yaml_reads_it():
     assert specs["web"]["restart_policy"] == "no"
 
 
-@pytest.mark.parametrize("image", ["--privileged", "-it", "Web", "a b", "localhost/app:1\n", "x" * 600, "app@sha256:1"])
+@pytest.mark.parametrize("image", ["--privileged", "-it", "Web", "a b", "localhost/app:1\n", "x" * 600, "app@sha256:1",
+                                   "r:5000/app@sha256:" + "a" * 63, "r:5000/app@sha256:" + "a" * 65,
+                                   "r:5000/app@sha256:" + "A" * 64, "r:5000/app:1@sha256:" + "a" * 64 + "\n"])
 def test_images_are_references(image):
     assert list(catalog_errors({"web": {"image": image}})) == ["services.web.image"]
 
 
 @pytest.mark.parametrize("image", ["localhost/app:1", "app", "registry.local:5000/team/app:v1.2-rc_3",
-                                   "docker.io/library/nginx@sha256:" + "a" * 64])
+                                   "docker.io/library/nginx@sha256:" + "a" * 64,
+                                   "127.0.0.1:5443/team/app@sha256:" + "0f" * 32, "harbor.example.com/team/app:2@sha256:" + "b" * 64])
 def test_valid_images(image):
     assert split_catalog({"web": {"image": image}})[1]["web"]["image"] == image
 

@@ -160,3 +160,43 @@ def test_check_mode_and_removal_touch_nothing_on_the_host():
     assert execute.called and commands == [] and not result.get("failed")
     _result, _execute, commands = run_on_host({"engine": "podman", "name": "h1-infer-0.mps", "state": "absent"}, [])
     assert commands == []
+
+
+PULL = {"engine": "podman", "state": "pulled", "images": ["127.0.0.1:5443/demo@sha256:" + "ab" * 32, "localhost/bundle:1"],
+        "registries": [{"registry": "127.0.0.1:5443", "username": "deployer", "password_var": "vault_registry"}],
+        "registry_passwords": {"vault_registry": "pw-secret-value"}}
+
+
+def test_pulled_logs_in_then_pulls_each_image_and_hides_the_login():
+    result, execute = run(PULL, {"changed": True})
+    assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
+        "containers.podman.podman_login", "containers.podman.podman_image", "containers.podman.podman_image",
+        "containers.podman.podman_logout"]
+    assert execute.call_args_list[-1].kwargs["module_args"] == {"registry": "127.0.0.1:5443"}
+    assert result["changed"] is True and "pw-secret-value" not in str(result)
+
+
+def test_a_refused_login_names_the_images_and_the_registry_never_the_password():
+    result, execute = run(PULL, {"failed": True, "msg": "podman login --password pw-secret-value: unauthorized"})
+    # No pull after the refused login; the logout all the same.
+    assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
+        "containers.podman.podman_login", "containers.podman.podman_logout"]
+    assert result["failed"] is True
+    assert result["msg"] == ("cannot pull 127.0.0.1:5443/demo@sha256:%s from registry 127.0.0.1:5443: the registry refused "
+                             "the login of user deployer (the password is not shown)" % ("ab" * 32))
+    assert "pw-secret-value" not in str(result)
+
+
+def test_a_failed_pull_names_the_image_and_the_registry_with_the_password_masked():
+    args = dict(PULL, registries=[], registry_passwords={"vault_registry": "pw-secret-value"})
+    result, _execute = run(args, {"failed": True, "msg": "pull failed: manifest unknown pw-secret-value"})
+    assert result["msg"].startswith("cannot pull 127.0.0.1:5443/demo@sha256:")
+    assert "from registry 127.0.0.1:5443: pull failed: manifest unknown ********" in result["msg"]
+    assert "pw-secret-value" not in str(result)
+
+
+def test_bad_registry_settings_fail_by_path_before_any_call():
+    args = dict(PULL, registries=[{"registry": "127.0.0.1:5443", "username": "deployer"}])
+    result, execute = run(args, {"changed": True})
+    assert result["failed"] is True and result["msg"] == "deploy_registries[0].password_var: missing"
+    assert execute.call_args_list == []
