@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, parse_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
     down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
@@ -25,11 +26,12 @@ SETTINGS = {
     "volume_dir": {"type": "str", "default": None},
 }
 ARGUMENT_SPEC = {
-    "step": {"type": "str", "required": True, "choices": ["host", "report"]},
+    "step": {"type": "str", "required": True, "choices": ["catalog", "host", "report"]},
     "instances": {"type": "dict", "default": {}},
     "existing": {"type": "list", "elements": "dict", "default": []},
     "hardware": {"type": "str", "default": ""},
     "services": {"type": "dict"},
+    "catalog": {"type": "dict"},
     "settings": {"type": "dict", "options": SETTINGS},
     "hosts": {"type": "list", "elements": "str"},
     "inventory": {"type": "list", "elements": "str", "default": []},
@@ -51,10 +53,15 @@ class ActionModule(ActionBase):
         del tmp
         _validation, args = self.validate_argument_spec(
             argument_spec=ARGUMENT_SPEC,
-            required_if=[("step", "host", ["services", "settings"]), ("step", "report", ["hosts"])])
+            required_if=[("step", "catalog", ["services"]), ("step", "host", ["services", "catalog"], True),
+                         ("step", "host", ["settings"]), ("step", "report", ["hosts"])],
+            mutually_exclusive=[("services", "catalog")])
         task_vars = task_vars or {}
         try:
-            if args["step"] == "host":
+            if args["step"] == "catalog":
+                scheduling, specs = parse_catalog(args["services"])
+                result["catalog"] = {"scheduling": scheduling, "deploy": specs}
+            elif args["step"] == "host":
                 result.update(self._host(args, task_vars))
             else:
                 result.update(_report(args, task_vars.get("hostvars") or {}))
@@ -67,7 +74,13 @@ class ActionModule(ActionBase):
     def _host(self, args, task_vars):
         host = task_vars.get("inventory_hostname", "")
         settings = args["settings"]
-        containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"],
+        catalog = None
+        if args["catalog"] is not None:
+            try:
+                catalog = handed_catalog(args["catalog"])[:2]
+            except ValueError as error:
+                raise DeployError(str(error)) from None
+        containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"], catalog=catalog,
                                         publish_address=settings["publish_address"],
                                         probe_address=settings["probe_address"], gpu_mode=settings["gpu_mode"],
                                         engine=settings["engine"], volume_dir=settings["volume_dir"])

@@ -15,6 +15,8 @@ Parse once and pass the value:
 - ``read_catalog(services) -> Catalog`` with the mistakes in ``errors`` instead, and an entry that is not a
   mapping left in ``scheduling`` for the scheduler's parser to name (planning.py reports both sides together).
 - ``split_catalog(services) -> (scheduling, deploy)``: parse_catalog's two fields, for older callers.
+- ``catalog_value(catalog) -> dict`` and ``handed_catalog(value) -> Catalog``: a Catalog as plain data for a later task
+  of the same run (registered, then passed as an option), and back, so a run parses its catalog once.
 
 ``Catalog`` (a NamedTuple, so ``scheduling, deploy, errors = read_catalog(...)`` also works):
 
@@ -658,3 +660,21 @@ def split_catalog(services):
     """(the scheduler's services, each service's deploy spec): parse_catalog's, as a pair."""
     catalog = parse_catalog(services)
     return catalog.scheduling, catalog.deploy
+
+
+def catalog_value(catalog):
+    """``catalog`` (a Catalog without errors) as plain data, ``{scheduling, deploy}``, for a later task of the run to take
+    back with handed_catalog(). It holds the catalog's text (its env, like the catalog itself) and never a secret's
+    value: the catalog names secrets by their variables only."""
+    return {"scheduling": catalog.scheduling, "deploy": catalog.deploy}
+
+
+def handed_catalog(value, path="catalog"):
+    """The Catalog of catalog_value()'s ``value`` (the parse an earlier task of the run handed along), or ProblemError
+    at ``path`` when it is not one."""
+    if (not isinstance(value, dict) or set(value) != {"scheduling", "deploy"}
+            or not all(isinstance(value[key], dict) for key in value)
+            or not all(isinstance(spec, dict) for spec in value["deploy"].values())):
+        raise ProblemError([(path, "got %s; expected the parsed catalog an earlier step returned (its scheduling "
+                                   "and deploy mappings)" % describe(value))])
+    return Catalog(value["scheduling"], value["deploy"], [])
