@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_secrets, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import SecretError, read_values
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, variable_lookup
 
 ARGUMENT_SPEC = {
-    "services": {"type": "dict", "required": True},
+    "services": {"type": "dict"},
+    "secrets": {"type": "dict"},
     "hash_key": {"type": "str", "required": True, "no_log": True},
 }
 
@@ -25,10 +26,15 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC,
+                                                        required_one_of=[("services", "secrets")],
+                                                        mutually_exclusive=[("services", "secrets")])
         result.update(changed=False, secrets={}, hashes={}, errors=[])
         try:
-            _scheduling, specs = split_catalog(args["services"])
+            if args["secrets"] is not None:
+                specs = handed_secrets(args["secrets"])
+            else:
+                _scheduling, specs = split_catalog(args["services"])
         except ProblemError as error:
             result.update(errors=[{"path": path, "message": message} for path, message in error.errors])
             return self._summed_up(result)

@@ -20,6 +20,7 @@ import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import catalog_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
@@ -47,17 +48,19 @@ def containers_step(hosts, reads, services):
     else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
     config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
     which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
-    rollout_step does not parse the catalog again)."""
+    rollout_step does not parse the catalog again), and ``secrets`` (each service's secrets, catalog.catalog_secrets():
+    what the secret_values action reads the values by, so that it does not parse the catalog again)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
-        return {"missing": missing, "containers": {}, "render": {}, "restarts": {}}
+        return {"missing": missing, "containers": {}, "render": {}, "restarts": {}, "secrets": {}}
     catalog = parse_catalog(services)
     desired = desired_on_hosts({host: reads[host]["settings"] for host in hosts}, services, catalog=catalog)
     render = {host: [{"path": entry["path"], "dest": entry["dest"], "src": entry.get("src"),
                       "content": entry.get("content"), "instance": container}
                      for container in desired[host] for entry in container["config"]] for host in hosts}
-    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog)}
+    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
+            "secrets": catalog_secrets(catalog[1])}
 
 
 def hosts_stale_secrets(hosts, reads, desired, engines=None):

@@ -118,6 +118,13 @@ restarts:
     - O(step=containers) only. Per service, what the waves read of the catalog (C(stateful), C(max_unavailable)).
   returned: with O(step=containers)
   type: dict
+secrets:
+  description:
+    - O(step=containers) only. Per service that has secrets, its secrets as the catalog names them (C(name), C(var),
+      C(delivery) ...; never a value), for O(gangplank.platform.secret_values#module:secrets), so that reading their
+      values does not parse the catalog again.
+  returned: with O(step=containers)
+  type: dict
 lines:
   description:
     - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), with C(would)
