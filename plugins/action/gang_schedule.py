@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import has_volumes, read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import DEFAULT_DOWN_GRACE
+from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
     ScheduleError, ScheduleInputs, schedule_cluster,
 )
-from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
+from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import (
+    UNREADABLE, has_secrets, secret_problems,
+)
 
 ARGUMENT_SPEC = {
     "services": {"type": "dict", "required": True},
@@ -51,7 +55,8 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         # Every secret the catalog names must be readable, as the deploy reads it: a misspelt variable fails the plan
         # (and site.yml --check), with the deploy's message, not the deploy after the plan.
-        unreadable = secret_problems(args["services"], self._templar, task_vars)
+        catalog = _read_once(args["services"])
+        unreadable = secret_problems(args["services"], self._templar, task_vars, catalog=catalog)
         if unreadable:
             result.update(failed=True, changed=False, errors=[{"path": path, "message": message} for path, message in unreadable],
                           msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
@@ -60,7 +65,7 @@ class ActionModule(ActionBase):
         # Only the listed hosts' variables; a host missing from the inventory is named by schedule_cluster.
         listed = {host: hostvars[host] for host in args["hosts"] if host in hostvars}
         # Relative user_plugins paths start from the playbook's folder.
-        inputs = ScheduleInputs(hostvars=listed, profile_base=self._loader.get_basedir(), **args)
+        inputs = ScheduleInputs(hostvars=listed, profile_base=self._loader.get_basedir(), catalog=catalog, **args)
         try:
             outcome = schedule_cluster(inputs)
         except ScheduleError as error:
@@ -71,3 +76,14 @@ class ActionModule(ActionBase):
             # An AWX job's artifacts carry the placement (set_stats semantics).
             result["ansible_stats"] = {"data": outcome.stats, "per_host": False, "aggregate": False}
         return result
+
+
+def _read_once(services):
+    """The catalog read once for the secrets' check and the volumes, where it has either; else None (the planner reads
+    the scheduler's half of it, and names every mistake, itself)."""
+    if not (has_secrets(services) or has_volumes(services)):
+        return None
+    try:
+        return read_catalog(services)
+    except ProblemError:
+        return None
