@@ -7,8 +7,6 @@ the hosts that are down, the picture), worked out in plugins/module_utils/status
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, parse_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
@@ -16,6 +14,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.status import (
     down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
     status_report,
 )
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 SETTINGS = {
     "data_dir": {"type": "str", "required": True},
@@ -43,33 +42,30 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     # A look: it changes nothing, and probes in check mode too.
     _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_RULES = {"required_if": [("step", "catalog", ["services"]), ("step", "host", ["services", "catalog"], True),
+                                      ("step", "host", ["settings"]), ("step", "report", ["hosts"])],
+                      "mutually_exclusive": [("services", "catalog")]}
+    ERRORS = (DeployError, PictureError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC,
-            required_if=[("step", "catalog", ["services"]), ("step", "host", ["services", "catalog"], True),
-                         ("step", "host", ["settings"]), ("step", "report", ["hosts"])],
-            mutually_exclusive=[("services", "catalog")])
-        task_vars = task_vars or {}
-        try:
-            if args["step"] == "catalog":
-                scheduling, specs = parse_catalog(args["services"])
-                result["catalog"] = {"scheduling": scheduling, "deploy": specs}
-            elif args["step"] == "host":
-                result.update(self._host(args, task_vars))
-            else:
-                result.update(_report(args, task_vars.get("hostvars") or {}))
-        except DeployError as error:
-            return dict(result, failed=True, changed=False, msg=str(error))
-        except PictureError as error:
-            return dict(result, failed=True, changed=False, msg="the status picture cannot be drawn: %s" % error)
+    def act(self, args, task_vars, result):
+        if args["step"] == "catalog":
+            scheduling, specs = parse_catalog(args["services"])
+            result["catalog"] = {"scheduling": scheduling, "deploy": specs}
+        elif args["step"] == "host":
+            result.update(self._host(args, task_vars))
+        else:
+            result.update(_report(args, task_vars.get("hostvars") or {}))
         return dict(result, changed=False)
+
+    @staticmethod
+    def failure(error):
+        if isinstance(error, PictureError):
+            return {"msg": "the status picture cannot be drawn: %s" % error}
+        return {"msg": str(error)}
 
     def _host(self, args, task_vars):
         host = task_vars.get("inventory_hostname", "")

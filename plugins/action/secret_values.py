@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_secrets, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import SecretError, read_values
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, variable_lookup
 
 ARGUMENT_SPEC = {
@@ -19,16 +18,12 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_RULES = {"required_one_of": [("services", "secrets")], "mutually_exclusive": [("services", "secrets")]}
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC,
-                                                        required_one_of=[("services", "secrets")],
-                                                        mutually_exclusive=[("services", "secrets")])
+    def act(self, args, task_vars, result):
         result.update(changed=False, secrets={}, hashes={}, errors=[])
         try:
             if args["secrets"] is not None:
