@@ -26,7 +26,7 @@ options:
   secrets:
     description:
       - Instead of O(services), the catalog's secrets as an earlier step of the run parsed them (the C(secrets) that
-        M(gangplank.platform.deploy_plan) returns with C(step=containers): service name to its list of secrets), so that
+        M(gangplank.platform.deploy_plan) returns with C(step=containers), service name to its list of secrets), so that
         the catalog is not parsed again.
     type: dict
   hash_key:
