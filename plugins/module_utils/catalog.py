@@ -15,8 +15,8 @@ Parse once and pass the value:
 - ``read_catalog(services) -> Catalog`` with the mistakes in ``errors`` instead, and an entry that is not a
   mapping left in ``scheduling`` for the scheduler's parser to name (planning.py reports both sides together).
 - ``split_catalog(services) -> (scheduling, deploy)``: parse_catalog's two fields, for older callers.
-- ``catalog_value(catalog) -> dict`` and ``handed_catalog(value) -> Catalog``: a Catalog as plain data for a later task
-  of the same run (registered, then passed as an option), and back, so a run parses its catalog once;
+- ``handed_catalog(value) -> Catalog``: the Catalog of ``{scheduling, deploy}``, a parse an earlier task of the same
+  run returned as plain data (registered, then passed as an option), so a run parses its catalog once;
   ``catalog_secrets(deploy) -> dict`` and ``handed_secrets(value) -> dict``: the same for the secrets alone.
 
 ``Catalog`` (a NamedTuple, so ``scheduling, deploy, errors = read_catalog(...)`` also works):
@@ -663,16 +663,10 @@ def split_catalog(services):
     return catalog.scheduling, catalog.deploy
 
 
-def catalog_value(catalog):
-    """``catalog`` (a Catalog without errors) as plain data, ``{scheduling, deploy}``, for a later task of the run to take
-    back with handed_catalog(). It holds the catalog's text (its env, like the catalog itself) and never a secret's
-    value: the catalog names secrets by their variables only."""
-    return {"scheduling": catalog.scheduling, "deploy": catalog.deploy}
-
-
 def handed_catalog(value, path="catalog"):
-    """The Catalog of catalog_value()'s ``value`` (the parse an earlier task of the run handed along), or ProblemError
-    at ``path`` when it is not one."""
+    """The Catalog of ``value``, ``{scheduling, deploy}``: parse_catalog()'s two fields as an earlier task of the run
+    handed them along (they hold the catalog's text, its env included, and never a secret's value: the catalog names
+    secrets by their variables only); or ProblemError at ``path`` when it is not one."""
     if (not isinstance(value, dict) or set(value) != {"scheduling", "deploy"}
             or not all(isinstance(value[key], dict) for key in value)
             or not all(isinstance(spec, dict) for spec in value["deploy"].values())):
