@@ -13,7 +13,7 @@ from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup i
 
 ARGUMENT_SPEC = {
     "services": {"type": "dict"},
-    "secrets": {"type": "dict"},
+    "secret_specs": {"type": "dict"},
     "hash_key": {"type": "str", "required": True, "no_log": True},
 }
 
@@ -21,13 +21,14 @@ ARGUMENT_SPEC = {
 class ActionModule(GangplankAction):
     _requires_connection = False
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    ARGUMENT_RULES = {"required_one_of": [("services", "secrets")], "mutually_exclusive": [("services", "secrets")]}
+    ARGUMENT_RULES = {"required_one_of": [("services", "secret_specs")],
+                      "mutually_exclusive": [("services", "secret_specs")]}
 
     def act(self, args, task_vars, result):
         result.update(changed=False, secrets={}, hashes={}, errors=[])
         try:
-            if args["secrets"] is not None:
-                specs = handed_secrets(args["secrets"])
+            if args["secret_specs"] is not None:
+                specs = handed_secrets(args["secret_specs"], "secret_specs")
             else:
                 _scheduling, specs = split_catalog(args["services"])
         except ProblemError as error:

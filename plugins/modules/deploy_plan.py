@@ -121,7 +121,7 @@ restarts:
 secrets:
   description:
     - O(step=containers) only. Per service that has secrets, its secrets as the catalog names them (C(name), C(var),
-      C(delivery) ...; never a value), for O(gangplank.platform.secret_values#module:secrets), so that reading their
+      C(delivery) ...; never a value), for O(gangplank.platform.secret_values#module:secret_specs), so that reading their
       values does not parse the catalog again.
   returned: with O(step=containers)
   type: dict

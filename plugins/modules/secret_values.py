@@ -21,9 +21,9 @@ description:
   - This is an action plugin. It runs on the controller, whatever host the task targets.
 options:
   services:
-    description: The app catalog (C(gangplank_services)). One of O(services) and O(secrets) is required.
+    description: The app catalog (C(gangplank_services)). One of O(services) and O(secret_specs) is required.
     type: dict
-  secrets:
+  secret_specs:
     description:
       - Instead of O(services), the catalog's secrets as an earlier step of the run parsed them (the C(secrets) that
         M(gangplank.platform.deploy_plan) returns with C(step=containers), service name to its list of secrets), so that

@@ -48,7 +48,7 @@ def test_the_secrets_the_containers_step_parsed_give_the_catalogs_values_without
          "target": "/run/secrets/db_password", "mode": "0400", "uid": None, "gid": None},
         {"name": "token", "var": "vault_token", "delivery": "env", "env": "TOKEN", "target": None, "mode": None,
          "uid": None, "gid": None}]}
-    handed = run({"secrets": secrets, "hash_key": KEY}, variables)
+    handed = run({"secret_specs": secrets, "hash_key": KEY}, variables)
     assert len(parses) == 1
     own = run({"services": SERVICES, "hash_key": KEY}, variables)
     assert len(parses) == 2
@@ -58,11 +58,11 @@ def test_the_secrets_the_containers_step_parsed_give_the_catalogs_values_without
 
 def test_a_missing_variable_is_named_the_same_either_way_and_a_handed_value_that_is_no_parse_is_refused():
     secrets = containers_step(["h1"], {"h1": READ}, SERVICES)["secrets"]
-    handed = run({"secrets": secrets, "hash_key": KEY}, {"vault_token": "tok-2"})
+    handed = run({"secret_specs": secrets, "hash_key": KEY}, {"vault_token": "tok-2"})
     assert handed == run({"services": SERVICES, "hash_key": KEY}, {"vault_token": "tok-2"})
     assert handed["errors"] == [{"path": "services.api.secrets.db_password", "message": (
         "the variable vault_db_password is not defined (define it, vaulted, in the inventory or with -e @file, and "
         "give the vault password)")}] and handed["secrets"] == {}
     for bad in ({"api": "vault_x"}, {"api": [{"name": "x"}]}, {"api": [{"name": "x", "var": "v", "value": "s"}]}):
-        result = run({"secrets": bad, "hash_key": KEY}, {})
-        assert result["errors"][0]["path"] == "secrets" and result["secrets"] == {} and "vault_x" not in result["msg"]
+        result = run({"secret_specs": bad, "hash_key": KEY}, {})
+        assert result["errors"][0]["path"] == "secret_specs" and result["secrets"] == {} and "vault_x" not in result["msg"]
