@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {
     "step": {"type": "str", "required": True, "choices": ["containers", "rollout"]},
@@ -25,37 +24,31 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     _requires_connection = False
     # It decides and changes nothing: check mode decides too (the lines then say "would").
     _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_RULES = {"required_if": [("step", "containers", ["services"]), ("step", "rollout", ["containers"])]}
+    ERRORS = (DeployError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC,
-            required_if=[("step", "containers", ["services"]), ("step", "rollout", ["containers"])])
-        hostvars = (task_vars or {}).get("hostvars") or {}
+    def act(self, args, task_vars, result):
+        hostvars = task_vars.get("hostvars") or {}
         hosts = args["hosts"]
-        try:
-            reads = {host: _host_var(hostvars, host, args["read_var"]) for host in hosts}
-            if args["step"] == "containers":
-                everywhere = None
-                if args["plan_instances"] is not None:
-                    # The whole plan of this run (every host's instances), for the endpoints: the deploy may run on
-                    # some hosts only (scale.yml), and the other hosts' instances are endpoints too.
-                    everywhere = {host: {"instances": instances, "publish_address": _publish_address(hostvars, host)}
-                                  for host, instances in args["plan_instances"].items()}
-                result.update(containers_step(hosts, reads, args["services"], everywhere))
-            else:
-                rendered = {host: _host_var(hostvars, host, args["rendered_var"], {}) for host in hosts}
-                result.update(rollout_step(hosts, reads, rendered, args["containers"],
-                                           secret_hashes=args["secret_hashes"], hash_key=args["hash_key"],
-                                           check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"]))
-        except DeployError as error:
-            return dict(result, failed=True, changed=False, msg=str(error))
+        reads = {host: _host_var(hostvars, host, args["read_var"]) for host in hosts}
+        if args["step"] == "containers":
+            everywhere = None
+            if args["plan_instances"] is not None:
+                # The whole plan of this run (every host's instances), for the endpoints: the deploy may run on some
+                # hosts only (scale.yml), and the other hosts' instances are endpoints too.
+                everywhere = {host: {"instances": instances, "publish_address": _publish_address(hostvars, host)}
+                              for host, instances in args["plan_instances"].items()}
+            result.update(containers_step(hosts, reads, args["services"], everywhere))
+        else:
+            rendered = {host: _host_var(hostvars, host, args["rendered_var"], {}) for host in hosts}
+            result.update(rollout_step(hosts, reads, rendered, args["containers"],
+                                       secret_hashes=args["secret_hashes"], hash_key=args["hash_key"],
+                                       check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"]))
         return dict(result, changed=False)
 
 

@@ -6,9 +6,8 @@ read on the controller by plugins/module_utils/deploy_read.py."""
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils import deploy_read
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {
     "engine": {"type": "str", "required": True, "choices": list(deploy_read.ENGINES)},
@@ -22,15 +21,12 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     # A read: check mode reads too, so that it shows what would change.
     _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, args, task_vars, result):
         if not args["name_prefix"]:
             return dict(result, failed=True, msg="name_prefix must not be empty: it keeps other hosts' containers out")
         # As raw runs its command: no module, no Python on the host, the connection's shell as it is (over SSH on a
@@ -42,13 +38,13 @@ class ActionModule(ActionBase):
         try:
             found = deploy_read.parse(done.get("rc"), done.get("stdout") or "", args["engine"], args["name_prefix"],
                                       limits_asked=bool(args["limit_probe"]),
-                                      host=(task_vars or {}).get("inventory_hostname", ""))
+                                      host=task_vars.get("inventory_hostname", ""))
         except deploy_read.ReadError as error:
             return dict(result, failed=True, changed=False, msg=str(error), rc=done.get("rc"))
         result.update(found, changed=False)
         if args["settings"] is not None:
             result.update(deploy_read.deploy_entry(
-                (task_vars or {}).get("inventory_hostname", ""), found, args["settings"],
+                task_vars.get("inventory_hostname", ""), found, args["settings"],
                 args["instances"], args["ranks"], fact_file=args["fact_file"] or "",
                 limits=bool(args["limit_probe"]), check_mode=bool(self._task.check_mode)))
         return result

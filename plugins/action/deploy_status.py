@@ -7,14 +7,14 @@ the hosts that are down, the picture), worked out in plugins/module_utils/status
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, parse_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
 from ansible_collections.gangplank.platform.plugins.module_utils.status import (
     down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
     status_report,
 )
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 SETTINGS = {
     "data_dir": {"type": "str", "required": True},
@@ -25,11 +25,12 @@ SETTINGS = {
     "volume_dir": {"type": "str", "default": None},
 }
 ARGUMENT_SPEC = {
-    "step": {"type": "str", "required": True, "choices": ["host", "report"]},
+    "step": {"type": "str", "required": True, "choices": ["catalog", "host", "report"]},
     "instances": {"type": "dict", "default": {}},
     "existing": {"type": "list", "elements": "dict", "default": []},
     "hardware": {"type": "str", "default": ""},
     "services": {"type": "dict"},
+    "catalog": {"type": "dict"},
     "settings": {"type": "dict", "options": SETTINGS},
     "hosts": {"type": "list", "elements": "str"},
     "inventory": {"type": "list", "elements": "str", "default": []},
@@ -41,33 +42,41 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     # A look: it changes nothing, and probes in check mode too.
     _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_RULES = {"required_if": [("step", "catalog", ["services"]), ("step", "host", ["services", "catalog"], True),
+                                      ("step", "host", ["settings"]), ("step", "report", ["hosts"])],
+                      "mutually_exclusive": [("services", "catalog")]}
+    ERRORS = (DeployError, PictureError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC,
-            required_if=[("step", "host", ["services", "settings"]), ("step", "report", ["hosts"])])
-        task_vars = task_vars or {}
-        try:
-            if args["step"] == "host":
-                result.update(self._host(args, task_vars))
-            else:
-                result.update(_report(args, task_vars.get("hostvars") or {}))
-        except DeployError as error:
-            return dict(result, failed=True, changed=False, msg=str(error))
-        except PictureError as error:
-            return dict(result, failed=True, changed=False, msg="the status picture cannot be drawn: %s" % error)
+    def act(self, args, task_vars, result):
+        if args["step"] == "catalog":
+            scheduling, specs = parse_catalog(args["services"])
+            result["catalog"] = {"scheduling": scheduling, "deploy": specs}
+        elif args["step"] == "host":
+            result.update(self._host(args, task_vars))
+        else:
+            result.update(_report(args, task_vars.get("hostvars") or {}))
         return dict(result, changed=False)
+
+    @staticmethod
+    def failure(error):
+        if isinstance(error, PictureError):
+            return {"msg": "the status picture cannot be drawn: %s" % error}
+        return {"msg": str(error)}
 
     def _host(self, args, task_vars):
         host = task_vars.get("inventory_hostname", "")
         settings = args["settings"]
-        containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"],
+        catalog = None
+        if args["catalog"] is not None:
+            try:
+                catalog = handed_catalog(args["catalog"])[:2]
+            except ValueError as error:
+                raise DeployError(str(error)) from None
+        containers = desired_containers(host, args["instances"], args["services"], settings["data_dir"], catalog=catalog,
                                         publish_address=settings["publish_address"],
                                         probe_address=settings["probe_address"], gpu_mode=settings["gpu_mode"],
                                         engine=settings["engine"], volume_dir=settings["volume_dir"])

@@ -13,18 +13,18 @@ from __future__ import annotations
 import json
 import re
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
     ARGUMENT_SPEC, ReadError, parse_read, read_command, state_of)
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
+
 
 MODULE = "gangplank.platform.facts_cache"
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     # A read, or a module that supports check mode.
     _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def _check_role_inputs(self, args, task_vars):
         """A failed result when a checked input is bad, else None."""
@@ -62,13 +62,10 @@ class ActionModule(ActionBase):
         inputs = json.loads(json.dumps(args["inputs"]))
         return state_of(view, content, bindings, inputs, bool(args["bindings_path"]))
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        answer = self._check_role_inputs(args, task_vars or {})
+    def act(self, args, task_vars, result):
+        answer = self._check_role_inputs(args, task_vars)
         if answer is None and args["state"] == "read":
-            answer = self._read(args, (task_vars or {}).get("inventory_hostname", ""))
+            answer = self._read(args, task_vars.get("inventory_hostname", ""))
         if answer is None:
             answer = self._execute_module(module_name=MODULE, module_args=self._task.args, task_vars=task_vars)
         result.update(answer)

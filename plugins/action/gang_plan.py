@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
@@ -14,6 +12,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.exten
 from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction, failed
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, secret_problems
 
 ARGUMENT_SPEC = {
@@ -25,41 +24,32 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ERRORS = (ProblemError, ExtenderError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    @staticmethod
+    def failure(error):
+        if isinstance(error, ExtenderError):
+            return {"msg": "A scheduler extender failed; no plan was made: %s" % error}
+        return {"msg": "The %s is not valid:\n%s" % ("scale request" if error.errors and error.errors[0][0].startswith("scale.")
+                                                     else "problem", error),
+                "errors": [{"path": path, "message": message} for path, message in error.errors]}
+
+    def act(self, args, task_vars, result):
         if exact_seconds_error(args["exact_timeout"]):
-            result.update(failed=True, changed=False, msg="exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
-            return result
+            return failed(result, "exact_timeout: " + exact_seconds_error(args["exact_timeout"]))
         services = args["problem"].get("services")
         unreadable = secret_problems(services, self._templar, task_vars)
         if unreadable:
             # A catalog's secrets are checked as the deploy reads them: a misspelt variable fails the plan.
-            result.update(failed=True, changed=False, errors=[{"path": path, "message": message} for path, message in unreadable],
-                          msg=UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable))
-            return result
-        try:
-            problem = _scaled(args["problem"], args["scale"])
-            # Relative user_plugins paths start from the playbook's folder; extenders call over real HTTP(S).
-            profile = load_profile(args["profile"], self._loader.get_basedir(), HTTPTransport())
-            plan_result = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
-        except ProblemError as error:
-            result.update(
-                failed=True,
-                changed=False,
-                msg="The %s is not valid:\n%s" % ("scale request" if error.errors and error.errors[0][0].startswith("scale.")
-                                                  else "problem", error),
-                errors=[{"path": path, "message": message} for path, message in error.errors],
-            )
-            return result
-        except ExtenderError as error:
-            result.update(failed=True, changed=False, msg="A scheduler extender failed; no plan was made: %s" % error)
-            return result
+            return failed(result, UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable),
+                          errors=[{"path": path, "message": message} for path, message in unreadable])
+        problem = _scaled(args["problem"], args["scale"])
+        # Relative user_plugins paths start from the playbook's folder; extenders call over real HTTP(S).
+        profile = load_profile(args["profile"], self._loader.get_basedir(), HTTPTransport())
+        plan_result = plan_catalog(problem, exact_seconds=args["exact_timeout"], profile=profile)
         result.update(plan_result)
         result["changed"] = False
         result["table"] = render_table(plan_result).splitlines()

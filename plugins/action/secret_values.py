@@ -5,30 +5,32 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_secrets, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.secrets import SecretError, read_values
+from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, variable_lookup
 
 ARGUMENT_SPEC = {
-    "services": {"type": "dict", "required": True},
+    "services": {"type": "dict"},
+    "secret_specs": {"type": "dict"},
     "hash_key": {"type": "str", "required": True, "no_log": True},
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(GangplankAction):
     _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_RULES = {"required_one_of": [("services", "secret_specs")],
+                      "mutually_exclusive": [("services", "secret_specs")]}
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, args, task_vars, result):
         result.update(changed=False, secrets={}, hashes={}, errors=[])
         try:
-            _scheduling, specs = split_catalog(args["services"])
+            if args["secret_specs"] is not None:
+                specs = handed_secrets(args["secret_specs"], "secret_specs")
+            else:
+                _scheduling, specs = split_catalog(args["services"])
         except ProblemError as error:
             result.update(errors=[{"path": path, "message": message} for path, message in error.errors])
             return self._summed_up(result)

@@ -15,6 +15,9 @@ Parse once and pass the value:
 - ``read_catalog(services) -> Catalog`` with the mistakes in ``errors`` instead, and an entry that is not a
   mapping left in ``scheduling`` for the scheduler's parser to name (planning.py reports both sides together).
 - ``split_catalog(services) -> (scheduling, deploy)``: parse_catalog's two fields, for older callers.
+- ``handed_catalog(value) -> Catalog``: the Catalog of ``{scheduling, deploy}``, a parse an earlier task of the same
+  run returned as plain data (registered, then passed as an option), so a run parses its catalog once;
+  ``catalog_secrets(deploy) -> dict`` and ``handed_secrets(value) -> dict``: the same for the secrets alone.
 
 ``Catalog`` (a NamedTuple, so ``scheduling, deploy, errors = read_catalog(...)`` also works):
 
@@ -685,3 +688,43 @@ def split_catalog(services):
     """(the scheduler's services, each service's deploy spec): parse_catalog's, as a pair."""
     catalog = parse_catalog(services)
     return catalog.scheduling, catalog.deploy
+
+
+def handed_catalog(value, path="catalog"):
+    """The Catalog of ``value``, ``{scheduling, deploy}``: parse_catalog()'s two fields as an earlier task of the run
+    handed them along (they hold the catalog's text, its env included, and never a secret's value: the catalog names
+    secrets by their variables only); or ProblemError at ``path`` when it is not one."""
+    if (not isinstance(value, dict) or set(value) != {"scheduling", "deploy"}
+            or not all(isinstance(value[key], dict) for key in value)
+            or not all(isinstance(spec, dict) for spec in value["deploy"].values())):
+        raise ProblemError([(path, "got %s; expected the parsed catalog an earlier step returned (its scheduling "
+                                   "and deploy mappings)" % describe(value))])
+    return Catalog(value["scheduling"], value["deploy"], [])
+
+
+_HANDED_SECRET_KEYS = frozenset(("name", "var", "delivery", "env", "target", "mode", "uid", "gid"))
+
+
+def catalog_secrets(deploy):
+    """Service name -> its secrets (each as its deploy spec has it: ``name``, ``var``, ``delivery`` ...), for the
+    services of the deploy specs ``deploy`` that have some: what reading the secrets' values needs of the catalog, as
+    plain data for a later task of the run to take back with handed_secrets(). Names and variables, never a value."""
+    return {name: spec["secrets"] for name, spec in deploy.items() if spec.get("secrets")}
+
+
+def handed_secrets(value, path="secrets"):
+    """Deploy specs that hold only their secrets, from catalog_secrets()'s ``value`` (what an earlier task of the run
+    handed along), or ProblemError at ``path`` when it is not one."""
+    if isinstance(value, dict):
+        specs = {}
+        for name, secrets in value.items():
+            if not (isinstance(name, str) and isinstance(secrets, list) and all(
+                    isinstance(secret, dict) and set(secret) <= _HANDED_SECRET_KEYS
+                    and isinstance(secret.get("name"), str) and isinstance(secret.get("var"), str)
+                    for secret in secrets)):
+                break
+            specs[name] = {"secrets": secrets}
+        else:
+            return specs
+    raise ProblemError([(path, "got %s; expected the catalog's secrets an earlier step returned (service name to its "
+                               "list of secrets, each with its name and variable)" % describe(value))])

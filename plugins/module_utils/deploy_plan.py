@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
 from ansible_collections.gangplank.platform.plugins.module_utils import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.catalog import catalog_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
@@ -48,12 +49,14 @@ def containers_step(hosts, reads, services, everywhere=None):
     else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
     config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
     which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
-    rollout_step does not parse the catalog again) and ``endpoints`` (service -> where its instances answer,
-    module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``)."""
+    rollout_step does not parse the catalog again), ``endpoints`` (service -> where its instances answer,
+    module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
+    ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
+    so that it does not parse the catalog again)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
-        return {"missing": missing, "containers": {}, "render": {}, "restarts": {}}
+        return {"missing": missing, "containers": {}, "render": {}, "restarts": {}, "secrets": {}}
     catalog = parse_catalog(services)
     settings = {host: reads[host]["settings"] for host in hosts}
     # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
@@ -69,7 +72,7 @@ def containers_step(hosts, reads, services, everywhere=None):
                       "content": entry.get("content"), "instance": container}
                      for container in desired[host] for entry in container["config"]] for host in hosts}
     return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
-            "endpoints": found}
+            "endpoints": found, "secrets": catalog_secrets(catalog[1])}
 
 
 def _endpoints(settings, services):

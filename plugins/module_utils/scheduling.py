@@ -74,6 +74,7 @@ class ScheduleInputs:
     volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
     port_range: Optional[list] = None           # the host ports dynamic ports are chosen from; None: the default
     now: Optional[float] = None         # the time grace periods are measured against; None: now
+    catalog: Any = None                 # ``services`` as catalog.read_catalog() read it, when the caller did; else None
 
 
 class ScheduleError(Exception):
@@ -492,7 +493,7 @@ def schedule_cluster(inputs):
             outcome.failed = True
             outcome.msg = "The gang does not fit; nothing was changed on any host.\n" + render_table(planned.plan)
         return outcome
-    volumes = volumes_of(read_catalog(inputs.services).deploy) if has_volumes(inputs.services) else {}
+    volumes = volumes_of((inputs.catalog or read_catalog(inputs.services)).deploy) if has_volumes(inputs.services) else {}
     retained = _volumes(inputs, record, planned, outcome, volumes) if volumes or retained_of(record) or removed else None
     _decide(inputs, record, planned, outcome, retained)
     if removed is not None:

@@ -9,8 +9,11 @@ module: deploy_status
 short_description: The deployment status of every host, as a table and a picture
 version_added: 0.1.0
 description:
-  - The gangplank.platform.deploy role's status action (C(deploy_action=status)), in two steps.
-  - O(step=host), on each host, turns the host's bound O(instances) and the catalog O(services) into the containers it
+  - The gangplank.platform.deploy role's status action (C(deploy_action=status)), in two steps, with the catalog parsed
+    once for every host by a first one.
+  - O(step=catalog), once (C(run_once)), parses the catalog O(services) and returns it (RV(catalog)), for each host's
+    step=host to take as O(catalog); a catalog that is not valid fails it, naming every mistake.
+  - O(step=host), on each host, turns the host's bound O(instances) and the catalog (O(catalog), or O(services)) into the containers it
     should run, probes each container that has a probe once on the host (M(gangplank.platform.health_wait), two tries
     half a second apart) and returns the host's rows (rank, node, instance, service, container, state, health, ports),
     its bound instances and its GPUs from the stored hardware facts (O(hardware)). A probe that fails is a row that
@@ -20,14 +23,14 @@ description:
     that the placement O(record) places instances on and that is not among O(hosts) (down), naming the instances that
     wait for it (C(<host> is down; waiting for it) and the instances); with O(picture), the status picture as one HTML
     document.
-  - Neither result holds a container's environment; the step=host arguments hold the catalog, so run it with
-    C(no_log) where the catalog has secrets (docs/secrets.md). It changes nothing.
+  - Neither the step=host nor the step=report result holds a container's environment; the step=catalog result and the
+    step=host arguments hold the catalog, so run them with C(no_log) where the catalog has secrets (docs/secrets.md). It changes nothing.
 options:
   step:
     description: Which step (see the description).
     type: str
     required: true
-    choices: [host, report]
+    choices: [catalog, host, report]
   instances:
     description: O(step=host). The host's bound instances (its fact file's C(instances)).
     type: dict
@@ -42,7 +45,13 @@ options:
     type: str
     default: ''
   services:
-    description: O(step=host), required there. The app catalog (C(gangplank_services)).
+    description:
+      - O(step=catalog), required there, and O(step=host) without O(catalog). The app catalog (C(gangplank_services)).
+    type: dict
+  catalog:
+    description:
+      - O(step=host), instead of O(services). The parsed catalog the step=catalog task returned (its RV(catalog)), so
+        that the catalog is not parsed again on each host.
     type: dict
   settings:
     description: O(step=host), required there. What the containers are made from.
@@ -124,12 +133,20 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Parse the catalog once for every host
+  gangplank.platform.deploy_status:
+    step: catalog
+    services: "{{ gangplank_services }}"
+  register: status_catalog
+  run_once: true
+  no_log: true
+
 - name: Probe every instance once and make this host's rows
   gangplank.platform.deploy_status:
     step: host
     instances: "{{ node_bindings.instances }}"
     existing: "{{ node_read.containers }}"
-    services: "{{ gangplank_services }}"
+    catalog: "{{ status_catalog.catalog }}"
     settings:
       data_dir: /var/lib/gangplank/instances
   register: deploy__status
@@ -145,6 +162,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+catalog:
+  description:
+    - O(step=catalog). The parsed catalog (C(scheduling), the scheduler's keys of each service, and C(deploy), each
+      service's deploy spec), for O(catalog) of the step=host task. It holds the catalog's env; never a secret's value.
+  returned: with O(step=catalog)
+  type: dict
 rows:
   description: O(step=host). One row per container, with node, rank, instance, container, service, state, health, ports.
   returned: with O(step=host)

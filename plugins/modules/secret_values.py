@@ -21,9 +21,14 @@ description:
   - This is an action plugin. It runs on the controller, whatever host the task targets.
 options:
   services:
-    description: The app catalog (C(gangplank_services)).
+    description: The app catalog (C(gangplank_services)). One of O(services) and O(secret_specs) is required.
     type: dict
-    required: true
+  secret_specs:
+    description:
+      - Instead of O(services), the catalog's secrets as an earlier step of the run parsed them (the C(secrets) that
+        M(gangplank.platform.deploy_plan) returns with C(step=containers), service name to its list of secrets), so that
+        the catalog is not parsed again.
+    type: dict
   hash_key:
     description: The site's secret hash key (at least 32 characters), kept private on the control hosts.
     type: str

@@ -37,17 +37,29 @@ def variable_lookup(templar, variables):
     return lookup
 
 
-def secret_problems(services, templar, variables):
+def has_secrets(services):
+    """Whether some entry of the catalog ``services`` (unparsed) names secrets: a quick look before a parse."""
+    return isinstance(services, dict) and any(isinstance(entry, dict) and entry.get("secrets")
+                                              for entry in services.values())
+
+
+def secret_problems(services, templar, variables, catalog=None):
     """[(path, message), ...] for every secret of the catalog ``services`` whose variable cannot be read as the deploy
     reads it (not defined, not decrypted, not a valid value): the deploy's messages; [] when all can, or when the
-    catalog itself is not valid (the planner reports that). The values are read and dropped: nothing is returned."""
-    if not isinstance(services, dict) or not any(isinstance(entry, dict) and entry.get("secrets")
-                                                 for entry in services.values()):
+    catalog itself is not valid (the planner reports that). The values are read and dropped: nothing is returned.
+    ``catalog``: ``services`` as catalog.read_catalog() read it, for a caller that read it already (it is then not
+    parsed again)."""
+    if not has_secrets(services):
         return []
-    try:
-        _scheduling, specs = split_catalog(services)
-    except ProblemError:
-        return []
+    if catalog is None:
+        try:
+            _scheduling, specs = split_catalog(services)
+        except ProblemError:
+            return []
+    elif catalog.errors or any(entry is not None and not isinstance(entry, dict) for entry in catalog.scheduling.values()):
+        return []           # what parse_catalog refuses
+    else:
+        specs = catalog.deploy
     return read_values(specs, variable_lookup(templar, variables), None)[2]
 
 

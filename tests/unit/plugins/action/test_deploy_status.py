@@ -60,3 +60,34 @@ def test_the_report_step_reads_each_hosts_status_and_names_the_down_hosts():
     assert result["down"] == {"h2": record["placement"]}
     result = action({"step": "report", "hosts": ["h1", "h3"], "picture": True}).run(task_vars={"hostvars": hostvars})
     assert result["failed"] is True and result["msg"].startswith("h3: deploy__status is not set")
+
+
+def test_the_catalog_step_parses_once_and_every_host_step_takes_its_parse_with_the_same_rows(monkeypatch):
+    import json
+
+    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module
+
+    parses = []
+    real = catalog_module.read_catalog
+    monkeypatch.setattr(catalog_module, "read_catalog", lambda services: parses.append(1) or real(services))
+    handed = action({"step": "catalog", "services": SERVICES}).run(task_vars={})
+    assert not handed.get("failed") and handed["changed"] is False and len(parses) == 1
+    # What a registered result becomes once Ansible hands it to the next task: plain data.
+    parsed = json.loads(json.dumps(handed["catalog"]))
+    probes = {"h1-web-0": {"healthy": True}}
+    rows = {}
+    for host in ("h1", "h2", "h3"):
+        args = {"step": "host", "instances": INSTANCES, "catalog": parsed, "settings": SETTINGS, "existing": []}
+        rows[host] = action(args, probes).run(task_vars={"inventory_hostname": host})["rows"]
+    assert len(parses) == 1
+    own = action({"step": "host", "instances": INSTANCES, "services": SERVICES, "settings": SETTINGS, "existing": []},
+                 probes).run(task_vars={"inventory_hostname": "h1"})
+    assert len(parses) == 2 and own["rows"] == rows["h1"] and rows["h1"]
+
+
+def test_a_bad_catalog_fails_the_catalog_step_and_a_handed_value_that_is_no_parse_fails_the_host_step():
+    result = action({"step": "catalog", "services": {"x": {"image": 5}}}).run(task_vars={})
+    assert result["failed"] is True and "services.x.image" in result["msg"] and "catalog" not in result
+    result = action({"step": "host", "instances": INSTANCES, "catalog": {"web": {}}, "settings": SETTINGS}).run(
+        task_vars={"inventory_hostname": "h1"})
+    assert result["failed"] is True and result["msg"].startswith("catalog: got a mapping of 1 entr")

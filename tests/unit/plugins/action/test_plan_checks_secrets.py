@@ -61,3 +61,28 @@ def test_gang_schedule_fails_before_planning_on_an_unreadable_secret():
     result = _run(GangSchedule, {"services": SERVICES, "hosts": ["a", "b", "c"]}, variables)
     assert not result.get("failed") and result["plan"]["feasible"] is True
     assert CANARY not in json.dumps(result, default=str)
+
+
+def test_gang_schedule_reads_a_catalog_with_secrets_and_volumes_for_them_once_and_plans_as_from_its_own_reads(
+        monkeypatch):
+    from ansible_collections.gangplank.platform.plugins.action import gang_schedule
+    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module, planning, scheduling
+
+    services = dict(SERVICES, db={"image": "registry.local/db:1", "stateful": True, "resources": {"cpu": 1},
+                                  "volumes": [{"name": "data", "path": "/var/lib/db", "size": "1Gi"}]})
+    disk = {"gangplank_data_filesystem": {"size": 100 << 30, "free": 90 << 30}}
+    hosts = {name: dict(values, ansible_facts=dict(values["ansible_facts"], **disk)) for name, values in HOSTVARS.items()}
+    variables = {"hostvars": hosts, "vault_db_pasword": CANARY}
+    reads = []
+    real = catalog_module.read_catalog
+    monkeypatch.setattr(catalog_module, "read_catalog", lambda value: reads.append(1) or real(value))
+    for module in (gang_schedule, planning, scheduling):
+        monkeypatch.setattr(module, "read_catalog", catalog_module.read_catalog)
+    once = _run(GangSchedule, {"services": services, "hosts": ["a", "b", "c"], "volume_dir": "/v"}, variables)
+    # One read for the secrets' check and the volumes; the planner's own read of the scheduler's half is the other.
+    assert not once.get("failed") and once["plan"]["feasible"] is True and len(reads) == 2
+    monkeypatch.setattr(gang_schedule, "_read_once", lambda value: None)
+    own = _run(GangSchedule, {"services": services, "hosts": ["a", "b", "c"], "volume_dir": "/v"}, variables)
+    assert len(reads) == 2 + 3
+    assert json.dumps(once, sort_keys=True, default=str) == json.dumps(own, sort_keys=True, default=str)
+    assert CANARY not in json.dumps(once, default=str)

@@ -420,3 +420,29 @@ def test_a_misspelt_key_gets_the_close_one_suggested():
     errors = errors_of({"api": api(replica=3, helth={"command": ["true"]})})
     assert errors == {"services.api.replica": "unknown key; did you mean replicas?",
                       "services.api.helth": "unknown key; did you mean health?"}
+
+
+def test_a_parse_handed_along_as_plain_data_is_the_same_catalog_and_anything_else_is_refused_at_its_path():
+    import json
+
+    from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+        catalog_secrets, handed_catalog, handed_secrets, parse_catalog,
+    )
+
+    services = {"api": {"image": "localhost/api:1", "env": {"MODE": "x"}, "replicas": 2,
+                        "secrets": {"token": {"var": "vault_token", "env": "TOKEN"}}},
+                "web": {"image": "localhost/web:1"}}
+    parsed = parse_catalog(services)
+    plain = json.loads(json.dumps({"scheduling": parsed.scheduling, "deploy": parsed.deploy}))
+    assert handed_catalog(plain) == parsed
+    secrets = catalog_secrets(parsed.deploy)
+    assert list(secrets) == ["api"] and secrets["api"][0]["var"] == "vault_token"
+    assert handed_secrets(json.loads(json.dumps(secrets))) == {"api": {"secrets": parsed.deploy["api"]["secrets"]}}
+    for bad in (None, {"scheduling": {}}, {"scheduling": {}, "deploy": {"api": "x"}}, {"api": {}}):
+        with pytest.raises(ProblemError) as raised:
+            handed_catalog(bad)
+        assert raised.value.errors[0][0] == "catalog" and "expected the parsed catalog" in raised.value.errors[0][1]
+    for bad in ([], {"api": [{"name": "token"}]}, {"api": [{"name": "t", "var": "v", "value": "s3cret"}]}):
+        with pytest.raises(ProblemError) as raised:
+            handed_secrets(bad)
+        assert raised.value.errors[0][0] == "secrets" and "s3cret" not in str(raised.value)

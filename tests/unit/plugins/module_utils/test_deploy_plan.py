@@ -89,7 +89,8 @@ def test_containers_step_stops_at_hosts_that_cannot_be_deployed():
     reads["h1"]["missing"] = "h1 has no bindings: ..."
     reads["h2"]["missing"] = "h2 has no podman: ..."
     assert containers_step(["h1", "h2"], reads, SERVICES) == {
-        "missing": "h1 has no bindings: ... h2 has no podman: ...", "containers": {}, "render": {}, "restarts": {}}
+        "missing": "h1 has no bindings: ... h2 has no podman: ...", "containers": {}, "render": {}, "restarts": {},
+        "secrets": {}}
     with pytest.raises(DeployError, match="^h3: no read of the host"):
         containers_step(["h3"], reads, SERVICES)
 

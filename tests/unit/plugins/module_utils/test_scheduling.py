@@ -22,7 +22,7 @@ def inputs(**changes):
 
 def test_the_inputs_take_the_actions_options_with_the_same_defaults():
     fields = {item.name: item for item in dataclasses.fields(ScheduleInputs)}
-    assert set(ARGUMENT_SPEC) == set(fields) - {"hostvars", "profile_base"}
+    assert set(ARGUMENT_SPEC) == set(fields) - {"hostvars", "profile_base", "catalog"}
     for name, spec in ARGUMENT_SPEC.items():
         if not spec.get("required"):
             default = fields[name].default_factory() if fields[name].default is dataclasses.MISSING else fields[name].default
