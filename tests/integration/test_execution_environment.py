@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,7 @@ def test_the_plan_playbook_runs_by_its_fqcn_inside_the_image(podman_env, image, 
     # web needs 3 cpus an instance: node-a (8) holds two, node-b (4) one; spread, one on each.
     assert "plan: feasible (greedy): 2 instance(s) on 2 of 2 node(s), 0 move(s)" in played.stdout, played.stdout
     assert "node-a  3/8" in played.stdout and "node-b  3/4" in played.stdout, played.stdout
-    assert "ok=4    changed=1    unreachable=0    failed=0    skipped=1" in played.stdout, played.stdout
+    assert re.search(r"localhost +: ok=\d+ +changed=1 +unreachable=0 +failed=0 ", played.stdout), played.stdout
 
 
 def test_the_plan_playbook_fails_inside_the_image_when_the_gang_does_not_fit(podman_env, image, tmp_path):
