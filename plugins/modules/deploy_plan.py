@@ -128,6 +128,8 @@ endpoints:
   description:
     - O(step=containers) only, when every host can be deployed. Per service, its instances as others reach them, in
       instance order, each with C(instance), C(node), C(address) and C(ports) (host port by name; docs/connecting-services.md).
+  returned: with O(step=containers)
+  type: dict
 secrets:
   description:
     - O(step=containers) only. Per service that has secrets, its secrets as the catalog names them (C(name), C(var),
