@@ -333,18 +333,23 @@ def _config(reader, value, path):
     return files
 
 
+def _octal_mode(value):
+    """A mode from an octal string ("0640") or the integer YAML reads from 0640 (at most 0o777); None for anything
+    else."""
+    if isinstance(value, str) and _MODE.fullmatch(value):
+        return int(value, 8)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o777:
+        return value
+    return None
+
+
 def _file_mode(reader, value, path, default, others=False):
     """A file mode as four octal digits ('0400') from the catalog's octal string or the integer YAML reads from 0400.
 
     The owner may read; nobody may execute; others may not write, and may read only where ``others`` allows it."""
     if value is None:
         return default
-    if isinstance(value, str) and _MODE.fullmatch(value):
-        mode = int(value, 8)
-    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o777:
-        mode = value
-    else:
-        mode = None
+    mode = _octal_mode(value)
     forbidden = 0o133 if others else 0o137
     if mode is None or not mode & 0o400 or mode & forbidden:
         reader.bad(path, value, "a file mode such as '0400' or '0640' that the owner may read, nobody may execute%s"
@@ -504,12 +509,7 @@ def _directory_mode(reader, value, path):
     may read, write and enter it."""
     if value is None:
         return DEFAULT_VOLUME_MODE
-    if isinstance(value, str) and _MODE.fullmatch(value):
-        mode = int(value, 8)
-    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o777:
-        mode = value
-    else:
-        mode = None
+    mode = _octal_mode(value)
     if mode is None or mode & 0o700 != 0o700:
         reader.bad(path, value, "a directory mode such as '0750' or '0700' whose owner may read, write and enter it")
         return DEFAULT_VOLUME_MODE
