@@ -2,12 +2,12 @@
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.deploy_plan: the deploy of every host at once, decided on the controller
-(plugins/module_utils/deploy_plan.py). Runs once (run_once); reads each host's read and rendered files from hostvars."""
+(plugins/module_utils/deploy/deploy_plan.py). Runs once (run_once); reads each host's read and rendered files from hostvars."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step, rollout_step
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {

@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.deploy_status: the deploy role's status action (tasks/status.yml) in two
 steps, one per host (its containers, one probe of each on the host, its rows) and one over every host (the table,
-the hosts that are down, the picture), worked out in plugins/module_utils/status.py."""
+the hosts that are down, the picture), worked out in plugins/module_utils/deploy/status.py."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, parse_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
-from ansible_collections.gangplank.platform.plugins.module_utils.status import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import handed_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, desired_containers, parse_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import PictureError
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import (
     down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
     status_report,
 )

@@ -6,16 +6,16 @@
 Runs once on the controller. It reads, and changes, nothing on the hosts: the
 gangplank.platform.schedule role takes the lock and the record before it and
 writes the new record and each node's bindings after it. What it decides is
-plugins/module_utils/scheduling.py's schedule_cluster; this reads the options
+plugins/module_utils/planning/scheduling.py's schedule_cluster; this reads the options
 and the hosts' variables, and writes the result.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import has_volumes, read_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import DEFAULT_DOWN_GRACE
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import has_volumes, read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import DEFAULT_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import (
     ScheduleError, ScheduleInputs, schedule_cluster,
 )
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction, failed

@@ -65,7 +65,7 @@ def test_the_report_step_reads_each_hosts_status_and_names_the_down_hosts():
 def test_the_catalog_step_parses_once_and_every_host_step_takes_its_parse_with_the_same_rows(monkeypatch):
     import json
 
-    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module
 
     parses = []
     real = catalog_module.read_catalog

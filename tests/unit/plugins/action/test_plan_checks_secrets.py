@@ -66,7 +66,7 @@ def test_gang_schedule_fails_before_planning_on_an_unreadable_secret():
 def test_gang_schedule_reads_a_catalog_with_secrets_and_volumes_for_them_once_and_plans_as_from_its_own_reads(
         monkeypatch):
     from ansible_collections.gangplank.platform.plugins.action import gang_schedule
-    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module, planning, scheduling
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module, planning, scheduling
 
     services = dict(SERVICES, db={"image": "registry.local/db:1", "stateful": True, "resources": {"cpu": 1},
                                   "volumes": [{"name": "data", "path": "/var/lib/db", "size": "1Gi"}]})

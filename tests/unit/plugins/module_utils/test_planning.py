@@ -8,8 +8,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog, split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog, plan_or_rebalance, rebalance_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import read_catalog, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog, plan_or_rebalance, rebalance_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_catalog import ARGV_EXPECTED, NODES, api
 

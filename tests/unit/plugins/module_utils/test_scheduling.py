@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.action.gang_schedule import ARGUMENT_SPEC
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import (
     ScheduleError, ScheduleInputs, ScheduleOutcome, schedule_cluster,
 )
 from ansible_collections.gangplank.platform.tests.unit.plugins.action.test_gang_schedule import HOSTVARS, SERVICES

@@ -10,7 +10,7 @@ Apart from catalog.py so that what deploys a catalog does not load the planner.
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan

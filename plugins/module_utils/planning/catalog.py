@@ -40,7 +40,7 @@ import posixpath
 import re
 from typing import NamedTuple
 
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_DOWN_GRACE
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe, printable, show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
@@ -48,7 +48,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.problem_format 
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 # A leaf of plain quantities (it imports nothing of the scheduler): the catalog reads volume sizes as the problem does.
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",

@@ -19,14 +19,14 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import catalog_secrets
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import catalog_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adoptions
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -50,7 +50,7 @@ def containers_step(hosts, reads, services, everywhere=None):
     config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
     which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
     rollout_step does not parse the catalog again), ``endpoints`` (service -> where its instances answer,
-    module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
+    module_utils/deploy/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
     so that it does not parse the catalog again)."""
     hosts = list(hosts)
@@ -140,7 +140,7 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale": decision["rollouts"][host]["stale"],
             "stale_secrets": unused.get(host) or [],
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
-            # The per-service NVMe directories a site had before volumes (module_utils/nvme_adoption.py).
+            # The per-service NVMe directories a site had before volumes (module_utils/deploy/nvme_adoption.py).
             "nvme_adoptions": adoptions(desired.get(host) or []),
         }
     _keep_one_for_the_lock(hosts, plans)
@@ -168,7 +168,7 @@ def _keep_one_for_the_lock(hosts, plans):
 
 
 def _report_entries(containers):
-    """What the failure report (module_utils/rank_failure.py) reads of each container, by name."""
+    """What the failure report (module_utils/deploy/rank_failure.py) reads of each container, by name."""
     return {container["name"]: {"instance": container["instance"], "probe": container["probe"]}
             for container in containers}
 
