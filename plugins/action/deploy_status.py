@@ -36,7 +36,7 @@ ARGUMENT_SPEC = {
     "inventory": {"type": "list", "elements": "str", "default": []},
     "record": {"type": "dict", "default": {}},
     "picture": {"type": "bool", "default": False},
-    "status_var": {"type": "str", "default": "deploy__status"},
+    "statuses": {"type": "dict", "default": {}},
     "watchdog_state": {"type": "str", "default": ""},
     "sharing": {"type": "str", "default": "none", "choices": ["mps", "none"]},
 }
@@ -58,7 +58,7 @@ class ActionModule(GangplankAction):
         elif args["step"] == "host":
             result.update(self._host(args, task_vars))
         else:
-            result.update(_report(args, task_vars.get("hostvars") or {}))
+            result.update(_report(args))
         return dict(result, changed=False)
 
     @staticmethod
@@ -94,13 +94,11 @@ class ActionModule(GangplankAction):
         return status
 
 
-def _report(args, hostvars):
+def _report(args):
     statuses = {}
     for host in args["hosts"]:
-        values = hostvars[host] if host in hostvars else {}
-        if args["status_var"] not in values:
-            raise DeployError("%s: %s is not set (the step=host task runs on every host first)"
-                              % (host, args["status_var"]))
-        statuses[host] = values[args["status_var"]]
+        if args["statuses"].get(host) is None:
+            raise DeployError("%s: not in statuses (the step=host task runs on every host first)" % host)
+        statuses[host] = args["statuses"][host]
     down = down_instances(args["record"], args["hosts"], args["inventory"])
     return status_report(args["hosts"], statuses, down, picture=args["picture"], record=args["record"])

@@ -29,7 +29,9 @@ import json
 import posixpath
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoint_value, endpoint_variable
-from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog, unavailable_count
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import (
+    checked_catalog, handed_catalog, split_catalog, unavailable_count,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import HOST_NAME_EXPECTED, valid_host_name
@@ -173,9 +175,14 @@ def redact(text, containers, secret_values=None):
     return text
 
 
-def parse_catalog(services):
-    """(the scheduler's services, each service's deploy spec), or DeployError naming every mistake of the catalog."""
+def parse_catalog(services, handed=None):
+    """(the scheduler's services, each service's deploy spec), or DeployError naming every mistake of the catalog.
+    ``handed``: ``services`` as an earlier task of the run parsed it (gangplank.platform.catalog's ``catalog``), taken
+    instead of parsing them again, with the same checks."""
     try:
+        if handed is not None:
+            catalog = checked_catalog(handed_catalog(handed))
+            return catalog.scheduling, catalog.deploy
         return split_catalog(services)
     except ValueError as error:
         raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None

@@ -42,8 +42,9 @@ def _read_of(reads, host):
     return read
 
 
-def containers_step(hosts, reads, services, everywhere=None):
-    """Every host's containers from its read, the catalog parsed once.
+def containers_step(hosts, reads, services, everywhere=None, catalog=None):
+    """Every host's containers from its read, the catalog parsed once (or taken as ``catalog``, the parse of
+    ``services`` an earlier task of the run handed along: gangplank.platform.catalog's).
 
     Returns ``missing`` (why some host cannot be deployed, one sentence per host; '' when every host can: then nothing
     else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
@@ -57,7 +58,7 @@ def containers_step(hosts, reads, services, everywhere=None):
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
         return {"missing": missing, "containers": {}, "render": {}, "restarts": {}, "secrets": {}}
-    catalog = parse_catalog(services)
+    catalog = parse_catalog(services, handed=catalog)
     settings = {host: reads[host]["settings"] for host in hosts}
     # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
     # else those of the hosts deployed here. A host deployed here counts with its read settings.

@@ -74,7 +74,8 @@ class ScheduleInputs:
     volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
     port_range: Optional[list] = None           # the host ports dynamic ports are chosen from; None: the default
     now: Optional[float] = None         # the time grace periods are measured against; None: now
-    catalog: Any = None                 # ``services`` as catalog.read_catalog() read it, when the caller did; else None
+    # ``services`` as catalog.read_catalog() read it, when the caller did (the planner then does not read it again); else None
+    catalog: Any = None
 
 
 class ScheduleError(Exception):
@@ -347,8 +348,8 @@ def _plan(inputs, record, grace, max_moves, now):
         # Stateless instances of a host down for longer than the grace period are placed again on the live hosts.
         replacing = replacements(problem["previous"], problem["services"], since, now, grace)
         profile = load_profile(inputs.profile, inputs.profile_base, HTTPTransport())
-        plan, replacing, kept_waiting = _with_replacements(
-            problem, moving, replacing, lambda part: plan_or_rebalance(part, max_moves, inputs.exact_timeout, profile))
+        plan, replacing, kept_waiting = _with_replacements(problem, moving, replacing, lambda part: plan_or_rebalance(
+            part, max_moves, inputs.exact_timeout, profile, catalog=inputs.catalog))
         return _Planned(problem, down, since, moving, replacing, kept_waiting, plan)
     except NodeFactsError as error:
         raise ScheduleError("Cannot describe a host to the scheduler: %s" % error) from None
