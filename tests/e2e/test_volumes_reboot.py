@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+"""Stateful data through an engine restart and a host reboot on Podman: a fresh-bed host (scripts/lib/freshbed.sh)
+reached over real SSH, Podman installed by the runtime role. Podman has no daemon: its restart, as a user sees one, is
+every container's monitor and process stopped with the engine's storage kept, which is what ``podman system migrate``
+does after a Podman upgrade. The reboot is the host's container stopped and started again, /run emptied as a real
+boot empties it. After each, the stateful db's instances are not running by themselves (no podman-restart service
+on this host); the next site.yml starts each one again on its node, once, on its own volume with its file there, and
+the run after it changes nothing. tests/e2e/test_volumes.py and test_volumes_docker.py check the rest of the
+lifecycle (recreate, removal, scale, teardown; Docker's daemon restart)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from ansible_collections.gangplank.platform.tests.e2e.bed import failures, summaries
+from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
+
+HOST = "fe2e-boot"
+ADDRESS = "127.0.0.76"
+VOLUMES = "/var/lib/gangplank/volumes/db"
+READY = "touch /tmp/ready && exec sleep 2147483647"
+INSTANCES = ("db-0", "db-1")
+CATALOG = {"db": {"replicas": 2, "stateful": True, "resources": {"cpu": "10m", "memory": "16Mi"},
+                  "image": "localhost/gangplank-demo:1", "command": ["sh", "-c", READY], "init": True,
+                  "health": {"command": ["test", "-f", "/tmp/ready"], "timeout": 10, "interval": 0.2, "retries": 50},
+                  "volumes": [{"name": "data", "path": "/data", "size": "16Mi"}]}}
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    base = tmp_path_factory.mktemp("volumes-reboot")
+    bed = FreshBed(base, {}, extra={HOST: (ADDRESS, {"gangplank_container_engine": "podman"})})
+    (base / "group_vars" / "all" / "zz_catalog.yml").write_text(yaml.safe_dump({"gangplank_services": CATALOG}))
+    bed.down()
+    bed.up()
+    site(bed)
+    for instance in INSTANCES:
+        podman(bed, "exec %s-%s sh -c 'echo %s > /data/marker'" % (HOST, instance, instance))
+    yield bed
+    bed.down()
+
+
+def site(bed):
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, failures(report)
+    return report
+
+
+def podman(bed, script):
+    return bed.sh(HOST, "podman " + script).strip()
+
+
+def db_containers(bed):
+    """instance -> [(container name, running, its data volume's source, container id)] of every managed container."""
+    found = {}
+    ids = podman(bed, "ps -aq --filter label=gangplank.io/managed=true").split()
+    for item in json.loads(podman(bed, "inspect " + " ".join(ids))) if ids else []:
+        labels = item["Config"]["Labels"]
+        source = next((mount["Source"] for mount in item["Mounts"] if mount["Destination"] == "/data"), None)
+        found.setdefault(labels["gangplank.io/instance"], []).append((item["Name"], item["State"]["Running"], source, item["Id"]))
+    return found
+
+
+def stopped(bed):
+    """Every instance's container id, once none of them runs (the engine started none by itself)."""
+    found = db_containers(bed)
+    assert sorted(found) == list(INSTANCES), found
+    assert not any(running for containers in found.values() for _name, running, _source, _id in containers), found
+    return {instance: containers[0][3] for instance, containers in found.items()}
+
+
+def check_back_with_data(bed, ids):
+    """The next site.yml starts the same containers again; each instance runs once, on this host, on its own directory,
+    with the file it wrote; the run after it changes nothing."""
+    report = site(bed)
+    assert summaries(report)[HOST].startswith("start 2 "), summaries(report)
+    found = db_containers(bed)
+    assert sorted(found) == list(INSTANCES), found
+    for instance in INSTANCES:
+        assert found[instance] == [("%s-%s" % (HOST, instance), True, "%s/%s/data" % (VOLUMES, instance), ids[instance])], found
+        assert podman(bed, "exec %s-%s cat /data/marker" % (HOST, instance)) == instance
+    again = summaries(site(bed))[HOST]
+    assert again.startswith("start 0 ") and "restart 0 " in again, again
+
+
+def test_an_engine_restart_stops_the_instances_and_the_next_run_starts_them_on_their_data(bed):
+    podman(bed, "system migrate")
+    check_back_with_data(bed, stopped(bed))
+
+
+def test_a_host_reboot_keeps_each_instance_on_its_node_with_its_file(bed):
+    bed.reboot(HOST)
+    check_back_with_data(bed, stopped(bed))
