@@ -37,7 +37,8 @@ size gets new hosts, removed at the end; also printed: the seconds to start them
 
 Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image), under the bed lock:
     .venv/bin/python benchmarks/day2_benchmark.py --lock /work/e2e.lock [--bed local|fresh] [--hosts 3,10,30]
-        [--before PATH | --checkout NAME=PATH ...] [--repeat N] [--top N] [--json]
+        [--before PATH | --checkout NAME=PATH ...] [--repeat N] [--top N] [--json] [--save PATH]
+    .venv/bin/python benchmarks/day2_benchmark.py --summarize SAVED.json [...] [--top N]
 Removes its containers (--bed fresh: its hosts) at the end.
 """
 
@@ -238,7 +239,8 @@ def one_size(checkout, count):
     with tempfile.TemporaryDirectory(prefix="gangplank-day2-") as base:
         inventory = write_bed(base, count, checkout)
         run = Run(checkout, inventory, count)
-        run.teardown()
+        if run.containers():       # what an interrupted run left
+            run.teardown()
         results = []
         try:
             day2_steps(run, base, results)
@@ -441,8 +443,8 @@ def print_summary(figures, checkouts, sizes, labels, top):
                 print("  %-32s %-8s %6.1f s [%s; load %.1f-%.1f]%s%s" % (
                     label, name, medians[name], ", ".join("%.1f" % value for value in seconds), min(loads), max(loads),
                     ratio, " (%d failed)" % failed if failed else ""))
-                print("  %-32s %-8s %s: %d tasks, %d tasks x hosts; per play %s" % (
-                    "", "", "", runs[-1]["tasks"], runs[-1]["host_tasks"],
+                print("  %-32s %-8s %d tasks, %d tasks x hosts; per play %s" % (
+                    "", "", runs[-1]["tasks"], runs[-1]["host_tasks"],
                     "; ".join("%s %d, %d" % tuple(play) for play in runs[-1]["per_play"])))
             if top and len(medians) >= 2 and names[0] in medians and names[1] in medians:
                 print_task_differences(figures, names[0], names[1], count, label, top)
@@ -478,7 +480,12 @@ def main(argv=None):
     parser.add_argument("--lock", metavar="PATH", help="hold an flock on PATH for each round (e.g. /work/e2e.lock)")
     parser.add_argument("--top", type=int, default=8, help="tasks listed per step where two checkouts differ (default 8; 0: none)")
     parser.add_argument("--json", action="store_true", help="also print every figure as one JSON document")
+    parser.add_argument("--save", metavar="PATH", help="write every figure so far to PATH (JSON) after each run")
+    parser.add_argument("--summarize", metavar="PATH", nargs="+",
+                        help="print the summary of runs saved by --save (one or more files) and run nothing")
     args = parser.parse_args(argv)
+    if args.summarize:
+        return summarize(args.summarize, args.top)
     try:
         sizes = [int(size) for size in args.hosts.split(",") if size]
     except ValueError:
@@ -506,19 +513,50 @@ def main(argv=None):
                     results, info = (one_size_fresh if args.bed == "fresh" else one_size)(path, count)
                     figures.setdefault((name, count), []).append(results)
                     bed_info.setdefault((name, count), []).append(info)
+                    if args.save:
+                        save(args.save, figures, bed_info, checkouts, args.bed)
                     print_bed_info(count, info)
                     first = figures.get((name, sizes[0]), [[]])[0]
                     for result in results:
                         reference = next((item["seconds"] for item in first if item["label"] == result["label"]), None)
                         print_run(result, reference if count != sizes[0] else None, sizes[0])
+    print_summary(figures, checkouts, sizes, step_labels(figures), args.top)
+    if args.json:
+        print(json.dumps(document(figures, bed_info, checkouts, args.bed)))
+    return 0
+
+
+def step_labels(figures):
     labels = []
     for rounds in figures.values():
         for results in rounds:
             labels.extend(result["label"] for result in results if result["label"] not in labels)
-    print_summary(figures, checkouts, sizes, labels, args.top)
-    if args.json:
-        print(json.dumps([{"checkout": name, "hosts": count, "bed": args.bed, "bed_info": bed_info[(name, count)], "rounds": rounds}
-                          for (name, count), rounds in figures.items()]))
+    return labels
+
+
+def document(figures, bed_info, checkouts, bed):
+    return {"checkouts": checkouts, "runs": [{"checkout": name, "hosts": count, "bed": bed, "bed_info": bed_info[(name, count)],
+                                              "rounds": rounds} for (name, count), rounds in figures.items()]}
+
+
+def save(path, figures, bed_info, checkouts, bed):
+    with open(path + ".tmp", "w") as handle:
+        json.dump(document(figures, bed_info, checkouts, bed), handle)
+    os.replace(path + ".tmp", path)
+
+
+def summarize(paths, top):
+    """The summary of saved runs; several files (e.g. one per size) are read as one."""
+    figures, checkouts, sizes = {}, [], []
+    for path in paths:
+        with open(path) as handle:
+            saved = json.load(handle)
+        checkouts.extend(tuple(pair) for pair in saved["checkouts"] if tuple(pair) not in checkouts)
+        for run in saved["runs"]:
+            figures.setdefault((run["checkout"], run["hosts"]), []).extend(run["rounds"])
+            if run["hosts"] not in sizes:
+                sizes.append(run["hosts"])
+    print_summary(figures, checkouts, sizes, step_labels(figures), top)
     return 0
 
 
