@@ -109,8 +109,9 @@ class ActionModule(ActionBase):
         wanted = list(dict.fromkeys(images))
         if not wanted:
             return []
-        command = " ".join("%s image inspect %s >/dev/null 2>&1 || printf '%%s\\n' %s;" % (engine, shlex.quote(image), shlex.quote(image))
-                           for image in wanted)
+        # No trailing ';': Ansible appends '&& sleep 0' to the command.
+        command = "; ".join("%s image inspect %s >/dev/null 2>&1 || printf '%%s\\n' %s" % (engine, shlex.quote(image), shlex.quote(image))
+                            for image in wanted)
         done = self._low_level_execute_command(command)
         lines = (done.get("stdout") or "").splitlines() if done.get("rc") == 0 else None
         if lines is None or len(lines) > len(wanted) or any(line not in wanted for line in lines):

@@ -211,7 +211,7 @@ def test_the_host_is_asked_about_each_image_once_quoted():
     action.run(task_vars={})
     command = action._low_level_execute_command.call_args.args[0]
     assert command == ("podman image inspect localhost/a:1 >/dev/null 2>&1 || printf '%s\\n' localhost/a:1; "
-                       "podman image inspect localhost/b:1 >/dev/null 2>&1 || printf '%s\\n' localhost/b:1;")
+                       "podman image inspect localhost/b:1 >/dev/null 2>&1 || printf '%s\\n' localhost/b:1")
 
 
 def test_a_refused_login_names_the_images_and_the_registry_never_the_password():
