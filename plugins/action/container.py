@@ -110,8 +110,8 @@ class ActionModule(ActionBase):
         if not wanted:
             return []
         # No trailing ';': Ansible appends '&& sleep 0' to the command.
-        command = "; ".join("%s image inspect %s >/dev/null 2>&1 || printf '%%s\\n' %s" % (engine, shlex.quote(image), shlex.quote(image))
-                            for image in wanted)
+        command = "; ".join("%s image inspect %s >/dev/null 2>&1 || printf '%%s\\n' %s" % (engine, quoted, quoted)
+                            for quoted in map(shlex.quote, wanted))
         done = self._low_level_execute_command(command)
         lines = (done.get("stdout") or "").splitlines() if done.get("rc") == 0 else None
         if lines is None or len(lines) > len(wanted) or any(line not in wanted for line in lines):
