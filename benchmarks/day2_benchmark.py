@@ -17,10 +17,15 @@ Each figure is wall time, with the 1-minute load average before it and its ratio
 figure of the same checkout. Hosts d2-n1..N on 127.0.0.100-129: d2-n1 and d2-n2 have the simulated
 GPUs and NVMe of node1 and node2, the rest are like node3. Forks = number of hosts.
 
-Before/after: ``--checkout before=/path/to/old/tree --checkout after=.`` runs each size with every
-checkout in turn (interleaved, so both see the same machine load); each checkout's own playbooks
-and collection are used. Prints figures, asserts nothing about time; a step that fails or leaves
-the wrong containers is marked FAILED.
+Before/after: ``--before /path/to/old/tree`` (the same as ``--checkout before=PATH --checkout after=.``)
+runs each size with every checkout in turn, ``--repeat N`` rounds of them (A B A B ..., so both see the
+same machine load); each checkout's own playbooks and collection are used. ``--lock PATH`` holds an
+flock on PATH for each round (one run of every checkout), not for the whole benchmark, so that other
+work on the bed can take its turn between rounds. With several rounds or checkouts the summary gives
+each step's median per checkout, its ratio to the first checkout (after / before), every run's figure
+and the load range, and the tasks whose wall time differs most between the first two checkouts (each
+task's wall time from the JSON callback, the median over the rounds). Prints figures, asserts nothing
+about time; a step that fails or leaves the wrong containers is marked FAILED.
 
 With ``--bed fresh`` the same steps run over real SSH on the fresh-host bed (scripts/lib/freshbed.sh,
 tests/e2e/fresh.py): hosts d2s-1..N on 127.0.0.201-230, new Debian 12 hosts reached as the sudo user
@@ -31,19 +36,24 @@ pipelining on (ANSIBLE_PIPELINING) and Ansible's ssh_args with ControlMaster=aut
 size gets new hosts, removed at the end; also printed: the seconds to start them and the memory they use.
 
 Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image), under the bed lock:
-    flock /tmp/gangplank-bed.lock .venv/bin/python benchmarks/day2_benchmark.py [--bed local|fresh] [--hosts 3,10,30]
-        [--checkout NAME=PATH ...] [--json]
+    .venv/bin/python benchmarks/day2_benchmark.py --lock /work/e2e.lock [--bed local|fresh] [--hosts 3,10,30]
+        [--before PATH | --checkout NAME=PATH ...] [--repeat N] [--top N] [--json] [--save PATH]
+    .venv/bin/python benchmarks/day2_benchmark.py --summarize SAVED.json [...] [--top N]
 Removes its containers (--bed fresh: its hosts) at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import statistics
 import sysconfig
 import tempfile
 import time
@@ -53,7 +63,6 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-LOCAL = os.path.join(ROOT, "inventories", "local")
 BUNDLE = os.path.join(ROOT, ".build", "testbed", "images", "gangplank-demo.tar")
 FIRST_ADDRESS = 100
 MAX_HOSTS = 30
@@ -73,15 +82,17 @@ def host_name(index):
     return "d2-n%d" % index
 
 
-def write_bed(base, count):
-    """An inventory of `count` hosts in base/, with the demo catalog and its template."""
-    shutil.copytree(os.path.join(LOCAL, "group_vars"), os.path.join(base, "group_vars"))
-    shutil.copytree(os.path.join(LOCAL, "templates"), os.path.join(base, "templates"))
-    with open(os.path.join(LOCAL, "hosts.yml")) as handle:
-        local = yaml.safe_load(handle)["all"]["hosts"]
+def write_bed(base, count, checkout=ROOT):
+    """An inventory of `count` hosts in base/, with the checkout's demo catalog and its template (each version
+    deploys its own demo: a catalog of one version may not parse in another)."""
+    local = os.path.join(checkout, "inventories", "local")
+    shutil.copytree(os.path.join(local, "group_vars"), os.path.join(base, "group_vars"))
+    shutil.copytree(os.path.join(local, "templates"), os.path.join(base, "templates"))
+    with open(os.path.join(local, "hosts.yml")) as handle:
+        models = yaml.safe_load(handle)["all"]["hosts"]
     hosts = {}
     for index in range(1, count + 1):
-        model = local["node%d" % min(index, 3)]
+        model = models["node%d" % min(index, 3)]
         spec = dict(model, gangplank_publish_address="127.0.0.%d" % (FIRST_ADDRESS + index - 1))
         if index > 3:
             spec["gangplank_labels"] = {"zone": "east" if index % 2 else "west"}
@@ -106,6 +117,24 @@ def checkout_env(checkout):
                 ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
 
 
+def _instant(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def task_seconds(report):
+    """'play / task' -> wall seconds, from the JSON callback's task durations (start to the last host's result);
+    a task name that comes back in one play (an include run twice) adds up."""
+    found = {}
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            duration = task["task"].get("duration") or {}
+            if "start" not in duration or "end" not in duration:
+                continue
+            key = "%s / %s" % (play["play"]["name"], task["task"]["name"])
+            found[key] = found.get(key, 0.0) + (_instant(duration["end"]) - _instant(duration["start"])).total_seconds()
+    return found
+
+
 class Run:
     """One checkout on one bed size."""
 
@@ -124,6 +153,7 @@ class Run:
         tasks = changed = host_tasks = 0
         changed_hosts = []
         per_play = []
+        per_task = {}
         try:
             report = json.loads(completed.stdout)
             tasks = sum(len(play["tasks"]) for play in report["plays"])
@@ -134,13 +164,14 @@ class Run:
             # Per play: its name, its tasks and its tasks x hosts (where the per-host work is).
             per_play = [[play["play"]["name"], len(play["tasks"]), sum(len(task["hosts"]) for task in play["tasks"])]
                         for play in report["plays"]]
+            per_task = task_seconds(report)
         except (ValueError, KeyError):
             report = None
         error = None
         if completed.returncode != 0:
             error = "%s failed (rc %d): %s" % (name, completed.returncode, (completed.stdout + completed.stderr)[-2000:])
         return {"seconds": seconds, "tasks": tasks, "host_tasks": host_tasks, "changed": changed,
-                "changed_hosts": changed_hosts, "per_play": per_play, "error": error}
+                "changed_hosts": changed_hosts, "per_play": per_play, "per_task": per_task, "error": error}
 
     def containers(self):
         out = subprocess.run(["podman", "ps", "-a", "--filter", "label=gangplank.io/managed=true", "--format", "json"],
@@ -206,9 +237,10 @@ def day2_steps(run, base, results, after_initial=None):
 
 def one_size(checkout, count):
     with tempfile.TemporaryDirectory(prefix="gangplank-day2-") as base:
-        inventory = write_bed(base, count)
+        inventory = write_bed(base, count, checkout)
         run = Run(checkout, inventory, count)
-        run.teardown()
+        if run.containers():       # what an interrupted run left
+            run.teardown()
         results = []
         try:
             day2_steps(run, base, results)
@@ -339,14 +371,100 @@ def print_bed_info(count, info):
                   flush=True)
 
 
-def parse_checkouts(values):
+def parse_checkouts(values, before):
+    if before:
+        if values:
+            sys.exit("--before and --checkout: give one or the other")
+        values = ["before=%s" % before, "after=%s" % ROOT]
     checkouts = []
     for value in values or ["current=%s" % ROOT]:
         name, sep, path = value.partition("=")
         if not sep or not name or not os.path.isdir(os.path.join(path, "playbooks")):
             sys.exit("--checkout NAME=PATH: %r is not a name and a checkout with playbooks/" % value)
         checkouts.append((name, os.path.abspath(path)))
+    if len({name for name, _path in checkouts}) != len(checkouts):
+        sys.exit("--checkout: every checkout needs a name of its own")
     return checkouts
+
+
+@contextlib.contextmanager
+def held(path):
+    """An exclusive flock on path (as flock(1) takes it) for the block, or nothing without a path."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as handle:
+        started = time.monotonic()
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        waited = time.monotonic() - started
+        if waited > 1:
+            print("  (waited %.0f s for %s)" % (waited, path), flush=True)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def print_run(result, reference, first_size):
+    ratio = " %5.2fx of %d hosts" % (result["seconds"] / reference, first_size) if reference else ""
+    print("  %-32s %7.1f s  %3d tasks  %5d tasks x hosts  %3d changed on %2d host(s)  load %5.2f%s%s"
+          % (result["label"], result["seconds"], result["tasks"], result["host_tasks"], result["changed"],
+             len(result["changed_hosts"]), result["load"], ratio,
+             "  FAILED: " + result["error"] if result["error"] else ""), flush=True)
+    print("    per play (tasks, tasks x hosts): %s" % "; ".join(
+        "%s %d, %d" % tuple(play) for play in result.get("per_play", [])), flush=True)
+
+
+def step_runs(figures, name, count, label):
+    """Every run of one step: the results of that checkout and size, over the rounds, that did not fail."""
+    return [result for results in figures.get((name, count), []) for result in results
+            if result["label"] == label and result["error"] is None]
+
+
+def print_summary(figures, checkouts, sizes, labels, top):
+    names = [name for name, _path in checkouts]
+    print("\nsummary: median seconds [every run; load range]; tasks, tasks x hosts per play from the last run")
+    for count in sizes:
+        print("\n%d hosts" % count)
+        for label in labels:
+            medians = {}
+            for name in names:
+                runs = step_runs(figures, name, count, label)
+                failed = sum(1 for results in figures.get((name, count), []) for result in results
+                             if result["label"] == label and result["error"] is not None)
+                if not runs:
+                    print("  %-32s %-8s -%s" % (label, name, " (%d failed)" % failed if failed else ""))
+                    continue
+                seconds = [result["seconds"] for result in runs]
+                medians[name] = statistics.median(seconds)
+                loads = [result["load"] for result in runs]
+                ratio = "  %.2fx of %s" % (medians[name] / medians[names[0]], names[0]) \
+                    if name != names[0] and medians.get(names[0]) else ""
+                print("  %-32s %-8s %6.1f s [%s; load %.1f-%.1f]%s%s" % (
+                    label, name, medians[name], ", ".join("%.1f" % value for value in seconds), min(loads), max(loads),
+                    ratio, " (%d failed)" % failed if failed else ""))
+                print("  %-32s %-8s %d tasks, %d tasks x hosts; per play %s" % (
+                    "", "", runs[-1]["tasks"], runs[-1]["host_tasks"],
+                    "; ".join("%s %d, %d" % tuple(play) for play in runs[-1]["per_play"])))
+            if top and len(medians) >= 2 and names[0] in medians and names[1] in medians:
+                print_task_differences(figures, names[0], names[1], count, label, top)
+
+
+def print_task_differences(figures, first, second, count, label, top):
+    """The tasks whose median wall time differs most between two checkouts on one step (a task in one of them only counts 0 in the other)."""
+    median_tasks = {}
+    for name in (first, second):
+        runs = step_runs(figures, name, count, label)
+        keys = {key for result in runs for key in result["per_task"]}
+        median_tasks[name] = {key: statistics.median(result["per_task"].get(key, 0.0) for result in runs) for key in keys}
+    keys = set(median_tasks[first]) | set(median_tasks[second])
+    differences = sorted(((median_tasks[second].get(key, 0.0) - median_tasks[first].get(key, 0.0), key) for key in keys),
+                         key=lambda pair: (-abs(pair[0]), pair[1]))
+    total = sum(median_tasks[second].values()) - sum(median_tasks[first].values())
+    print("  %-32s task walls %s - %s: %+.2f s in all; most different:" % ("", second, first, total))
+    for difference, key in differences[:top]:
+        print("  %-32s   %+6.2f s  %s (%.2f -> %.2f s)" % ("", difference, key, median_tasks[first].get(key, 0.0),
+                                                            median_tasks[second].get(key, 0.0)))
 
 
 def main(argv=None):
@@ -356,8 +474,18 @@ def main(argv=None):
     parser.add_argument("--hosts", default="3,10,30", help="comma-separated bed sizes, 1-%d, --bed fresh 1-%d (default 3,10,30)"
                         % (MAX_HOSTS, FRESH_MAX_HOSTS))
     parser.add_argument("--checkout", action="append", help="NAME=PATH of a checkout to run (repeatable; default this one)")
+    parser.add_argument("--before", metavar="PATH", help="a checkout of the version before: the same as "
+                        "--checkout before=PATH --checkout after=<this checkout>")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds per size, each running every checkout once, in turn (default 1)")
+    parser.add_argument("--lock", metavar="PATH", help="hold an flock on PATH for each round (e.g. /work/e2e.lock)")
+    parser.add_argument("--top", type=int, default=8, help="tasks listed per step where two checkouts differ (default 8; 0: none)")
     parser.add_argument("--json", action="store_true", help="also print every figure as one JSON document")
+    parser.add_argument("--save", metavar="PATH", help="write every figure so far to PATH (JSON) after each run")
+    parser.add_argument("--summarize", metavar="PATH", nargs="+",
+                        help="print the summary of runs saved by --save (one or more files) and run nothing")
     args = parser.parse_args(argv)
+    if args.summarize:
+        return summarize(args.summarize, args.top)
     try:
         sizes = [int(size) for size in args.hosts.split(",") if size]
     except ValueError:
@@ -368,41 +496,67 @@ def main(argv=None):
                          % (FRESH_MAX_HOSTS, FRESH_FIRST_ADDRESS, FRESH_FIRST_ADDRESS + FRESH_MAX_HOSTS - 1))
     elif not sizes or any(size < 1 or size > MAX_HOSTS for size in sizes):
         parser.error("--hosts: each size must be 1-%d (the bed's loopback range 127.0.0.100-129)" % MAX_HOSTS)
+    if not 1 <= args.repeat <= 20:
+        parser.error("--repeat: expected 1-20, got %d" % args.repeat)
     if not os.path.exists(BUNDLE):
         sys.exit("the test bed image is missing: source scripts/lib/testbed.sh first (%s)" % BUNDLE)
-    checkouts = parse_checkouts(args.checkout)
-    figures = {}
+    checkouts = parse_checkouts(args.checkout, args.before)
+    figures = {}   # (checkout name, size) -> [results of each round]
     bed_info = {}
     for count in sizes:
-        for name, path in checkouts:
-            print("== %s, %d hosts (%s)%s" % (name, count, path, ", over SSH on the fresh-host bed" if args.bed == "fresh" else ""),
-                  flush=True)
-            figures[(name, count)], bed_info[(name, count)] = (one_size_fresh if args.bed == "fresh" else one_size)(path, count)
-            print_bed_info(count, bed_info[(name, count)])
-            for result in figures[(name, count)]:
-                base = figures.get((name, sizes[0]), [])
-                reference = next((item["seconds"] for item in base if item["label"] == result["label"]), None)
-                ratio = " %5.2fx of %d hosts" % (result["seconds"] / reference, sizes[0]) if reference else ""
-                print("  %-32s %7.1f s  %3d tasks  %5d tasks x hosts  %3d changed on %2d host(s)  load %5.2f%s%s"
-                      % (result["label"], result["seconds"], result["tasks"], result["host_tasks"], result["changed"],
-                         len(result["changed_hosts"]), result["load"], ratio,
-                         "  FAILED: " + result["error"] if result["error"] else ""), flush=True)
-                print("    per play (tasks, tasks x hosts): %s" % "; ".join(
-                    "%s %d, %d" % tuple(play) for play in result.get("per_play", [])), flush=True)
-    print("\nsummary (seconds; ratio to %d hosts)" % sizes[0])
-    print("%-32s %s" % ("", "  ".join("%-16s" % ("%s@%d" % key) for key in figures)))
-    labels = [result["label"] for result in next(iter(figures.values()))]
-    for label in labels:
-        cells = []
-        for (name, _count), results in figures.items():
-            result = next((item for item in results if item["label"] == label), None)
-            reference = next((item["seconds"] for item in figures.get((name, sizes[0]), []) if item["label"] == label), None)
-            cells.append("%-16s" % ("-" if result is None else "%.1f (%.2fx)%s" % (
-                result["seconds"], result["seconds"] / reference if reference else 0, "!" if result["error"] else "")))
-        print("%-32s %s" % (label, "  ".join(cells)))
+        for round_number in range(1, args.repeat + 1):
+            with held(args.lock):
+                for name, path in checkouts:
+                    print("== %s, %d hosts, round %d of %d (%s)%s" % (
+                        name, count, round_number, args.repeat, path,
+                        ", over SSH on the fresh-host bed" if args.bed == "fresh" else ""), flush=True)
+                    results, info = (one_size_fresh if args.bed == "fresh" else one_size)(path, count)
+                    figures.setdefault((name, count), []).append(results)
+                    bed_info.setdefault((name, count), []).append(info)
+                    if args.save:
+                        save(args.save, figures, bed_info, checkouts, args.bed)
+                    print_bed_info(count, info)
+                    first = figures.get((name, sizes[0]), [[]])[0]
+                    for result in results:
+                        reference = next((item["seconds"] for item in first if item["label"] == result["label"]), None)
+                        print_run(result, reference if count != sizes[0] else None, sizes[0])
+    print_summary(figures, checkouts, sizes, step_labels(figures), args.top)
     if args.json:
-        print(json.dumps([{"checkout": name, "hosts": count, "bed": args.bed, "bed_info": bed_info[(name, count)], "results": results}
-                          for (name, count), results in figures.items()]))
+        print(json.dumps(document(figures, bed_info, checkouts, args.bed)))
+    return 0
+
+
+def step_labels(figures):
+    labels = []
+    for rounds in figures.values():
+        for results in rounds:
+            labels.extend(result["label"] for result in results if result["label"] not in labels)
+    return labels
+
+
+def document(figures, bed_info, checkouts, bed):
+    return {"checkouts": checkouts, "runs": [{"checkout": name, "hosts": count, "bed": bed, "bed_info": bed_info[(name, count)],
+                                              "rounds": rounds} for (name, count), rounds in figures.items()]}
+
+
+def save(path, figures, bed_info, checkouts, bed):
+    with open(path + ".tmp", "w") as handle:
+        json.dump(document(figures, bed_info, checkouts, bed), handle)
+    os.replace(path + ".tmp", path)
+
+
+def summarize(paths, top):
+    """The summary of saved runs; several files (e.g. one per size) are read as one."""
+    figures, checkouts, sizes = {}, [], []
+    for path in paths:
+        with open(path) as handle:
+            saved = json.load(handle)
+        checkouts.extend(tuple(pair) for pair in saved["checkouts"] if tuple(pair) not in checkouts)
+        for run in saved["runs"]:
+            figures.setdefault((run["checkout"], run["hosts"]), []).extend(run["rounds"])
+            if run["hosts"] not in sizes:
+                sizes.append(run["hosts"])
+    print_summary(figures, checkouts, sizes, step_labels(figures), top)
     return 0
 
 

@@ -70,6 +70,13 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, changed=False, msg="spec: %s" % (
                 error if isinstance(error, EngineError) else "has no %s" % error))
         if args["state"] == "pulled":
+            # Only what the host lacks is pulled: the engine's module (and a login) runs for no image the host holds.
+            missing = self._missing_images(engine.engine, args["images"])
+            if missing is not None:
+                if not missing:
+                    return dict(result, changed=False)
+                calls = engine.pull_calls(missing, args["registries"], args["registry_passwords"])
+                args = dict(args, images=missing)
             if self._task.check_mode:
                 # No login in check mode: the pulls only say whether the host lacks the image.
                 return self._pull(result, [call for call in calls if not call.no_log], args, task_vars)
@@ -94,6 +101,22 @@ class ActionModule(ActionBase):
                 break
         result["changed"] = changed
         return result
+
+    def _missing_images(self, engine, images):
+        """The images the host does not hold, asked with one command (``<engine> image inspect`` each: an image
+        already loaded from a bundle costs no module run); None when the answer is not what was asked, so that the
+        pulls decide."""
+        wanted = list(dict.fromkeys(images))
+        if not wanted:
+            return []
+        # No trailing ';': Ansible appends '&& sleep 0' to the command.
+        command = "; ".join("%s image inspect %s >/dev/null 2>&1 || printf '%%s\\n' %s" % (engine, quoted, quoted)
+                            for quoted in map(shlex.quote, wanted))
+        done = self._low_level_execute_command(command)
+        lines = (done.get("stdout") or "").splitlines() if done.get("rc") == 0 else None
+        if lines is None or len(lines) > len(wanted) or any(line not in wanted for line in lines):
+            return None
+        return [image for image in wanted if image in lines]
 
     def _pull(self, result, calls, args, task_vars):
         """The logins, then the pulls, stopping at the first failure (the logouts follow, whatever happened)."""

@@ -33,8 +33,10 @@ description:
     the spec's env and of O(secret_values) masked; the inspect data the module returns is never in it. Run it with
     C(no_log) all the same: the module's arguments and result hold the env."
   - "With O(state=pulled), the images O(images) are brought onto the host before any container that runs them is created,
-    each only when the host does not hold it (an image loaded from a bundle is never pulled): first a login to each
-    registry of O(registries) that an image names (M(containers.podman.podman_login) or
+    each only when the host does not hold it (an image loaded from a bundle is never pulled). One command on the host
+    first asks the engine which of them it lacks (C(image inspect) of each); with none missing no module runs. For
+    the missing ones: first a login to each registry of O(registries) that one of them names
+    (M(containers.podman.podman_login) or
     M(community.docker.docker_login), its password from O(registry_passwords), the step's result never shown), then
     M(containers.podman.podman_image) or M(community.docker.docker_image_pull) per image, then a logout of each
     registry logged in to (M(containers.podman.podman_logout), or M(community.docker.docker_login) with

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -26,6 +28,34 @@ ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, ".build", "fresh", "co
 
 def freshbed(*args):
     subprocess.run([FRESHBED, *args], check=True, env=ENV, timeout=900)
+
+
+def outer_podman(*args):
+    """Podman on this machine, as the bed runs it (its own containers.conf): the hosts' containers."""
+    subprocess.run(["podman", *args], env=ENV, check=True, timeout=120, capture_output=True)
+
+
+def forget_connections():
+    """Ansible's persistent SSH connections to the bed (ControlPersist): the next run connects afresh."""
+    folder = os.path.join(ROOT, ".build", "fresh", "cp")
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+
+
+def wait_for_ssh(address, seconds=120):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, 22), timeout=2) as connection:
+                if connection.recv(4).startswith(b"SSH"):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("%s does not answer on port 22" % address)
 
 
 class FreshBed:
@@ -66,6 +96,20 @@ class FreshBed:
 
     def down(self):
         freshbed("down", *("%s=%s" % item for item in self.addresses.items()))
+
+    def boot(self, host):
+        """Starts a stopped host again as a boot would: /run emptied (a tmpfs on a real host, not in the bed's
+        container), so the engines' runtime state is gone; returns once its sshd answers."""
+        outer_podman("start", "gangplank-fresh-" + host)
+        self.sh(host, "rm -rf /run/libpod /run/containers /run/runc /run/crun /run/docker /run/docker.sock /run/docker.pid")
+        wait_for_ssh(self.addresses[host])
+        forget_connections()
+
+    def reboot(self, host):
+        """The host's power cut (every process killed at once), then boot()."""
+        outer_podman("stop", "-t", "0", "gangplank-fresh-" + host)
+        forget_connections()
+        self.boot(host)
 
     # As Bed's (tests/e2e/bed.py): added to each run's environment; what each run printed, when a dict.
     environment = {}

@@ -13,15 +13,12 @@ everything: the surplus copies and the moved instance's old copy on it are remov
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import time
 
 import pytest
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures
-from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
+from ansible_collections.gangplank.platform.tests.e2e.bed import failures
+from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed, forget_connections, outer_podman
 
 HOSTS = {"fresh1": ("fdn-1", "127.0.0.151"), "fresh2": ("fdn-2", "127.0.0.152")}
 # fresh3 (zone west, no GPU: most CPU-only work goes there) with Podman instead of Docker: Docker starts
@@ -44,33 +41,6 @@ def bed(tmp_path_factory):
     bed.up()
     yield bed
     bed.down()
-
-
-def outer_podman(*args):
-    subprocess.run(["podman", *args], env=ENV, check=True, timeout=120, capture_output=True)
-
-
-def forget_connections():
-    """Ansible's persistent SSH connections to the bed (ControlPersist): the next run connects afresh."""
-    folder = os.path.join(ROOT, ".build", "fresh", "cp")
-    for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        try:
-            os.unlink(os.path.join(folder, name))
-        except OSError:
-            pass
-
-
-def wait_for_ssh(address, seconds=120):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((address, 22), timeout=2) as connection:
-                if connection.recv(4).startswith(b"SSH"):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError("%s does not answer on port 22" % address)
 
 
 def running_instances(bed, hosts):
@@ -105,14 +75,6 @@ def check_no_stateful_twice(bed, record, hosts):
             if placement["node"] not in hosts:
                 assert name not in running, (name, running)
     return running
-
-
-def bring_back(bed):
-    outer_podman("start", "gangplank-fresh-" + DOWN)
-    # A reboot empties /run (a tmpfs on a real host, not in the bed's container): the engines' runtime state goes.
-    bed.sh(DOWN, "rm -rf /run/libpod /run/containers /run/runc /run/crun /run/docker /run/docker.sock /run/docker.pid")
-    wait_for_ssh(bed.addresses[DOWN])
-    forget_connections()
 
 
 def test_a_host_down_keeps_its_place_the_rest_scales_and_it_comes_back(bed):
@@ -171,7 +133,7 @@ def test_a_host_down_keeps_its_place_the_rest_scales_and_it_comes_back(bed):
     assert all(running.get(name) == [replaced["placement"][name]["node"]] for name in movable + [moved]), running
 
     # The host comes back, and is lost again while site.yml deploys it: as soon as one of its containers runs again.
-    bring_back(bed)
+    bed.boot(DOWN)
     process = bed.popen("site.yml")
     deadline, seen = time.monotonic() + 300, {}
     while time.monotonic() < deadline and process.poll() is None and not seen:
@@ -184,7 +146,7 @@ def test_a_host_down_keeps_its_place_the_rest_scales_and_it_comes_back(bed):
 
     # Back for good: the next site.yml repairs everything. The surplus copies on the returned host are removed after
     # the ranks (their replacements were up first), the moved instance's old copy there is removed, never started.
-    bring_back(bed)
+    bed.boot(DOWN)
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, failures(report)
     running = running_instances(bed, NAMES)

@@ -20,12 +20,16 @@ SPEC = {"name": "h1-api-0", "image": "localhost/api:1", "command": [], "env": {"
 SECRETS = {"vault_token": "token-secret-value"}
 
 
-def run(args, module_result):
+def run(args, module_result, host_answer=None):
+    """The action with its module calls answered by module_result; the host's one command (which images it lacks)
+    answered by host_answer, (rc, stdout), by default: it lacks every image asked for."""
     task = Task()
     task.args = args
     action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(), templar=MagicMock(),
                           shared_loader_obj=None)
     action._execute_module = MagicMock(return_value=dict(module_result))
+    rc, out = host_answer or (0, "".join(image + "\n" for image in args.get("images") or []))
+    action._low_level_execute_command = MagicMock(return_value={"rc": rc, "stdout": out, "stderr": ""})
     return action.run(task_vars={}), action._execute_module
 
 
@@ -174,6 +178,40 @@ def test_pulled_logs_in_then_pulls_each_image_and_hides_the_login():
         "containers.podman.podman_logout"]
     assert execute.call_args_list[-1].kwargs["module_args"] == {"registry": "127.0.0.1:5443"}
     assert result["changed"] is True and "pw-secret-value" not in str(result)
+
+
+def test_images_the_host_holds_are_not_pulled_and_their_registry_not_logged_in_to():
+    bundle, remote = PULL["images"][1], PULL["images"][0]
+    # The host holds both: no module runs at all.
+    result, execute = run(PULL, {"changed": True}, host_answer=(0, ""))
+    assert execute.call_args_list == [] and result["changed"] is False and not result.get("failed")
+    # It holds the registry's image only: the bundle's image is pulled, with no login to the registry.
+    result, execute = run(PULL, {"changed": True}, host_answer=(0, bundle + "\n"))
+    assert [(call.kwargs["module_name"], call.kwargs["module_args"]["name"]) for call in execute.call_args_list] == [
+        ("containers.podman.podman_image", bundle)]
+    # It lacks the registry's image: the login, that pull, the logout.
+    _result, execute = run(PULL, {"changed": True}, host_answer=(0, remote + "\n"))
+    assert [call.kwargs["module_name"] for call in execute.call_args_list] == [
+        "containers.podman.podman_login", "containers.podman.podman_image", "containers.podman.podman_logout"]
+
+
+def test_an_answer_that_is_not_what_was_asked_leaves_the_pulls_to_decide():
+    for answer in ((1, ""), (0, "localhost/other:1\n"), (0, "".join(image + "\n" for image in PULL["images"] * 2))):
+        _result, execute = run(PULL, {"changed": False}, host_answer=answer)
+        assert [call.kwargs["module_name"] for call in execute.call_args_list].count("containers.podman.podman_image") == 2
+
+
+def test_the_host_is_asked_about_each_image_once_quoted():
+    task = Task()
+    task.args = dict(PULL, images=["localhost/a:1", "localhost/a:1", "localhost/b:1"])
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(), templar=MagicMock(),
+                          shared_loader_obj=None)
+    action._execute_module = MagicMock(return_value={"changed": False})
+    action._low_level_execute_command = MagicMock(return_value={"rc": 0, "stdout": "", "stderr": ""})
+    action.run(task_vars={})
+    command = action._low_level_execute_command.call_args.args[0]
+    assert command == ("podman image inspect localhost/a:1 >/dev/null 2>&1 || printf '%s\\n' localhost/a:1; "
+                       "podman image inspect localhost/b:1 >/dev/null 2>&1 || printf '%s\\n' localhost/b:1")
 
 
 def test_a_refused_login_names_the_images_and_the_registry_never_the_password():
