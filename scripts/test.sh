@@ -3,7 +3,8 @@
 # Steps, in order, stopping at the first failure with a non-zero exit:
 #   1. venv         source scripts/lib/venv.sh (.venv, requirements, collection path shim)
 #   2. unit         pytest tests/unit, one worker a CPU (pytest-xdist); collecting no test at all is an error
-#   3. integration  pytest tests/integration (chromium installed when missing, for the picture's browser test)
+#   3. integration  pytest tests/integration, one worker a CPU, a file to a worker (chromium installed when
+#                   missing, for the picture's browser test)
 #   4. e2e          the local test bed (podman, the demo image), then pytest tests/e2e: site.yml for real
 #   5. molecule     molecule test in each role: converge, idempotence, verify on this machine
 #   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
@@ -192,7 +193,8 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 if [[ -n "$(find tests/integration -type f \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]]; then
-    GANGPLANK_BROWSER_TESTS=required run_pytest tests/integration
+    # One worker a CPU, each test file whole on one worker (its tests build on each other, in order).
+    GANGPLANK_BROWSER_TESTS=required run_pytest tests/integration --numprocesses auto --dist loadfile
     end
 else
     echo "test.sh: tests/integration has no test_*.py or *_test.py file yet; skipping this step"

@@ -16,6 +16,16 @@ set -euo pipefail
 # debootstrap and privileged containers need root.
 ((EUID == 0)) || exec sudo --preserve-env=FRESHBED_DIR,FRESHBED_MIRROR,FRESHBED_PORTS,FRESHBED_HOSTS,FRESHBED_SUBNET "$0" "$@"
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+# Descriptors inherited from the caller are not passed on: Podman's helpers (conmon, aardvark-dns) stay running after
+# this script and keep every descriptor they inherit, so a lock taken around this script (flock LOCKFILE
+# scripts/lib/freshbed.sh up) would be held by them until the bed's containers are gone. Closing this process's copy
+# does not release the caller's lock. (sudo, above, closes them itself.)
+for fd in "/proc/$$/fd"/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then
+        eval "exec $fd>&-"
+    fi
+done
 FRESHBED_DIR=${FRESHBED_DIR:-$PWD/.build/fresh}
 FRESHBED_SUITE=bookworm
 FRESHBED_MIRROR=${FRESHBED_MIRROR:-http://deb.debian.org/debian}
