@@ -6,6 +6,7 @@
 #   3. integration  pytest tests/integration, one worker a CPU, a file to a worker (chromium installed when
 #                   missing, for the picture's browser test)
 #   4. e2e          the local test bed (podman, the demo image), then pytest tests/e2e: site.yml for real
+#                   (GANGPLANK_E2E_WORKERS=2: two groups of modules side by side, tests/e2e/conftest.py)
 #   5. molecule     molecule test in each role: converge, idempotence, verify on this machine
 #   6. sanity       ansible-test sanity --venv --python 3.11 on a copy of the files git would ship
 #   7. lint         ansible-lint, profile production (.ansible-lint)
@@ -266,7 +267,18 @@ start_static_checks
 begin e2e "test bed (scripts/lib/testbed.sh), then pytest tests/e2e"
 # shellcheck source=scripts/lib/testbed.sh
 source scripts/lib/testbed.sh
-run_pytest tests/e2e
+# GANGPLANK_E2E_WORKERS=2 runs the modules in two groups side by side, each group's modules one after another
+# (tests/e2e/conftest.py says which module goes where and why); unset or 1, all one after another.
+E2E_WORKERS=${GANGPLANK_E2E_WORKERS:-1}
+if [[ ! $E2E_WORKERS =~ ^[12]$ ]]; then
+    echo "test.sh: error: GANGPLANK_E2E_WORKERS must be 1 or 2 (two groups of modules at the most)" >&2
+    exit 2
+fi
+if ((E2E_WORKERS == 2)); then
+    run_pytest tests/e2e --numprocesses 2 --dist loadgroup
+else
+    run_pytest tests/e2e
+fi
 end
 
 # --------------------------------------------------------------------------------------------------
