@@ -51,12 +51,29 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Debian's package $1 (the command of the same name) installed when missing: with apt-get as root, else through
+# sudo -n; $2 says what needs it, $3 what happens without it.
+install_missing() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing $1 (apt) for $2"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+    else
+        sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1"' sh "$1" >/dev/null 2>&1 ||
+            echo "test.sh: warning: $1 is missing and cannot be installed here; $3" >&2
+    fi
+}
+
 # Steps 6-8 in the background (start_static_checks), their output and summary in $STATIC_DIR; finish_static_checks
 # waits for them and prints what they printed.
 STATIC_DIR=""
 STATIC_PID=""
 STATIC_FIRST=0
 start_static_checks() {
+    # ansible-test's shellcheck test is skipped (with only a warning) when shellcheck is missing.
+    install_missing shellcheck "the sanity shellcheck test" "sanity skips that test"
     STATIC_DIR="$REPO_ROOT/.build/test-static"
     rm -rf "$STATIC_DIR"
     mkdir -p "$STATIC_DIR"
@@ -184,15 +201,7 @@ end
 # --------------------------------------------------------------------------------------------------
 begin integration "pytest tests/integration"
 # The placement picture is tested in a real browser: Debian's headless chromium, installed when missing.
-if ! command -v chromium >/dev/null 2>&1; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "test.sh: installing chromium (apt) for the placement picture's browser test"
-        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        sudo -n sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium' >/dev/null 2>&1 ||
-            echo "test.sh: warning: chromium is missing and cannot be installed here; the browser test will fail" >&2
-    fi
-fi
+install_missing chromium "the placement picture's browser test" "the browser test will fail"
 if [[ -n "$(find tests/integration -type f \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit 2>/dev/null)" ]]; then
     # One worker a CPU, each test file whole on one worker (its tests build on each other, in order).
     GANGPLANK_BROWSER_TESTS=required run_pytest tests/integration --numprocesses auto --dist loadfile
@@ -211,15 +220,7 @@ static_checks() {
     # would ship; --venv makes it build its own venvs (ansible-core's requirements in
     # tests/output/.tmp/delegation, each sanity test's pinned tools in ~/.ansible/test/venv) from PyPI.
     # Those are kept between runs, so only the first run on a machine installs them.
-    # ansible-test's shellcheck test is skipped (with only a warning) when shellcheck is missing.
-    if ! command -v shellcheck >/dev/null 2>&1; then
-        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-            echo "test.sh: installing shellcheck (apt) for the sanity shellcheck test"
-            apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
-        else
-            echo "test.sh: warning: shellcheck is missing and cannot be installed here; sanity skips that test" >&2
-        fi
-    fi
+    # The shellcheck command is installed by start_static_checks, before e2e (whose test bed may run apt-get too).
     SANITY_ROOT="$REPO_ROOT/.build/sanity"
     SANITY_COLLECTION="$SANITY_ROOT/ansible_collections/gangplank/platform"
     copy_shipped_files "$SANITY_COLLECTION"
