@@ -119,13 +119,14 @@ def last_output(bed):
     return list(bed.transcripts.values())[-1]
 
 
-def check_wrong_password_refused(registry, returncode, report, output, containers, logged_in, secrets):
+def check_wrong_password_refused(registry, returncode, report, output, containers, no_login_left, secrets):
     """A run with a wrong registry password: it failed naming the image, the registry and the user, created no
-    container (``containers``: what the engine has now), printed none of ``secrets`` and left no login behind."""
+    container (``containers``: what the engine has now), printed none of ``secrets`` (``output``: what it printed)
+    and left no login behind (``no_login_left``: read from the engine's own store of logins)."""
     assert returncode != 0
     expected = ("cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)"
                 % (registry.image, registry.host, registry.username))
     assert expected in failures(report), failures(report)
     assert containers == {}
     assert not any(secret in output for secret in secrets)
-    assert not logged_in
+    assert no_login_left

@@ -90,7 +90,7 @@ def test_a_wrong_password_fails_the_rank_before_it_starts(bed, registry):
     write_password(bed, WRONG)
     returncode, report = bed.playbook("site.yml", *vault(bed))
     check_wrong_password_refused(registry, returncode, report, last_output(bed), containers_of(NAMES),
-                                 logged_in=not not_logged_in(registry), secrets=(WRONG, PASSWORD))
+                                 no_login_left=not_logged_in(registry), secrets=(WRONG, PASSWORD))
     # Nor is the image here.
     assert podman("image", "exists", registry.image).returncode != 0
 

@@ -73,7 +73,7 @@ def test_a_wrong_password_fails_the_rank_before_it_starts(bed, registry):
     write_password(bed, WRONG)
     returncode, report = bed.playbook("site.yml", *vault(bed))
     check_wrong_password_refused(registry, returncode, report, last_output(bed), bed.containers(),
-                                 logged_in=not no_login_stays(bed, registry), secrets=(WRONG, PASSWORD))
+                                 no_login_left=no_login_stays(bed, registry), secrets=(WRONG, PASSWORD))
 
 
 def test_the_image_by_digest_is_pulled_with_the_vaulted_password_and_runs(bed, registry):
