@@ -11,9 +11,14 @@ two groups; a group runs on one worker, its modules one after another, each modu
   runs the runtime role for its three hosts at once on this machine already; test_registry.py beside one of them is
   one more such run.
 
-Without --dist loadgroup the marks change nothing: the modules run one after another, as before."""
+Without --dist loadgroup the marks change nothing: the modules run one after another, as before.
+
+At the end of the run the seconds spent in each test file (its tests' setup, call and teardown) are printed, the
+slowest first: what a module's beds and runs cost, to plan the groups by."""
 
 from __future__ import annotations
+
+import collections
 
 import pytest
 
@@ -27,3 +32,17 @@ def pytest_collection_modifyitems(items):
         module = getattr(item, "module", None)
         shares = module is not None and any(hasattr(module, name) for name in _FRESH_BED_OR_REGISTRY)
         item.add_marker(pytest.mark.xdist_group("fresh-bed" if shares else "local-bed"))
+
+
+_SECONDS_PER_FILE = collections.defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    _SECONDS_PER_FILE[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SECONDS_PER_FILE:
+        terminalreporter.write_sep("=", "seconds per test file (its tests' setup, call and teardown)")
+        for path, seconds in sorted(_SECONDS_PER_FILE.items(), key=lambda item: (-item[1], item[0])):
+            terminalreporter.write_line("%8.1f  %s" % (seconds, path))
