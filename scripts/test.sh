@@ -13,9 +13,9 @@
 #   8. docs         antsibull-changelog lint (changelogs/), the site's guides up to date with docs/*.md
 #                   (scripts/docs_guides.py --check), antsibull-docs lint-collection-docs --plugin-docs, then the
 #                   site built (scripts/docs.sh) and its links checked (scripts/docs_links.py)
-# Steps 6-8 read the checkout and write only below .build/ and the user's ~/.ansible and ~/.cache, nothing that
-# e2e or molecule use: they run in the background while steps 4-5 run (those wait on containers and hosts most
-# of the time), in a process group of their own. What they print is shown after molecule, with their own times;
+# Steps 6-8 read the checkout and write only below .build/, .ansible/ and the user's ~/.ansible and ~/.cache,
+# nothing that e2e or molecule use: they run in the background while steps 4-5 run (much of whose time goes on
+# waiting for containers, hosts and probes), in a process group of their own. What they print is shown after molecule, with their own times;
 # a failure there fails the run all the same.
 set -euo pipefail
 
