@@ -23,6 +23,8 @@
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+# shellcheck source=scripts/lib/rootfs.sh
+source scripts/lib/rootfs.sh
 EE_BASE_DIR=${EE_BASE_DIR:-$PWD/.build/ee}
 EE_BASE_SUITE=bookworm
 EE_BASE_MIRROR=${EE_BASE_MIRROR:-http://deb.debian.org/debian}
@@ -125,20 +127,8 @@ main() {
     if ! podman image exists "$image"; then
         mkdir -p "$EE_BASE_DIR"
         if [[ ! -s $tar ]]; then
-            command -v debootstrap >/dev/null || {
-                log "installing debootstrap"
-                env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-                env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-            }
             log "building the base image (debootstrap $EE_BASE_SUITE)"
-            root=$(mktemp -d "$EE_BASE_DIR/root.XXXXXX")
-            trap 'rm -rf "$root"' EXIT
-            debootstrap --variant=minbase --include="$EE_BASE_PACKAGES" "$EE_BASE_SUITE" "$root" "$EE_BASE_MIRROR" >"$EE_BASE_DIR/debootstrap.log"
-            customize "$root" "$list"
-            tar -C "$root" -cf "$tar.tmp" .
-            rm -rf "$root"
-            mv "$tar.tmp" "$tar"
-            find "$EE_BASE_DIR" -maxdepth 1 -name 'base-*.tar' ! -name "${tar##*/}" -delete
+            rootfs_tar "$tar" "$EE_BASE_SUITE" "$EE_BASE_PACKAGES" "$EE_BASE_MIRROR" customize "$list"
         fi
         log "importing $tar as $image"
         local changes=() change

@@ -16,6 +16,16 @@ set -euo pipefail
 # debootstrap and privileged containers need root.
 ((EUID == 0)) || exec sudo --preserve-env=FRESHBED_DIR,FRESHBED_MIRROR,FRESHBED_PORTS,FRESHBED_HOSTS,FRESHBED_SUBNET "$0" "$@"
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+# Descriptors inherited from the caller are not passed on: Podman's helpers (conmon, aardvark-dns) stay running after
+# this script and keep every descriptor they inherit, so a lock taken around this script (flock LOCKFILE
+# scripts/lib/freshbed.sh up) would be held by them until the bed's containers are gone. Closing this process's copy
+# does not release the caller's lock. (sudo, above, closes them itself.)
+for fd in "/proc/$$/fd"/*; do
+    fd=${fd##*/}
+    if ((fd > 2)); then
+        eval "exec $fd>&-"
+    fi
+done
 FRESHBED_DIR=${FRESHBED_DIR:-$PWD/.build/fresh}
 FRESHBED_SUITE=bookworm
 FRESHBED_MIRROR=${FRESHBED_MIRROR:-http://deb.debian.org/debian}
@@ -27,6 +37,8 @@ FRESHBED_USER=gangplank
 FRESHBED_NETWORK=gangplank-freshbed
 FRESHBED_SUBNET=${FRESHBED_SUBNET:-10.213.61.0/24}
 export CONTAINERS_CONF=$FRESHBED_DIR/containers.conf
+# shellcheck source=scripts/lib/rootfs.sh
+source scripts/lib/rootfs.sh
 
 log() { printf 'freshbed: %s\n' "$*" >&2; }
 
@@ -75,27 +87,16 @@ image_name() {
 }
 
 build_image() {
-    local image tar root
+    local image tar
     image=$(image_name)
     tar=$FRESHBED_DIR/host-${image##*:}.tar
     if podman image exists "$image"; then
         return
     fi
     if [[ ! -s $tar ]]; then
-        command -v debootstrap >/dev/null || {
-            log "installing debootstrap"
-            env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-            env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-        }
         log "building the host image (debootstrap $FRESHBED_SUITE, about a minute)"
-        root=$(mktemp -d "$FRESHBED_DIR/root.XXXXXX")
-        debootstrap --variant=minbase --include="$FRESHBED_PACKAGES" "$FRESHBED_SUITE" "$root" "$FRESHBED_MIRROR" >"$FRESHBED_DIR/debootstrap.log"
-        customize "$root"
-        tar -C "$root" -cf "$tar.tmp" .
-        rm -rf "$root"
-        mv "$tar.tmp" "$tar"
-        # Older recipes' archives are of no further use.
-        find "$FRESHBED_DIR" -maxdepth 1 -name 'host-*.tar' ! -name "${tar##*/}" -delete
+        # Older recipes' archives are of no further use: rootfs_tar deletes them.
+        rootfs_tar "$tar" "$FRESHBED_SUITE" "$FRESHBED_PACKAGES" "$FRESHBED_MIRROR" customize
     fi
     log "importing $tar as $image"
     podman import -q "$tar" "$image" >/dev/null

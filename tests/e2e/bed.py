@@ -101,6 +101,20 @@ def run_playbook(inventory, playbook, *extra, timeout=600, environment=None, tra
     return completed.returncode, report
 
 
+def vaulted(base, name, value):
+    """``name: !vault |...``: the value encrypted with the password file ``base``/vault-password, as a delivery
+    engineer writes it into group_vars."""
+    completed = subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt_string", "--vault-password-file",
+                                str(base / "vault-password"), "--stdin-name", name],
+                               input=value, capture_output=True, text=True, check=True)
+    return completed.stdout
+
+
+def vault(bed):
+    """The arguments that give a playbook run the bed's vault password file."""
+    return ("--vault-password-file", str(bed.base / "vault-password"))
+
+
 RUN_MARK = "GANGPLANK_E2E_RUN"     # in the environment of a background run and of everything it starts
 # Processes that outlive a run by design and cannot act for it: a container's monitor, rootless podman's pause process.
 _NOT_THE_RUNS = ("conmon", "catatonit")

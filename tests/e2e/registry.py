@@ -2,7 +2,9 @@
 """A real image registry for the e2e tests: Debian's docker-registry (the CNCF distribution registry) on a loopback
 address, TLS with a self-signed certificate made here with openssl, and htpasswd basic auth (bcrypt). Installed with
 apt-get when missing, its config, certificate and storage under .build/registry, started by hand and stopped by the
-test (by its process id). ``push`` puts a local image into it with Podman and gives its reference by digest."""
+test (by its process id). ``push`` puts a local image into it with Podman and gives its reference by digest.
+The tests on Podman (test_registry.py) and Docker (test_registry_docker.py) share the vaulted password's writer and
+the check of a wrong password (``check_wrong_password_refused``)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT
+from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, vaulted
 
 PACKAGES = {"docker-registry": "docker-registry", "htpasswd": "apache2-utils", "openssl": "openssl"}
 START_TIMEOUT = 30
@@ -104,3 +106,27 @@ class Registry:
         with open(digest_file) as handle:
             digest = handle.read().strip()
         return "%s@%s" % (target, digest)
+
+
+def write_password(bed, password):
+    """The registry's password as the site keeps it: a vaulted variable in the bed's group_vars."""
+    (bed.base / "group_vars" / "all" / "zz_registry_password.yml").write_text(
+        "---\n" + vaulted(bed.base, "e2e_registry_password", password))
+
+
+def last_output(bed):
+    """What the bed's last playbook run printed (``bed.transcripts`` must be a dict)."""
+    return list(bed.transcripts.values())[-1]
+
+
+def check_wrong_password_refused(registry, returncode, report, output, containers, no_login_left, secrets):
+    """A run with a wrong registry password: it failed naming the image, the registry and the user, created no
+    container (``containers``: what the engine has now), printed none of ``secrets`` (``output``: what it printed)
+    and left no login behind (``no_login_left``: read from the engine's own store of logins)."""
+    assert returncode != 0
+    expected = ("cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)"
+                % (registry.image, registry.host, registry.username))
+    assert expected in failures(report), failures(report)
+    assert containers == {}
+    assert not any(secret in output for secret in secrets)
+    assert no_login_left

@@ -10,14 +10,15 @@ The hosts are renamed (reg-n1, ...) and publish on 127.0.0.91-93."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, BUNDLE, Bed, containers as containers_of, failures, task_results
-from ansible_collections.gangplank.platform.tests.e2e.registry import Registry
+from ansible_collections.gangplank.platform.tests.e2e.bed import BUNDLE, Bed, containers as containers_of, failures, task_results, vault
+from ansible_collections.gangplank.platform.tests.e2e.registry import (
+    Registry, check_wrong_password_refused, last_output, write_password,
+)
 
 HOSTS = {"node1": ("reg-n1", "127.0.0.91"), "node2": ("reg-n2", "127.0.0.92"), "node3": ("reg-n3", "127.0.0.93")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -25,13 +26,6 @@ USER, PASSWORD, WRONG = "deployer", "e2e-registry-pw-3c1d", "e2e-wrong-pw-88af"
 SERVE = 'mkdir -p /www && cat /registry-marker > /www/health && exec httpd -f -p "${GANGPLANK_PORTS%%,*}" -h /www'
 # A local image of its own (the demo image and a marker file), pushed to the registry, then removed here.
 LOCAL_IMAGE = "localhost/gangplank-registry-e2e:1"
-
-
-def vaulted(base, name, value):
-    completed = subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt_string", "--vault-password-file",
-                                str(base / "vault-password"), "--stdin-name", name],
-                               input=value, capture_output=True, text=True, check=True)
-    return completed.stdout
 
 
 def podman(*argv):
@@ -88,19 +82,6 @@ def bed(tmp_path_factory, registry):
         bed.playbook("teardown.yml", "-e", "gangplank_break_lock=true", *vault(bed))
 
 
-def write_password(bed, password):
-    (bed.base / "group_vars" / "all" / "zz_registry_password.yml").write_text(
-        "---\n" + vaulted(bed.base, "e2e_registry_password", password))
-
-
-def vault(bed):
-    return ("--vault-password-file", str(bed.base / "vault-password"))
-
-
-def last_output(bed):
-    return list(bed.transcripts.values())[-1]
-
-
 def not_logged_in(registry):
     return podman("login", "--get-login", registry.host).returncode != 0
 
@@ -108,16 +89,10 @@ def not_logged_in(registry):
 def test_a_wrong_password_fails_the_rank_before_it_starts(bed, registry):
     write_password(bed, WRONG)
     returncode, report = bed.playbook("site.yml", *vault(bed))
-    assert returncode != 0
-    messages = failures(report)
-    expected = ("cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)"
-                % (registry.image, registry.host, USER))
-    assert expected in messages, messages
-    # Nothing of the rank was created, the image is not here, and the password is nowhere in what the run printed.
-    assert containers_of(NAMES) == {}
+    check_wrong_password_refused(registry, returncode, report, last_output(bed), containers_of(NAMES),
+                                 no_login_left=not_logged_in(registry), secrets=(WRONG, PASSWORD))
+    # Nor is the image here.
     assert podman("image", "exists", registry.image).returncode != 0
-    assert WRONG not in last_output(bed) and PASSWORD not in last_output(bed)
-    assert not_logged_in(registry)
 
 
 def test_the_image_by_digest_is_pulled_with_the_vaulted_password_and_runs(bed, registry):

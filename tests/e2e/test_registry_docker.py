@@ -14,10 +14,13 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures
+from ansible_collections.gangplank.platform.tests.e2e.bed import ROOT, failures, vault
 from ansible_collections.gangplank.platform.tests.e2e.fresh import FreshBed
+from ansible_collections.gangplank.platform.tests.e2e.registry import (
+    check_wrong_password_refused, last_output, write_password,
+)
 from ansible_collections.gangplank.platform.tests.e2e.test_registry import (  # the same registry and image
-    PASSWORD, USER, WRONG, registry, vaulted,
+    PASSWORD, USER, WRONG, registry,
 )
 
 HOST, ADDRESS = "fe2e-reg", "127.0.0.79"
@@ -61,19 +64,6 @@ def bed(tmp_path_factory, registry):
         bed.down()
 
 
-def write_password(bed, password):
-    (bed.base / "group_vars" / "all" / "zz_registry_password.yml").write_text(
-        "---\n" + vaulted(bed.base, "e2e_registry_password", password))
-
-
-def vault(bed):
-    return ("--vault-password-file", str(bed.base / "vault-password"))
-
-
-def last_output(bed):
-    return list(bed.transcripts.values())[-1]
-
-
 def no_login_stays(bed, registry):
     config = bed.sh(HOST, "cat /root/.docker/config.json 2>/dev/null || true")
     return registry.host not in config
@@ -82,13 +72,8 @@ def no_login_stays(bed, registry):
 def test_a_wrong_password_fails_the_rank_before_it_starts(bed, registry):
     write_password(bed, WRONG)
     returncode, report = bed.playbook("site.yml", *vault(bed))
-    assert returncode != 0
-    expected = ("cannot pull %s from registry %s: the registry refused the login of user %s (the password is not shown)"
-                % (registry.image, registry.host, USER))
-    assert expected in failures(report), failures(report)
-    assert bed.containers() == {}
-    assert WRONG not in last_output(bed) and PASSWORD not in last_output(bed)
-    assert no_login_stays(bed, registry)
+    check_wrong_password_refused(registry, returncode, report, last_output(bed), bed.containers(),
+                                 no_login_left=no_login_stays(bed, registry), secrets=(WRONG, PASSWORD))
 
 
 def test_the_image_by_digest_is_pulled_with_the_vaulted_password_and_runs(bed, registry):

@@ -10,14 +10,13 @@ A small catalog of its own (two services, three instances) keeps the runs short.
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.tests.e2e.bed import BIN, Bed, containers as containers_of, failures, summaries
+from ansible_collections.gangplank.platform.tests.e2e.bed import Bed, containers as containers_of, failures, summaries, vault, vaulted
 
 HOSTS = {"node1": ("sec-n1", "127.0.0.81"), "node2": ("sec-n2", "127.0.0.82"), "node3": ("sec-n3", "127.0.0.83")}
 NAMES = tuple(name for name, _address in HOSTS.values())
@@ -40,14 +39,6 @@ CATALOG = {
 DB_PASSWORD, API_TOKEN, ROTATED = "e2e-db-pw-5f2c", "e2e-token-91ab", "e2e-db-pw-rotated-77d0"
 
 
-def vaulted(base, name, value):
-    """``name: !vault |...`` encrypted with the bed's vault password, as a delivery engineer writes it."""
-    completed = subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt_string", "--vault-password-file",
-                                str(base / "vault-password"), "--stdin-name", name],
-                               input=value, capture_output=True, text=True, check=True)
-    return completed.stdout
-
-
 def write_secrets(bed, db_password):
     (bed.base / "group_vars" / "all" / "zz_secrets.yml").write_text(
         "---\n" + vaulted(bed.base, "e2e_db_password", db_password) + "\n" + vaulted(bed.base, "e2e_api_token", API_TOKEN) + "\n")
@@ -63,10 +54,6 @@ def bed(tmp_path_factory):
     yield bed
     if containers():                        # test_teardown_removes_the_secrets did not run or failed
         bed.playbook("teardown.yml", "-e", "gangplank_break_lock=true", *vault(bed))
-
-
-def vault(bed):
-    return ("--vault-password-file", str(bed.base / "vault-password"))
 
 
 def containers():

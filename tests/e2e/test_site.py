@@ -424,7 +424,11 @@ def test_a_forwarding_rule_left_by_a_killed_run_is_removed_before_the_start(bed)
     # What CI's run of the kill test once left: netavark's DNAT rule for the api's address and port, to an address no
     # container has (the run was killed while Podman tore the container's network down). It comes before the rule of
     # the next container publishing that address and port, whose connections then time out.
-    chain = next(line.split()[1] for line in forwarding_rules().splitlines() if line.startswith("-N NETAVARK-DN-"))
+    # netavark's chain of the bed's network: the one with the rules of the bed's other published addresses (a chain of
+    # another network, such as the fresh-host bed's, may come first).
+    addresses = tuple(" -d %s/32 " % other for other in bed.addresses.values())
+    chain = next(line.split()[1] for line in forwarding_rules().splitlines()
+                 if line.startswith("-A NETAVARK-DN-") and any(other in line for other in addresses))
     stale = ["-d", "%s/32" % address, "-p", "tcp", "-m", "tcp", "--dport", "8080", "-j", "DNAT",
              "--to-destination", "10.88.255.254:8080"]
     subprocess.run(["iptables", "-w", "-t", "nat", "-I", chain, "1"] + stale, check=True)
