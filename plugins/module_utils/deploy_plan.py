@@ -27,6 +27,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adoptions
+from ansible_collections.gangplank.platform.plugins.module_utils.proxy import proxy_services
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -52,7 +53,8 @@ def containers_step(hosts, reads, services, everywhere=None):
     rollout_step does not parse the catalog again), ``endpoints`` (service -> where its instances answer,
     module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
-    so that it does not parse the catalog again)."""
+    so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy_services``
+    (proxy.proxy_services(): what the proxy's configuration is generated from, with the endpoints)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
@@ -71,8 +73,13 @@ def containers_step(hosts, reads, services, everywhere=None):
     render = {host: [{"path": entry["path"], "dest": entry["dest"], "src": entry.get("src"),
                       "content": entry.get("content"), "instance": container}
                      for container in desired[host] for entry in container["config"]] for host in hosts}
-    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
-            "endpoints": found, "secrets": catalog_secrets(catalog[1])}
+    result = {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
+              "endpoints": found, "secrets": catalog_secrets(catalog[1])}
+    proxied = proxy_services(catalog[1])
+    if proxied:
+        # Only a site that asks for the local proxy gets its services' frontends (module_utils/proxy.py).
+        result["proxy_services"] = proxied
+    return result
 
 
 def _endpoints(settings, services):

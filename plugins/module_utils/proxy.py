@@ -15,6 +15,7 @@ address and host port, from the plan's endpoints (module_utils/endpoints.py), wi
 - ``proxy_config(endpoints, deploy, settings) -> str``: the whole configuration, the same text on every host. A pure
   function: the same input gives the same bytes. Any value that would change the configuration's meaning (a line
   break, a space, ``#``) is refused with ProxyError naming its path; nothing of it is written.
+- ``proxy_services(deploy)``: what the configuration reads of the catalog, as plain data (deploy_plan hands it on).
 - ``proxy_frontends(deploy, address)``: service -> port -> ``address:listen``, what config templates see.
 
 Standard library only.
@@ -95,6 +96,13 @@ def proxy_listens(deploy):
             taken[listen] = "services.%s.proxy[%d]" % (service, position)
             found.append((service, frontend["port"], listen, path))
     return found
+
+
+def proxy_services(deploy):
+    """service -> what the proxy reads of its deploy spec (``proxy``, ``health``, ``stop_timeout``), for the services of
+    a parsed catalog that ask for the proxy; empty when none does. Plain data: handed from task to task."""
+    return {name: {"proxy": spec["proxy"], "health": spec.get("health"), "stop_timeout": spec.get("stop_timeout")}
+            for name, spec in sorted((deploy or {}).items()) if (spec or {}).get("proxy")}
 
 
 def wanted(deploy):

@@ -130,6 +130,13 @@ endpoints:
       instance order, each with C(instance), C(node), C(address) and C(ports) (host port by name; docs/connecting-services.md).
   returned: with O(step=containers)
   type: dict
+proxy_services:
+  description:
+    - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
+      docs/connecting-services.md). Per such service, its C(proxy) frontends, C(health) probe and C(stop_timeout): what
+      the proxy's configuration is generated from, with RV(endpoints).
+  returned: with O(step=containers), when a service asks for the local proxy
+  type: dict
 secrets:
   description:
     - O(step=containers) only. Per service that has secrets, its secrets as the catalog names them (C(name), C(var),
