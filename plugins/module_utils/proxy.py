@@ -200,7 +200,7 @@ def proxy_config(endpoints, deploy, settings=None):
     lines = [
         "# The local proxy of gangplank.platform, generated from the plan's endpoints: changes here are overwritten.",
         "global",
-        "    maxconn 20000",
+        "    maxconn 4000",
         # A reload (master-worker, USR2) hands the listening sockets to the new worker: no connection is refused.
         "    stats socket %s mode 600 level admin expose-fd listeners" % options["socket"],
         # The old worker serves the connections it holds until they end, at most this long (the instances' stop time).
