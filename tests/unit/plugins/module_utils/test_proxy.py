@@ -162,3 +162,21 @@ def test_templates_see_each_services_local_address_by_port():
     deploy = parse_catalog({"api": API, "db": DB}).deploy
     assert proxy_frontends(deploy) == {"api": {"http": "169.254.30.1:18080"}, "db": {"5432": "169.254.30.1:15432"}}
     assert proxy_frontends(deploy, "fd00::1") == {"api": {"http": "[fd00::1]:18080"}, "db": {"5432": "[fd00::1]:15432"}}
+
+
+def test_asking_for_the_proxy_changes_no_container_and_a_site_without_it_gets_no_proxy_step():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
+    from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_deploy_plan import (
+        SERVICES, two_hosts,
+    )
+    plain = containers_step(["h1", "h2"], two_hosts(), SERVICES)
+    assert "proxy_services" not in plain
+    proxied = dict(SERVICES, db=dict(SERVICES["db"], proxy=[{"port": 5432, "listen": 15432}]))
+    step = containers_step(["h1", "h2"], two_hosts(), proxied)
+    # The same containers, specs and spec hashes: the proxy is no part of a container.
+    assert step["containers"] == plain["containers"]
+    assert step["proxy_services"] == {"db": {"proxy": [{"port": 5432, "listen": 15432}],
+                                             "health": parse_catalog(proxied).deploy["db"]["health"],
+                                             "stop_timeout": parse_catalog(proxied).deploy["db"]["stop_timeout"]}}
+    text = proxy_config(step["endpoints"], step["proxy_services"])
+    assert "    server db-0 h1:5432 check\n" in text
