@@ -37,6 +37,8 @@ CATALOG = {
             "resources": {"cpu": "50m", "memory": "16Mi"},
             "ports": [{"name": "http", "container_port": 8080}],
             "node_selector": {"zone": "east"},
+            # Half on each of the two east hosts (each its own rack): 3 and 3, then 1 and 1.
+            "topology_spread": [{"max_skew": 1, "topology_key": "rack"}],
             "image": "{{ demo_image }}", "command": ["sh", "-c", SERVE], "init": True, "stop_timeout": 5,
             "health": {"http": {"port": "http", "path": "/health"}, "interval": 0.2, "retries": 50},
             "proxy": [{"port": "http", "listen": LISTEN}],
@@ -61,11 +63,14 @@ def bed(tmp_path_factory):
     # Each host publishes on its address in the bed's network: the other hosts' proxies reach its instances there.
     host_vars = bed.base / "host_vars"
     host_vars.mkdir()
+    racks = {bed.names[0]: {"zone": "east", "rack": "a"}, bed.names[1]: {"zone": "east", "rack": "b"},
+             bed.names[2]: {"zone": "west"}}
     for host in bed.names:
         address = subprocess.run(["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                                   "gangplank-fresh-" + host], env=ENV, capture_output=True, text=True,
                                  check=True).stdout.strip()
-        (host_vars / ("%s.yml" % host)).write_text(yaml.safe_dump({"gangplank_publish_address": address}))
+        (host_vars / ("%s.yml" % host)).write_text(yaml.safe_dump({"gangplank_publish_address": address,
+                                                                   "gangplank_labels": racks[host]}))
     (bed.base / "group_vars" / "all" / "zz_proxy.yml").write_text(yaml.safe_dump(CATALOG))
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, failures(report)
@@ -102,9 +107,8 @@ def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure
         assert returncode == 0, failures(report)
         nodes = api_nodes(bed)
         assert len(nodes) == replicas
-        if replicas == 6:
-            # Several instances of api on one node, each on its own host port.
-            assert max(nodes.count(node) for node in set(nodes)) >= 2, nodes
+        # Several instances of api on one node, each on its own host port, then one on each.
+        assert [nodes.count(bed.names[0]), nodes.count(bed.names[1])] == [replicas // 2] * 2, nodes
             proxy = bed.sh(bed.names[2], "cat /etc/gangplank/proxy.cfg")
             assert proxy.count("    server api-") == replicas, proxy
         going, _before, after = calls_go_on(bed, clients)
@@ -122,13 +126,12 @@ def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure
 
 def test_a_host_holding_api_instances_goes_down_and_calls_fail_at_most_for_a_few_check_intervals(bed):
     clients = (bed.names[0], bed.names[2])
-    holding = [node for node in set(api_nodes(bed)) if node != bed.names[0]]
-    assert holding, api_nodes(bed)
-    subprocess.run(["podman", "stop", "-t", "0", "gangplank-fresh-" + holding[0]], env=ENV, check=True,
+    assert bed.names[1] in api_nodes(bed), api_nodes(bed)
+    subprocess.run(["podman", "stop", "-t", "0", "gangplank-fresh-" + bed.names[1]], env=ENV, check=True,
                    capture_output=True)
-    # The proxy takes the instance out after FALL failed checks; until then a refused or timed out connection is sent
-    # to another instance.
-    time.sleep(FALL * INTERVAL + 1.5)
+    # The proxy takes the instance out after FALL failed checks (each waits at most the 1 s connect timeout); until
+    # then a refused or timed out connection is sent to another instance.
+    time.sleep(FALL * (INTERVAL + 1) + 2)
     going, before, after = calls_go_on(bed, clients, seconds=3)
     print("calls after the host went down (ok, failed):", before, after)
     assert going, after
