@@ -133,7 +133,7 @@ endpoints:
 proxy_services:
   description:
     - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
-      docs/connecting-services.md). Per such service, its C(proxy) frontends, C(health) probe and C(stop_timeout): what
+      docs/connecting-services.md). Per such service, its C(proxy) frontends, C(health) probe and C(stop_timeout), what
       the proxy's configuration is generated from, with RV(endpoints).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
