@@ -19,6 +19,9 @@ PLAN = {"n1": {"instances": {"api-0": {"service": "api", "ordinal": 0, "host_por
                              "db-0": {"service": "db", "ordinal": 0}}},
         "n2": {"instances": {"api-1": {"service": "api", "ordinal": 1, "host_ports": {"http": 20000}}}}}
 ADDRESSES = {"n1": "10.0.0.1", "n2": "10.0.0.2"}
+SERVICES = {"db": {"stateful": True, "ports": [5432], "image": "localhost/db:1", "health": {"tcp": {"port": 5432}}},
+            "api": {"replicas": 2, "ports": [8080], "depends_on": ["db"], "image": "localhost/api:1",
+                    "health": {"http": {"port": 8080, "path": "/health"}}}}
 
 
 def config(services=None, plan=None, settings=None):
@@ -166,12 +169,24 @@ def test_templates_see_each_services_local_address_by_port():
 
 def test_asking_for_the_proxy_changes_no_container_and_a_site_without_it_gets_no_proxy_step():
     from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
-    from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_deploy_plan import (
-        SERVICES, two_hosts,
-    )
+
+    def two_hosts():
+        def read(instances):
+            return {"engine_found": True, "containers": [], "leftovers": [], "forwards": [], "secrets": [],
+                    "missing": "", "note": "", "ranks": [["db"], ["api"]],
+                    "settings": {"instances": instances, "data_dir": "/var/lib/gangplank/instances", "engine": "podman",
+                                 "limits": False, "secret_dir": "/run/gangplank/secrets"}}
+
+        def binding(service, ordinal, rank):
+            return {"service": service, "ordinal": ordinal, "node": "x", "gpus": [], "nvme": None, "sidecars": [],
+                    "rank": rank}
+        return {"h1": read({"db-0": binding("db", 0, 0), "api-0": binding("api", 0, 1)}),
+                "h2": read({"api-1": binding("api", 1, 1)})}
+
     plain = containers_step(["h1", "h2"], two_hosts(), SERVICES)
     assert "proxy_services" not in plain
     proxied = dict(SERVICES, db=dict(SERVICES["db"], proxy=[{"port": 5432, "listen": 15432}]))
+    assert "proxy" not in SERVICES["db"]
     step = containers_step(["h1", "h2"], two_hosts(), proxied)
     # The same containers, specs and spec hashes: the proxy is no part of a container.
     assert step["containers"] == plain["containers"]
