@@ -100,6 +100,10 @@ def calls_go_on(bed, clients, seconds=1.5):
 
 def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure_through_scale_up_and_down(bed):
     clients = (bed.names[0], bed.names[2])      # a Podman host and the Docker host
+    # A call made before the proxy's address was there may wait out its 5 s timeout: the first answer, within 30 s.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and min(client_counts(bed, host)[0] for host in clients) == 0:
+        time.sleep(0.5)
     going, _before, start = calls_go_on(bed, clients)
     assert going, start
     for replicas in (6, 2):
