@@ -20,8 +20,8 @@ import time
 # Puts the collection (through its shim) and this folder on sys.path.
 import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
-from ansible_collections.gangplank.platform.plugins.module_utils import gpu_facts  # noqa: E402
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import quantity  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.facts import gpu_facts  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils import quantity  # noqa: E402
 
 INPUTS = [
     ("facts", "a dual-socket host", "0-55,112-167"),

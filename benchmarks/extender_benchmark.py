@@ -34,8 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import collection_path  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import post  # noqa: E402
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import post  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan  # noqa: E402
 from generate import generate  # noqa: E402
 

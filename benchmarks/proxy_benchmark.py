@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 
 from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import endpoints  # noqa: E402
-from ansible_collections.gangplank.platform.plugins.module_utils.proxy import proxy_config  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import proxy_config  # noqa: E402
 
 FIRST_ADDRESS = 161
 SERVE = 'mkdir -p /www && echo "$GANGPLANK_INSTANCE ok" > /www/health && exec httpd -f -p 8080 -h /www'

@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.container: one container spec, started or removed with its secrets, as
 ansible.builtin.package runs the host's package module. The calls come from the engine's driver
-(plugins/module_utils/engine_driver.py) and run in order, stopping at the first failure: the secrets first (Podman
+(plugins/module_utils/deploy/engine_driver.py) and run in order, stopping at the first failure: the secrets first (Podman
 secrets, or Docker's private directories and files, handed to ansible.builtin.copy as ansible.builtin.template hands
 its text), then the engine's module (containers.podman.podman_container or community.docker.docker_container); for a
 removal the container, then its secrets. A call that carries a secret's value reports only whether it changed and a
 masked message.
 
-A GPU share's MPS control daemon and its instance (module_utils/mps.py) need one step each on the host around the
+A GPU share's MPS control daemon and its instance (module_utils/deploy/mps.py) need one step each on the host around the
 engine: before a daemon starts, its directories are made (0700, with pipe, shm and log 1777) and an earlier daemon's
 ready file is removed; before an instance starts, the action waits for its daemon's ready file (its limits are set),
 at most the spec's timeout, and fails without starting the instance when it does not come. Not in check mode."""
@@ -20,9 +20,9 @@ import shlex
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import redact
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS, EngineError, driver, image_registry
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import redact
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import DRIVERS, EngineError, driver, image_registry
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {

@@ -2,25 +2,29 @@
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.deploy_plan: the deploy of every host at once, decided on the controller
-(plugins/module_utils/deploy_plan.py). Runs once (run_once); reads each host's read and rendered files from hostvars."""
+(plugins/module_utils/deploy/deploy_plan.py). Runs once (run_once), with each host's read (and, for the rollout, its
+rendered files) handed in by the role."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {
     "step": {"type": "str", "required": True, "choices": ["containers", "rollout"]},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "services": {"type": "dict"},
+    "catalog": {"type": "dict", "default": None},
+    "reads": {"type": "dict", "required": True},
+    "rendered": {"type": "dict", "default": {}},
     "containers": {"type": "dict"},
     "secret_hashes": {"type": "dict", "default": {}},
     "hash_key": {"type": "str", "no_log": True},
     "probe_kept": {"type": "bool", "default": True},
-    "read_var": {"type": "str", "default": "deploy__read"},
-    "rendered_var": {"type": "str", "default": "deploy__rendered"},
     "plan_instances": {"type": "dict", "default": None},
+    "proxy": {"type": "dict", "default": None},
 }
 
 
@@ -30,12 +34,13 @@ class ActionModule(GangplankAction):
     _supports_check_mode = True
     ARGUMENT_SPEC = ARGUMENT_SPEC
     ARGUMENT_RULES = {"required_if": [("step", "containers", ["services"]), ("step", "rollout", ["containers"])]}
-    ERRORS = (DeployError,)
+    ERRORS = (DeployError, ProxyError)
 
     def act(self, args, task_vars, result):
         hostvars = task_vars.get("hostvars") or {}
         hosts = args["hosts"]
-        reads = {host: _host_var(hostvars, host, args["read_var"]) for host in hosts}
+        reads = {host: _of_host(args["reads"], host, "reads", "the deploy role's read of the host runs first")
+                 for host in hosts}
         if args["step"] == "containers":
             everywhere = None
             if args["plan_instances"] is not None:
@@ -43,9 +48,10 @@ class ActionModule(GangplankAction):
                 # hosts only (scale.yml), and the other hosts' instances are endpoints too.
                 everywhere = {host: {"instances": instances, "publish_address": _publish_address(hostvars, host)}
                               for host, instances in args["plan_instances"].items()}
-            result.update(containers_step(hosts, reads, args["services"], everywhere))
+            result.update(containers_step(hosts, reads, args["services"], everywhere, catalog=args["catalog"],
+                                          proxy=args["proxy"]))
         else:
-            rendered = {host: _host_var(hostvars, host, args["rendered_var"], {}) for host in hosts}
+            rendered = {host: args["rendered"].get(host) or {} for host in hosts}
             result.update(rollout_step(hosts, reads, rendered, args["containers"],
                                        secret_hashes=args["secret_hashes"], hash_key=args["hash_key"],
                                        check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"]))
@@ -58,13 +64,9 @@ def _publish_address(hostvars, host):
     return values.get("gangplank_publish_address") if hasattr(values, "get") else None
 
 
-def _host_var(hostvars, host, name, default=None):
-    """A variable of ``host`` (what an earlier task registered or set there), or ``default``; else DeployError."""
-    if host not in hostvars:
-        raise DeployError("host %s: no host variables (not in the inventory)" % host)
-    values = hostvars[host]
-    if name in values:
-        return values[name]
-    if default is not None:
-        return default
-    raise DeployError("%s: %s is not set (the deploy role's read of the host runs first)" % (host, name))
+def _of_host(values, host, option, why):
+    """``host``'s entry of ``values`` (the option ``option``: host -> its value), or DeployError saying ``why``."""
+    value = values.get(host)
+    if value is None:
+        raise DeployError("%s: not in %s (%s)" % (host, option, why))
+    return value

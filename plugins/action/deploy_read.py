@@ -2,11 +2,11 @@
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.deploy_read: one shell on the host (as ansible.builtin.raw runs it), its output
-read on the controller by plugins/module_utils/deploy_read.py."""
+read on the controller by plugins/module_utils/deploy/deploy_read.py."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils import deploy_read
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import deploy_read
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {

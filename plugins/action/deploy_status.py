@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.deploy_status: the deploy role's status action (tasks/status.yml) in two
 steps, one per host (its containers, one probe of each on the host, its rows) and one over every host (the table,
-the hosts that are down, the picture), worked out in plugins/module_utils/status.py."""
+the hosts that are down, the picture), worked out in plugins/module_utils/deploy/status.py."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers, parse_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import PictureError
-from ansible_collections.gangplank.platform.plugins.module_utils.status import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import handed_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, desired_containers, parse_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import PictureError
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import (
     down_instances, gpu_status, has_gpu_instances, host_status, state_read, state_read_command, status_probes,
     status_report,
 )
@@ -36,7 +36,7 @@ ARGUMENT_SPEC = {
     "inventory": {"type": "list", "elements": "str", "default": []},
     "record": {"type": "dict", "default": {}},
     "picture": {"type": "bool", "default": False},
-    "status_var": {"type": "str", "default": "deploy__status"},
+    "statuses": {"type": "dict", "default": {}},
     "watchdog_state": {"type": "str", "default": ""},
     "sharing": {"type": "str", "default": "none", "choices": ["mps", "none"]},
 }
@@ -58,7 +58,7 @@ class ActionModule(GangplankAction):
         elif args["step"] == "host":
             result.update(self._host(args, task_vars))
         else:
-            result.update(_report(args, task_vars.get("hostvars") or {}))
+            result.update(_report(args))
         return dict(result, changed=False)
 
     @staticmethod
@@ -94,13 +94,11 @@ class ActionModule(GangplankAction):
         return status
 
 
-def _report(args, hostvars):
+def _report(args):
     statuses = {}
     for host in args["hosts"]:
-        values = hostvars[host] if host in hostvars else {}
-        if args["status_var"] not in values:
-            raise DeployError("%s: %s is not set (the step=host task runs on every host first)"
-                              % (host, args["status_var"]))
-        statuses[host] = values[args["status_var"]]
+        if args["statuses"].get(host) is None:
+            raise DeployError("%s: not in statuses (the step=host task runs on every host first)" % host)
+        statuses[host] = args["statuses"][host]
     down = down_instances(args["record"], args["hosts"], args["inventory"])
     return status_report(args["hosts"], statuses, down, picture=args["picture"], record=args["record"])

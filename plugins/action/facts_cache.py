@@ -2,7 +2,7 @@
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin for gangplank.platform.facts_cache. The read (every host, on every run) is one shell on the host, as
-ansible.builtin.raw runs it (plugins/module_utils/facts_cache.py, SHELL_READ), whose output is hashed here into the
+ansible.builtin.raw runs it (plugins/module_utils/facts/facts_cache.py, SHELL_READ), whose output is hashed here into the
 same fingerprint the module computes; the write, and a read whose shell did not finish, run the module.
 With check_roles, the inputs of those roles are checked first, on the controller, by gangplank.platform.role_inputs:
 the read is the first task of site.yml and scale.yml on every host, and a check of its own would be one more task per
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import (
     ARGUMENT_SPEC, ReadError, parse_read, read_command, state_of)
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import exact_seconds_error, plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import HTTPTransport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction, failed

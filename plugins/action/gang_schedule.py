@@ -6,21 +6,21 @@
 Runs once on the controller. It reads, and changes, nothing on the hosts: the
 gangplank.platform.schedule role takes the lock and the record before it and
 writes the new record and each node's bindings after it. What it decides is
-plugins/module_utils/scheduling.py's schedule_cluster; this reads the options
+plugins/module_utils/planning/scheduling.py's schedule_cluster; this reads the options
 and the hosts' variables, and writes the result.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import has_volumes, read_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import DEFAULT_DOWN_GRACE
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import handed_catalog, read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import DEFAULT_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import (
     ScheduleError, ScheduleInputs, schedule_cluster,
 )
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction, failed
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import (
-    UNREADABLE, has_secrets, secret_problems,
+    UNREADABLE, secret_problems,
 )
 
 ARGUMENT_SPEC = {
@@ -42,6 +42,7 @@ ARGUMENT_SPEC = {
     "volume_dir": {"type": "str", "default": None},
     "port_range": {"type": "list", "elements": "raw", "default": None},
     "now": {"type": "float", "default": None},
+    "catalog": {"type": "dict", "default": None},
 }
 
 
@@ -55,9 +56,19 @@ class ActionModule(GangplankAction):
         return error.result()
 
     def act(self, args, task_vars, result):
+        # The catalog read once: as an earlier task of the run handed it along (gangplank.platform.catalog), or here.
+        args = dict(args)
+        handed = args.pop("catalog")
+        if handed is not None:
+            try:
+                catalog = handed_catalog(handed)
+            except ProblemError as error:
+                return failed(result, "\n".join("%s: %s" % entry for entry in error.errors),
+                              errors=[{"path": path, "message": message} for path, message in error.errors])
+        else:
+            catalog = _read_once(args["services"])
         # Every secret the catalog names must be readable, as the deploy reads it: a misspelt variable fails the plan
         # (and site.yml --check), with the deploy's message, not the deploy after the plan.
-        catalog = _read_once(args["services"])
         unreadable = secret_problems(args["services"], self._templar, task_vars, catalog=catalog)
         if unreadable:
             return failed(result, UNREADABLE + "\n".join("%s: %s" % entry for entry in unreadable),
@@ -76,10 +87,8 @@ class ActionModule(GangplankAction):
 
 
 def _read_once(services):
-    """The catalog read once for the secrets' check and the volumes, where it has either; else None (the planner reads
-    the scheduler's half of it, and names every mistake, itself)."""
-    if not (has_secrets(services) or has_volumes(services)):
-        return None
+    """The catalog read once, for the secrets' check, the planner and the volumes; None when it is not a mapping of
+    services (the planner reads it then, and names the mistake)."""
     try:
         return read_catalog(services)
     except ProblemError:

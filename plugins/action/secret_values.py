@@ -5,9 +5,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import handed_secrets, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import handed_secrets, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import SecretError, read_values
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import SecretError, read_values
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 from ansible_collections.gangplank.platform.plugins.plugin_utils.secret_lookup import UNREADABLE, variable_lookup
 

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     kind, RuntimeHostError, cdi_spec_stale as _stale)
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 

@@ -71,7 +71,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, rollout
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, rollout
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 

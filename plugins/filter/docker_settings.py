@@ -47,7 +47,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     kind, docker_settings as _docker_settings)
 
 

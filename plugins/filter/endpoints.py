@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints as plan_endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints as plan_endpoints
 
 
 def endpoints(plan, services, hostvars):

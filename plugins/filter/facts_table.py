@@ -35,7 +35,7 @@ _value:
   elements: str
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, facts_table as _facts_table
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, facts_table as _facts_table
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 

@@ -44,7 +44,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     RuntimeHostError, has_capability as _has)
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 

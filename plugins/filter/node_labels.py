@@ -38,7 +38,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, node_labels as _node_labels
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, node_labels as _node_labels
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 

@@ -107,12 +107,12 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import (
     PictureError, health_of, render_html, status_result,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.status import gpu_groups
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import gpu_groups
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 MAX_MESSAGE = 1000      # characters of an error, on one line: names from the input are cut, never printed whole

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     kind, podman_settings as _podman_settings)
 
 _DETECTED = ("unified_cgroups", "systemd", "sys_resource")

@@ -62,7 +62,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.rank_failure import rank_failure as report
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.rank_failure import rank_failure as report
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 

@@ -54,7 +54,7 @@ _value:
   elements: str
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     STATE_SCRIPT, RuntimeHostError, state_argv)
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 

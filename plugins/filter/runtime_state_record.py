@@ -49,7 +49,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import state_record
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import state_record
 
 
 def runtime_state_record(fingerprint, engine, limits):

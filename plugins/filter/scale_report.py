@@ -67,7 +67,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.status import service_instances
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import service_instances
 
 
 def _address(hostvars, node):

@@ -41,7 +41,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node as _scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, scheduler_node as _scheduler_node
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 

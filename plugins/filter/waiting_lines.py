@@ -45,7 +45,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.status import DOWN_SEPARATOR, waiting_lines as lines
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import DOWN_SEPARATOR, waiting_lines as lines
 
 
 def waiting_lines(waiting, separator=DOWN_SEPARATOR):

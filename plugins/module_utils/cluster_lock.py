@@ -48,7 +48,7 @@ CONTENT_KEYS = ("placement", "node_labels", "replicas", "ranks", "nodes", "down_
 CONTENT_TYPES = {"placement": dict, "node_labels": dict, "replicas": dict, "ranks": list, "nodes": dict, "down_since": dict,
                  "retained": dict}
 # Keys a record written by an older version may lack (read as empty). retained: the volumes of stateful instances no
-# longer placed (module_utils/retained.py).
+# longer placed (module_utils/planning/retained.py).
 NEWER_KEYS = ("nodes", "down_since", "retained")
 ENTRY_KEYS = ("revision",) + CONTENT_KEYS + ("written_at", "job_id", "owner")
 READ_ONLY_KEYS = ("revision", "written_at", "job_id", "owner", "history")

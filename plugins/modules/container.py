@@ -10,7 +10,7 @@ short_description: Start or remove one container and its secrets from its spec, 
 version_added: 0.1.0
 description:
   - Turns one container spec (as M(gangplank.platform.deploy_plan) returns them) into the calls of the engine's driver
-    (one option table, a converter per engine; plugins/module_utils/engine_driver.py) and runs them on the host in
+    (one option table, a converter per engine; plugins/module_utils/deploy/engine_driver.py) and runs them on the host in
     order, stopping at the first failure, as M(ansible.builtin.package) runs the host's package module; the container's
     secrets first, then M(containers.podman.podman_container) or M(community.docker.docker_container). An empty option
     of the spec is left out (the module's default).

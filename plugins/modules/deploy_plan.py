@@ -11,12 +11,13 @@ version_added: 0.1.0
 description:
   - The gangplank.platform.deploy role's decision over every host of the play, on the controller, in two steps around
     the rendering of the config files, which stays a task per host (a template sees the host's variables).
-  - O(step=containers) parses the catalog O(services) once and turns each host's read (the result of
-    M(gangplank.platform.deploy_read) with C(settings), the variable O(read_var) of each host) into its containers and
+  - O(step=containers) parses the catalog O(services) once (or takes O(catalog), the parse an earlier task of the run
+    handed along) and turns each host's read (the result of M(gangplank.platform.deploy_read) with C(settings), its
+    entry of O(reads)) into its containers and
     the config files to render there. When a host cannot be deployed (no bindings, no engine), it returns why in
     RV(missing) and nothing else.
   - O(step=rollout) takes the first step's result as O(containers) (the catalog is not parsed again), each host's read
-    and rendered config files (the variable O(rendered_var), path to text) and the secrets' keyed hashes, and returns
+    and rendered config files (its entry of O(rendered), path to text) and the secrets' keyed hashes, and returns
     per host the line it shows, whether it ends the role early, the kept containers to probe, and per rank and wave the
     lists the role's tasks loop over. Secrets appear by name, variable, path and mode only, never a value.
   - Both results hold the catalog's C(env) and the second the containers' specs, so run it with C(no_log)
@@ -29,13 +30,28 @@ options:
     required: true
     choices: [containers, rollout]
   hosts:
-    description: The hosts to deploy (usually C(ansible_play_hosts)), in order. Each must have O(read_var) set.
+    description: The hosts to deploy (usually C(ansible_play_hosts)), in order. Each must have its entry in O(reads).
     type: list
     elements: str
     required: true
   services:
     description: The catalog (C(gangplank_services)). Required with O(step=containers).
     type: dict
+  catalog:
+    description:
+      - Step C(containers) - O(services) as M(gangplank.platform.catalog) parsed it earlier in the run (its C(catalog)),
+        taken instead of parsing O(services) again, with the same checks. It must be the parse of O(services).
+    type: dict
+  reads:
+    description:
+      - Each host mapped to the result of M(gangplank.platform.deploy_read) it registered (with C(settings)). A host of
+        O(hosts) without one fails the task.
+    type: dict
+    required: true
+  rendered:
+    description: Step C(rollout) - each host mapped to its rendered config files, host path to text; a host left out has none.
+    type: dict
+    default: {}
   containers:
     description: The result of O(step=containers). Required with O(step=rollout).
     type: dict
@@ -50,19 +66,18 @@ options:
     description: Probe the kept containers of the ranks that do not change (never in check mode).
     type: bool
     default: true
-  read_var:
-    description: The variable each host registered its M(gangplank.platform.deploy_read) result in.
-    type: str
-    default: deploy__read
-  rendered_var:
-    description: The variable that holds each host's rendered config files, host path to text; none is no files.
-    type: str
-    default: deploy__rendered
   plan_instances:
     description:
       - Step C(containers), when this run scheduled the cluster (C(schedule_node_instances)) - every host's instances,
         for the endpoints of the whole plan (config templates see them as C(gangplank_endpoints)); left out, the
         endpoints count the instances of O(hosts) only.
+    type: dict
+  proxy:
+    description:
+      - Step C(containers), where some service of the catalog asks for the local proxy (C(proxy),
+        docs/connecting-services.md) - the site's proxy settings, C(address) (default C(169.254.30.1)), C(check_interval),
+        C(fall), C(rise) (the health checks), C(connect_timeout), C(idle_timeout), C(drain_timeout), C(port_range) and
+        C(socket) (the admin socket); left out, the defaults.
     type: dict
 attributes:
   action:
@@ -77,7 +92,7 @@ attributes:
   platform:
     support: full
     platforms: all
-    description: Needs nothing from the hosts; reads their variables.
+    description: Needs nothing from the hosts; reads their C(gangplank_publish_address).
 author:
   - Gangplank maintainers (@gangplank)
 """
@@ -88,6 +103,8 @@ EXAMPLES = r"""
     step: containers
     hosts: "{{ ansible_play_hosts }}"
     services: "{{ gangplank_services }}"
+    # Each host's read, registered as `read` by gangplank.platform.deploy_read on that host.
+    reads: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'read'))) }}"
   run_once: true
   no_log: true
   register: containers
@@ -96,6 +113,9 @@ EXAMPLES = r"""
   gangplank.platform.deploy_plan:
     step: rollout
     hosts: "{{ ansible_play_hosts }}"
+    reads: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'read'))) }}"
+    # Each host's rendered config files (path to text), set on that host as `rendered`; a host without any has none.
+    rendered: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'rendered') | map('default', {}))) }}"
     containers: "{{ containers }}"
     secret_hashes: "{{ cluster_secret_hashes }}"
     hash_key: "{{ cluster_secret_hash_key }}"
@@ -130,11 +150,12 @@ endpoints:
       instance order, each with C(instance), C(node), C(address) and C(ports) (host port by name; docs/connecting-services.md).
   returned: with O(step=containers)
   type: dict
-proxy_services:
+proxy:
   description:
     - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
-      docs/connecting-services.md). Per such service, its C(proxy) frontends, C(health) probe and C(stop_timeout), what
-      the proxy's configuration is generated from, with RV(endpoints).
+      docs/connecting-services.md). C(config) (the proxy's configuration, the same text on every host, from
+      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, C(address:listen): config templates
+      see it as C(gangplank_proxy)).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 secrets:

@@ -18,7 +18,7 @@ description:
     half a second apart) and returns the host's rows (rank, node, instance, service, container, state, health, ports),
     its bound instances and its GPUs from the stored hardware facts (O(hardware)). A probe that fails is a row that
     says so; the step does not fail for it.
-  - O(step=report), once (C(run_once)), reads each host's step=host result (the variable O(status_var)) and returns the
+  - O(step=report), once (C(run_once)), takes each host's step=host result (its entry of O(statuses)) and returns the
     table's lines, by rank, then node, with a count of the healthy containers, then one line per host of O(inventory)
     that the placement O(record) places instances on and that is not among O(hosts) (down), naming the instances that
     wait for it (C(<host> is down; waiting for it) and the instances); with O(picture), the status picture as one HTML
@@ -99,10 +99,10 @@ options:
     description: O(step=report). Also return the picture (RV(html)).
     type: bool
     default: false
-  status_var:
-    description: O(step=report). The variable each host registered its step=host result in.
-    type: str
-    default: deploy__status
+  statuses:
+    description: O(step=report). Each host of O(hosts) mapped to the step=host result it registered.
+    type: dict
+    default: {}
   watchdog_state:
     description:
       - O(step=host). The GPU watchdog's state file on the host (docs/gpu-sharing.md); read (at most 4 MiB and one byte,
@@ -149,7 +149,7 @@ EXAMPLES = r"""
     catalog: "{{ status_catalog.catalog }}"
     settings:
       data_dir: /var/lib/gangplank/instances
-  register: deploy__status
+  register: host_status
   no_log: true
 
 - name: Make the table
@@ -157,6 +157,7 @@ EXAMPLES = r"""
     step: report
     hosts: "{{ ansible_play_hosts }}"
     inventory: "{{ groups['all'] }}"
+    statuses: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'host_status'))) }}"
   register: report
   run_once: true
 """

@@ -119,7 +119,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import (
     ARGUMENT_SPEC, cache_content, fingerprint, read_cache, read_state)
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write
 

@@ -26,6 +26,12 @@ options:
     description: The catalog, as in the collection's docs/problem-format.md (usually the C(gangplank_services) variable).
     type: dict
     required: true
+  catalog:
+    description:
+      - O(services) as M(gangplank.platform.catalog) parsed it earlier in the run (its C(catalog)), so that it is not
+        parsed again. It must be the parse of O(services); its mistakes are reported with the scheduler's, as when
+        O(services) is parsed here.
+    type: dict
   quotas:
     description: Quota groups (usually the C(gangplank_quotas) variable).
     type: dict

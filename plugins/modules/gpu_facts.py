@@ -285,7 +285,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import MPS_CONTROL, collect_facts, mps_control_path
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.gpu_facts import MPS_CONTROL, collect_facts, mps_control_path
 
 try:
     import pynvml

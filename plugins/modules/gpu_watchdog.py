@@ -179,10 +179,10 @@ import unicodedata
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import (
     MAX_STATE_BYTES, StateError, condition_lines, event_lines, parse_state, share_gpus, watchdog_config,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.detached import start_detached
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.detached import start_detached
 from ansible_collections.gangplank.platform.plugins.module_utils.state_files import atomic_write
 
 PROGRAM = "gpu_watchdog.py"

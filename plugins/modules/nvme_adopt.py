@@ -73,7 +73,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adopt, inspect, shared_message
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adopt, inspect, shared_message
 
 
 def _entries(module):

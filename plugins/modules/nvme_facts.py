@@ -133,7 +133,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_facts import collect, data_filesystem
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.nvme_facts import collect, data_filesystem
 
 
 def main():

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import Missing, Unreadable, read_values
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import Missing, Unreadable, read_values
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 UNREADABLE = "The catalog's secrets cannot be read; nothing was changed:\n"

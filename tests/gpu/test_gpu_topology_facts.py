@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""GPU topology facts on a real GPU: plugins/module_utils/gpu_facts.py's collect_facts (what the gpu_facts module runs,
+"""GPU topology facts on a real GPU: plugins/module_utils/facts/gpu_facts.py's collect_facts (what the gpu_facts module runs,
 topology included) read through NVML and through nvidia-smi, against what the host itself says.
 
 Checks: both readings finish without an error and without a "not read" reason in gangplank_gpu_driver.topology;
@@ -27,7 +27,7 @@ LAYOUT = "/tmp/gangplank-ac"     # where run_on_gpu.sh links the collection in (
 if __name__ == "__main__" and LAYOUT not in sys.path:
     sys.path.insert(0, LAYOUT)     # as a script, the collection as run_on_gpu.sh lays it out
 try:
-    from ansible_collections.gangplank.platform.plugins.module_utils import gpu_facts
+    from ansible_collections.gangplank.platform.plugins.module_utils.facts import gpu_facts
 except ImportError:
     gpu_facts = None
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""GPU shares on a real GPU: the product's own MPS daemon (plugins/module_utils/mps.py: its limits, its daemon spec, its
+"""GPU shares on a real GPU: the product's own MPS daemon (plugins/module_utils/deploy/mps.py: its limits, its daemon spec, its
 entrypoint and host commands, run here without a container engine) for two share instances of different grants, a
 CUDA client (PyTorch) in each instance's environment, and the GPU watchdog (roles/deploy/files/gpu_watchdog.py) on
 real NVML.
@@ -31,9 +31,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 try:
-    from ansible_collections.gangplank.platform.plugins.module_utils import mps
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
 except ImportError:          # as a script, with the repository's parent layout not on the path
-    sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
+    sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils", "deploy"))
     import mps  # type: ignore  # noqa: E402
 
 GIB = 1 << 30
@@ -95,7 +95,7 @@ def why_skip():
 
 
 class Share:
-    """One share instance's MPS daemon, as plugins/module_utils/mps.py makes it, run on the host."""
+    """One share instance's MPS daemon, as plugins/module_utils/deploy/mps.py makes it, run on the host."""
 
     def __init__(self, name, uuid, grant, cores=None):
         self.name = name

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The placement picture (plugins/module_utils/placement_html.py) in a real browser: headless Chromium
+"""The placement picture (plugins/module_utils/planning/placement_html.py) in a real browser: headless Chromium
 (Debian's ``chromium``; scripts/test.sh installs it when missing) loads the page of the bundled example
 and of a 50-node plan, renders each to PNG, and dumps the DOM. The page must load without a single
 console message (it has no script, so any message is an error: a blocked fetch, a CSP violation), and
@@ -19,7 +19,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import BAR_WIDTH, render_html, status_result
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import BAR_WIDTH, render_html, status_result
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import TOPOLOGIES, server, whole
 

@@ -16,7 +16,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import (
     INSUFFICIENT_CORES, INSUFFICIENT_MEMORY, INSUFFICIENT_WHOLE,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpu, format_size
 
 INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_RAM = "Insufficient memory"

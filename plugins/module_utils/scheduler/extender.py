@@ -11,7 +11,7 @@ controller). This file reads that configuration, builds the Pod and Node objects
 kube's ``ExtenderArgs`` (k8s.io/kube-scheduler/extender/v1), and reads ``ExtenderFilterResult`` and
 ``HostPriorityList`` answers strictly: anything else is an ``ExtenderError`` naming the extender
 (plugins/extender.py decides what an error does). It does no I/O: whoever builds the profile hands in a transport
-(module_utils/extender_transport.py's HTTPTransport for real HTTP), which reads the token and PEM files, sets up
+(module_utils/extender/transport.py's HTTPTransport for real HTTP), which reads the token and PEM files, sets up
 TLS (``file_is_regular``, ``read_token_file``, ``tls_context``) and makes the calls (``call_round``), bringing back
 the bytes of each answer.
 
@@ -390,7 +390,7 @@ def _file(base, name):
 
 def _needs(transport, what):
     if transport is None:
-        raise TypeError("an extender with %s needs a transport to read its files (extender_transport.HTTPTransport)"
+        raise TypeError("an extender with %s needs a transport to read its files (extender/transport.py's HTTPTransport)"
                         % what)
     return transport
 

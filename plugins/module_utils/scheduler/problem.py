@@ -29,7 +29,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
     DEFAULT_PORT_RANGE, PreviousPlacement, Problem, QUOTA_DIMENSIONS, Quota, Resources,
     Service, SpreadConstraint, TAINT_EFFECTS, Taint, Toleration,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_cpulist, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import parse_cpu, parse_cpulist, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import well_formed
 
 _SERVICE_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
@@ -65,7 +65,7 @@ _NUMA_ID = re.compile(r"0|[1-9][0-9]{0,3}")       # a numa_cpus key: a NUMA node
 
 
 class _ProblemReader(Reader):
-    """The reader with the problem's quantities (scheduler/quantity.py): sizes and CPU amounts."""
+    """The reader with the problem's quantities (module_utils/quantity.py): sizes and CPU amounts."""
 
     def size(self, value, path, positive=False):
         try:

@@ -85,7 +85,7 @@ def load_profile(data, base=None, transport=None):
 def parse_profile(data, base=None, transport=None):
     """A Profile from a mapping (None: the default); ``base`` is the folder relative user_plugins paths start
     from (the profile file's); ``transport`` reads the files of its HTTP extenders, sets up their TLS and makes
-    their calls (module_utils/extender_transport.py's HTTPTransport for real HTTP, or a test's fake with the same
+    their calls (module_utils/extender/transport.py's HTTPTransport for real HTTP, or a test's fake with the same
     methods; the caller hands it in, the core picks none: TypeError for a profile with extenders and none).
     Raises ProblemError naming each mistake under ``profile``."""
     if data is None:
@@ -149,7 +149,7 @@ def parse_profile(data, base=None, transport=None):
     # HTTP extenders (scheduler/extender.py) run after every other filter and score, as kube calls them.
     extenders = parse_extenders(reader, top.get("extenders"), join_path(_PATH, "extenders"), base, transport)
     if extenders and transport is None:
-        raise TypeError("a profile with extenders needs a transport (extender_transport.HTTPTransport for real HTTP)")
+        raise TypeError("a profile with extenders needs a transport (extender/transport.py's HTTPTransport for real HTTP)")
     for extender in extenders:
         cls = extender_class(extender, transport)
         classes.insert(position, cls)

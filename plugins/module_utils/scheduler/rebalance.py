@@ -35,7 +35,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import every_node_left_out
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import BLANKS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.ranks import ranks
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import (
     check_class_work, framework_for, schedule_with, with_extenders)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpu, format_size
 
 _HEADERS = ("NODE", "CPU", "MEMORY", "GPU MEMORY (per device)", "NVME", "INSTANCES")
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Ends what a killed run left of the containers given as arguments (tasks/wave.yml before their start,
-# tasks/teardown.yml), each argument as the deploy read named it (plugins/module_utils/deploy_read.py):
+# tasks/teardown.yml), each argument as the deploy read named it (plugins/module_utils/deploy/deploy_read.py):
 #   <pid>:<id>:<name>  a monitor (with its container's init process) that keeps the container's published ports
 #                      after the engine lost the container, so that every later start failed with "address already
 #                      in use": checked again against the process's arguments, killed, then the container's state

@@ -28,22 +28,22 @@ import time
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import GPU_VISIBILITY_VARIABLES, split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import GPU_VISIBILITY_VARIABLES, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     DeployError, decide, desired_containers, desired_on_hosts, waves,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import MAX_CACHE_BYTES, cached_facts
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import MAX_CACHE_BYTES, cached_facts
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import (
     NodeFactsError, facts_table, scheduler_node,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog, rebalance_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog, rebalance_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_INSTANCES
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides, takes_replicas
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import applied_overrides, scale_overrides, takes_replicas
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_error, max_moves_value
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import read_values
 from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.plugins.modules import facts_cache as facts_cache_module
 from ansible_collections.gangplank.platform.plugins.filter.plan_html import FilterModule as PlanHtmlFilters

@@ -32,9 +32,9 @@ import stat
 import subprocess
 import tempfile
 
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import StateError, parse_state
-from ansible_collections.gangplank.platform.plugins.module_utils.status import gpu_status, status_report
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import StateError, parse_state
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import gpu_status, status_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 _SPEC = importlib.util.spec_from_file_location("gangplank_gpu_watchdog_fuzzed", os.path.join(

@@ -16,7 +16,11 @@ import time
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils import deploy_read, down_hosts, facts_cache
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import deploy_read
+
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import down_hosts
+
+from ansible_collections.gangplank.platform.plugins.module_utils.facts import facts_cache
 
 CASE_SECONDS = 1.0
 FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)

@@ -16,16 +16,16 @@ import time
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils import state_files
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, desired_containers
 from ansible_collections.gangplank.platform.plugins.module_utils.health import ProbeConfigError, normalize_probes
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, scheduler_node
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import exact_seconds_error
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import build_problem
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import build_problem
 from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock
 from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_cases
 

@@ -18,11 +18,11 @@ import pytest
 from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action.gang_schedule import ActionModule
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, waves
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog, rebalance_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, waves
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog, rebalance_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_EVERY_NODE_WORK
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import Framework
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import (
@@ -30,10 +30,10 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import describe, rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import schedule
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import _max_moves
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import _max_moves
 from ansible_collections.gangplank.platform.plugins.modules.facts_cache import read_cache
 from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_cases
 from ansible_collections.gangplank.platform.tests.unit.plugins.action.test_gang_schedule import HOSTVARS, SERVICES

@@ -21,15 +21,15 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gangplank.platform.plugins.action.role_inputs import _MAX_ROLE_NAME, ROLE_NAME
-from ansible_collections.gangplank.platform.plugins.module_utils import nvme_facts
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import parse_simulated
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import read_values
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, valid_host_name
+from ansible_collections.gangplank.platform.plugins.module_utils.facts import nvme_facts
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.gpu_facts import parse_simulated
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import read_values
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, join_path
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_cpu, parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import parse_cpu, parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import max_moves_value
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 from ansible_collections.gangplank.platform.plugins.module_utils import cluster_lock

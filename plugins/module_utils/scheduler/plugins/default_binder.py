@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import CPU_PINNING_NUMA
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.framework import BindPlugin
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX, numa_nodes_of
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpulist
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpulist
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 
 

@@ -21,7 +21,7 @@ docs/scheduler-design.md).
 - All calls are made in one round when the first answer is needed (every service needs its answers for its
   equivalence class before the first placement), through the plugin's transport: ``transport`` (the class
   attribute extender_class sets to the one whoever builds the profile handed in, never picked here:
-  module_utils/extender_transport.py's HTTPTransport for real HTTP, kept-alive connections, at most 8 calls at
+  module_utils/extender/transport.py's HTTPTransport for real HTTP, kept-alive connections, at most 8 calls at
   once). A test hands it a fake with the same ``call_round``; the transport
   brings back the bytes of each answer, and this file decodes and reads them (extender.answer_decoder).
 - A failed call (extender.ExtenderError): an ``ignorable`` extender is left out of the whole plan (every
@@ -364,7 +364,7 @@ def left_out_report(framework):
 
 def extender_class(config, transport):
     """A plugin class for one configured extender (its name is what errors and the result call it); ``transport``
-    makes its calls (an object with extender_transport.HTTPTransport's ``call_round``), handed in by whoever builds
+    makes its calls (an object with extender/transport.py's HTTPTransport's ``call_round``), handed in by whoever builds
     the profile: the plugin picks none."""
     return type("Extender%d" % config.index, (Extender,), {"name": config.name, "config": config,
                                                            "transport": transport})

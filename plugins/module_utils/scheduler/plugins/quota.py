@@ -19,7 +19,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.frame
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import QUOTA_DIMENSIONS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.gpu import gpu_choice
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpu, format_size
 
 
 def _show(dimension, amount):

@@ -9,8 +9,8 @@ from unittest.mock import MagicMock
 from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action.container import ActionModule
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import MASK
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import MASK
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import driver
 
 SPEC = {"name": "h1-api-0", "image": "localhost/api:1", "command": [], "env": {"LEVEL": "verbose-level", "GANGPLANK_NODE": "h1"},
         "ports": ["8080:8080"], "devices": [], "volumes": [], "mounts": [], "network": None, "cpus": None, "memory": None,
@@ -105,7 +105,7 @@ def test_a_spec_without_a_secrets_value_fails_naming_the_variable():
     assert result["failed"] is True and "vault_token" in result["msg"] and not execute.called
 
 
-# GPU shares under MPS (module_utils/mps.py): the host steps around the engine's module.
+# GPU shares under MPS (module_utils/deploy/mps.py): the host steps around the engine's module.
 DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0",
                                                                    "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
 CLIENT = dict(SPEC, name="h1-infer-0", secrets=[], mps_client={"daemon": "h1-infer-0.mps", "timeout": 7,

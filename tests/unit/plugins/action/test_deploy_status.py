@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """gangplank.platform.deploy_status: step=host works the containers out and probes them on the host through
-health_wait (faked here), step=report reads every host's result from hostvars."""
+health_wait (faked here), step=report takes every host's result as the role hands them in."""
 
 from __future__ import annotations
 
@@ -49,23 +49,24 @@ def test_a_host_without_probes_runs_nothing_on_the_host_and_a_bad_catalog_fails_
     assert result["failed"] is True and "x" in result["msg"] and "Traceback" not in result["msg"]
 
 
-def test_the_report_step_reads_each_hosts_status_and_names_the_down_hosts():
+def test_the_report_step_takes_each_hosts_status_and_names_the_down_hosts():
     row = {"node": "h1", "rank": 0, "instance": "web-0", "container": "h1-web-0", "service": "web",
            "state": "running", "health": "healthy", "ports": "80"}
-    hostvars = {"h1": {"deploy__status": {"rows": [row], "bound": {}, "gpus": []}}}
+    statuses = {"h1": {"rows": [row], "bound": {}, "gpus": []}}
     record = {"placement": {"db-0": {"service": "db", "ordinal": 0, "node": "h2"}}}
-    result = action({"step": "report", "hosts": ["h1"], "inventory": ["h1", "h2"], "record": record}).run(
-        task_vars={"hostvars": hostvars})
+    result = action({"step": "report", "hosts": ["h1"], "inventory": ["h1", "h2"], "record": record,
+                     "statuses": statuses}).run(task_vars={})
     assert result["lines"][-1] == "h2 is down; waiting for it: db-0" and "html" not in result
     assert result["down"] == {"h2": record["placement"]}
-    result = action({"step": "report", "hosts": ["h1", "h3"], "picture": True}).run(task_vars={"hostvars": hostvars})
-    assert result["failed"] is True and result["msg"].startswith("h3: deploy__status is not set")
+    result = action({"step": "report", "hosts": ["h1", "h3"], "picture": True,
+                     "statuses": dict(statuses, h3=None)}).run(task_vars={})
+    assert result["failed"] is True and result["msg"] == "h3: not in statuses (the step=host task runs on every host first)"
 
 
 def test_the_catalog_step_parses_once_and_every_host_step_takes_its_parse_with_the_same_rows(monkeypatch):
     import json
 
-    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module
 
     parses = []
     real = catalog_module.read_catalog

@@ -10,8 +10,8 @@ import os
 import subprocess
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import MAX_STATE_BYTES
-from ansible_collections.gangplank.platform.plugins.module_utils.status import state_read_command
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import MAX_STATE_BYTES
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import state_read_command
 
 from ansible_collections.gangplank.platform.tests.unit.plugins.action.test_deploy_status import SETTINGS, action
 

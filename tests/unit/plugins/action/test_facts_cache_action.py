@@ -16,7 +16,7 @@ from ansible.template import Templar
 
 from ansible_collections.gangplank.platform.plugins.action.facts_cache import ActionModule as FactsCache
 from ansible_collections.gangplank.platform.plugins.action.role_inputs import ActionModule as RoleInputs
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import cache_content, read_state
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import cache_content, read_state
 
 INPUTS = {"hostname": "h1", "simulated_gpus": [], "simulated_nvme": [], "nvme_labels": {}}
 FACTS = {"processor_vcpus": 16, "memtotal_mb": 65536, "architecture": "x86_64", "system": "Linux"}
@@ -56,7 +56,7 @@ def plugin(args, task_vars, fail_shell=False):
 
 
 def test_the_read_is_one_shell_and_equals_the_modules_read(tmp_path):
-    from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import fingerprint
+    from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import fingerprint
     cache = tmp_path / "hardware-facts.json"
     cache.write_text(json.dumps(cache_content(FACTS, fingerprint(INPUTS))))
     bindings = tmp_path / "gangplank.fact"

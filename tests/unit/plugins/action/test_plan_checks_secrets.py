@@ -66,7 +66,7 @@ def test_gang_schedule_fails_before_planning_on_an_unreadable_secret():
 def test_gang_schedule_reads_a_catalog_with_secrets_and_volumes_for_them_once_and_plans_as_from_its_own_reads(
         monkeypatch):
     from ansible_collections.gangplank.platform.plugins.action import gang_schedule
-    from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module, planning, scheduling
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module, planning, scheduling
 
     services = dict(SERVICES, db={"image": "registry.local/db:1", "stateful": True, "resources": {"cpu": 1},
                                   "volumes": [{"name": "data", "path": "/var/lib/db", "size": "1Gi"}]})
@@ -79,10 +79,41 @@ def test_gang_schedule_reads_a_catalog_with_secrets_and_volumes_for_them_once_an
     for module in (gang_schedule, planning, scheduling):
         monkeypatch.setattr(module, "read_catalog", catalog_module.read_catalog)
     once = _run(GangSchedule, {"services": services, "hosts": ["a", "b", "c"], "volume_dir": "/v"}, variables)
-    # One read for the secrets' check and the volumes; the planner's own read of the scheduler's half is the other.
-    assert not once.get("failed") and once["plan"]["feasible"] is True and len(reads) == 2
+    # One read, for the secrets' check, the planner (the scheduler's half) and the volumes.
+    assert not once.get("failed") and once["plan"]["feasible"] is True and len(reads) == 1
+    # Handed the parse of an earlier task of the run (gangplank.platform.catalog's), it reads nothing itself.
+    handed = catalog_module.catalog_data(real(services))
+    taken = _run(GangSchedule, {"services": services, "catalog": handed, "hosts": ["a", "b", "c"], "volume_dir": "/v"},
+                 variables)
+    assert len(reads) == 1
     monkeypatch.setattr(gang_schedule, "_read_once", lambda value: None)
     own = _run(GangSchedule, {"services": services, "hosts": ["a", "b", "c"], "volume_dir": "/v"}, variables)
-    assert len(reads) == 2 + 3
-    assert json.dumps(once, sort_keys=True, default=str) == json.dumps(own, sort_keys=True, default=str)
+    # Without the one read (as the action was before), the secrets' check, the planner and the volumes each read it.
+    assert len(reads) == 1 + 3
+    assert _untimed(once) == _untimed(own) and _untimed(taken) == _untimed(own)
     assert CANARY not in json.dumps(once, default=str)
+
+
+def _untimed(result):
+    """``result`` as JSON text without the plan's measured time (``seconds``), which differs from run to run."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items() if key != "seconds"}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+    return json.dumps(strip(json.loads(json.dumps(result, default=str))), sort_keys=True)
+
+
+def test_gang_schedule_reports_the_mistakes_of_a_handed_parse_with_the_schedulers_and_refuses_a_value_that_is_none():
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module
+
+    services = {"api": {"image": "registry.local/api:1", "restart_policy": "sometimes", "replicas": "two"}}
+    handed = catalog_module.catalog_data(catalog_module.read_catalog(services))
+    taken = _run(GangSchedule, {"services": services, "catalog": handed, "hosts": ["a", "b", "c"]}, {"hostvars": HOSTVARS})
+    own = _run(GangSchedule, {"services": services, "hosts": ["a", "b", "c"]}, {"hostvars": HOSTVARS})
+    assert taken["failed"] is True and taken["msg"] == own["msg"]
+    assert "services.api.restart_policy" in taken["msg"] and "services.api.replicas" in taken["msg"]
+    refused = _run(GangSchedule, {"services": services, "catalog": {"scheduling": {}, "deploy": []}, "hosts": ["a"]},
+                   {"hostvars": HOSTVARS})
+    assert refused["failed"] is True and refused["msg"].startswith("catalog: got")

@@ -12,8 +12,8 @@ from ansible.playbook.task import Task
 from ansible.template import Templar
 
 from ansible_collections.gangplank.platform.plugins.action.secret_values import ActionModule
-from ansible_collections.gangplank.platform.plugins.module_utils import catalog as catalog_module
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import catalog as catalog_module
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
 
 KEY = "k" * 40
 SERVICES = {"api": {"image": "localhost/api:1", "env": {"MODE": "prod"},

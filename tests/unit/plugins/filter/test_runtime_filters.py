@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The runtime role's decisions, moved from Jinja to filters over module_utils/runtime_host.py: each filter gives what
+"""The runtime role's decisions, moved from Jinja to filters over module_utils/facts/runtime_host.py: each filter gives what
 the expression it replaced gave (both rendered by ansible-core's Templar with the role's own variables), above all
 the argv of the read whose output and inputs' JSON make the fingerprint stored on every host."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import STATE_SCRIPT, inputs_json
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import STATE_SCRIPT, inputs_json
 from ansible_collections.gangplank.platform.tests.unit.plugins.filter.jinja_render import render, role_variables
 
 ROLE_FILES = ("roles/cluster/defaults/main.yml", "roles/cluster/vars/main.yml",

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """A stand-in for the pynvml module, built from a list of GPU dicts.
 
-It implements only the NVML calls that plugins/module_utils/gpu_facts.py makes; any other nvml* name
+It implements only the NVML calls that plugins/module_utils/facts/gpu_facts.py makes; any other nvml* name
 raises AttributeError, so a new call in the collector shows up here first. The error classes and the
 NVML_* constants are the real ones from the installed nvidia-ml-py (NVMLError(code) returns the
 subclass for that code, e.g. NVMLError_GpuIsLost), so the collector's except clauses are tested

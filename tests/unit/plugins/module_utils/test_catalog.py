@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import (
     DEFAULT_NVME_PATH, DEFAULT_RESTART_POLICY, DEFAULT_STOP_TIMEOUT, DEPLOY_KEYS, RESTART_POLICIES,
     Catalog, parse_catalog, read_catalog, split_catalog, unavailable_count,
 )
@@ -408,12 +408,11 @@ def test_a_catalog_is_parsed_into_one_typed_value():
 
 def test_the_catalogs_parser_does_not_load_the_scheduler():
     # The deploy side reads the catalog: it must not stand on the planner (the CP-SAT model, the framework). It reads
-    # volume sizes with the quantities leaf, which imports nothing of the scheduler.
-    code = ("import sys; import ansible_collections.gangplank.platform.plugins.module_utils.catalog; "
+    # volume sizes with the quantities leaf on module_utils' ground floor, which imports nothing of the scheduler.
+    code = ("import sys; import ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog; "
             "print(sorted(name for name in sys.modules if '.module_utils.scheduler' in name))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
-    prefix = "ansible_collections.gangplank.platform.plugins.module_utils.scheduler"
-    assert loaded.stdout.strip() == str([prefix, prefix + ".quantity"])
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_a_misspelt_key_gets_the_close_one_suggested():
@@ -425,7 +424,7 @@ def test_a_misspelt_key_gets_the_close_one_suggested():
 def test_a_parse_handed_along_as_plain_data_is_the_same_catalog_and_anything_else_is_refused_at_its_path():
     import json
 
-    from ansible_collections.gangplank.platform.plugins.module_utils.catalog import (
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import (
         catalog_secrets, handed_catalog, handed_secrets, parse_catalog,
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import read_catalog, split_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     CONFIG_HASH, DeployError, SPEC_HASH, container_name, decide, desired_containers, desired_on_hosts, render_status, rollout,
     status_rows,
     summary_line, waves,
@@ -668,7 +668,7 @@ def test_decide_names_the_host_whose_rollout_fails_and_lists_that_do_not_match()
 
 
 def test_redact_masks_the_catalogs_env_values_longest_first_and_not_gangplanks_own():
-    from ansible_collections.gangplank.platform.plugins.module_utils.deploy import MASK, redact
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import MASK, redact
 
     specs = [{"name": "h1-api-0", "env": {"GANGPLANK_INSTANCE": "api-0", "DB_PASSWORD": "hunter2hunter2", "PART": "hunter2",
                                           "LEVEL": "inf"}},

@@ -9,12 +9,12 @@ import re
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils import deploy
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, decide, desired_on_hosts
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import deploy
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, decide, desired_on_hosts
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import (
     containers_step, hosts_stale_secrets, rollout_step,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import driver
 
 DATA = "/var/lib/gangplank/instances"
 SERVICES = {

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils import deploy_read
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import deploy_read
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import (
     FACT_FILE_LIMIT, ReadError, command, deploy_entry, parse,
 )
 

@@ -13,7 +13,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import SPEC_HASH, desired_containers, rollout
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import SPEC_HASH, desired_containers, rollout
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_deploy import (
     DATA, HOST, INSTANCES, SERVICES, rendered_for,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     SPEC_HASH, DeployError, desired_containers, make_directory_argv, rollout,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step, rollout_step
 
 HOST = "h1"
 DATA = "/var/lib/gangplank/instances"

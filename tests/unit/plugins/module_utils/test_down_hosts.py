@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-"""Which hosts are down and what waits for them (plugins/module_utils/down_hosts.py), hostile records included."""
+"""Which hosts are down and what waits for them (plugins/module_utils/planning/down_hosts.py), hostile records included."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils import down_hosts
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import down_nodes, waiting, waiting_lines
+from ansible_collections.gangplank.platform.plugins.module_utils.planning import down_hosts
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import down_nodes, waiting, waiting_lines
 
 RECORD = {"placement": {"db-0": {"node": "n3", "service": "db"}, "web-0": {"node": "n1", "service": "web"}},
           "nodes": {"n1": {"cpu": "4"}, "n3": {"cpu": "8", "unschedulable": False}}}
@@ -38,7 +38,7 @@ def test_the_number_of_down_hosts_is_bounded(monkeypatch):
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import (  # noqa: E402
     DEFAULT_DOWN_GRACE, MAX_DOWN_GRACE, down_grace_error, down_grace_value, down_since, move_stateful_error, replacement_groups,
     replacements,
 )

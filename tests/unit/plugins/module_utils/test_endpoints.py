@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import DeployError, desired_containers
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import hosts_changed
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import hosts_changed
 
 DATA = "/var/lib/gangplank/instances"
 
@@ -144,7 +144,7 @@ def test_the_hosts_of_dependents_change_with_their_dependencies_endpoints():
 
 
 def test_a_catalog_with_bad_ports_is_refused_naming_each_path():
-    from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog
     from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
     services = {"api": {"image": "localhost/api:1", "ports": [{"name": "web#1", "container_port": 8080}, 21000],
                         "health": {"tcp": {"port": "grpc"}}}}
@@ -158,7 +158,7 @@ def test_a_catalog_with_bad_ports_is_refused_naming_each_path():
 
 
 def test_the_scale_report_gives_each_instance_its_host_ports():
-    from ansible_collections.gangplank.platform.plugins.module_utils.status import service_instances
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import service_instances
     report = service_instances({host: entry["instances"] for host, entry in HOSTS.items()}, "api", ["n1", "n2"],
                                ADDRESSES, SERVICES["api"]["ports"])
     assert [(entry["instance"], entry["address"], entry["host_ports"]) for entry in report["instances"]] == [

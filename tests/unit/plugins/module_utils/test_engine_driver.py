@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import desired_containers, rollout
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import desired_containers, rollout
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import (
     OPTIONS, Call, EngineError, driver,
 )
 

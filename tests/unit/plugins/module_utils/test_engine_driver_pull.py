@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import (
     EngineError, check_registries, driver, image_registry,
 )
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gangplank.platform contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The extenders' HTTP transport (module_utils/extender_transport.py) against hostile servers on loopback.
+"""The extenders' HTTP transport (module_utils/extender/transport.py) against hostile servers on loopback.
 
 Each server is a raw TCP socket on 127.0.0.1 port 0 in a thread: it reads one request, then writes what a buggy or
 compromised extender could (endless ``100 Continue`` lines, endless 1-byte chunks, headers without end, a status
@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils import extender_transport as transport
+from ansible_collections.gangplank.platform.plugins.module_utils.extender import transport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 
 TOKEN = "Tq7vK2xR9mWp4LzN8sJd3HfB6gYc1QaE5uXo0ViZr-Mn.w"      # 46 characters, all of them distinctive

@@ -11,7 +11,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import (
     CACHE_VERSION, CACHED_KEYS, MAX_CACHE_BYTES, _walk_names, _walk_order, cache_content, cached_facts, fingerprint, hardware_view,
     ReadError, parse_read, read_cache, read_command, read_state, state_of,
 )
@@ -207,7 +207,7 @@ mount -t tmpfs /dev/nvme0n1 "$FAKE_MOUNT"
 
 COMPARE = """
 import json, subprocess, sys
-from ansible_collections.gangplank.platform.plugins.module_utils.facts_cache import hardware_view, parse_read, read_command
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.facts_cache import hardware_view, parse_read, read_command
 out = subprocess.run(read_command(sys.argv[1], ""), shell=True, capture_output=True, text=True, check=True).stdout
 print(json.dumps({"module": hardware_view(), "shell": parse_read(out, sys.argv[1], "")[0]}))
 """

@@ -8,7 +8,7 @@ import time
 import pynvml
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.gpu_facts import (
     NOTHING_REASON,
     NVIDIA_SMI_FIELDS,
     collect,

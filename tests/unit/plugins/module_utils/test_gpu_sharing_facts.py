@@ -12,8 +12,8 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import MPS_CONTROL, mps_control_path
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import NodeFactsError, gpu_sharing, scheduler_node
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.gpu_facts import MPS_CONTROL, mps_control_path
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, gpu_sharing, scheduler_node
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.modules import gpu_facts
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_node_facts import gpu, host

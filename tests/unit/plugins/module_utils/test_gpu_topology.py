@@ -7,11 +7,11 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.gpu_facts import (
     TOO_MANY_GPUS, NVIDIA_SMI_ARGS, TopologyError, collect_facts, cpulist_of_mask, parse_cpulist, parse_topo_matrix,
     sysfs_pci_name,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import (
     NodeFactsError, facts_table, node_labels, nvlink_domain, scheduler_node,
 )
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils import published_topo

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.filter.gpu_watchdog_wanted import gpu_watchdog_wanted
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import (
     StateError, condition_lines, event_lines, parse_state, render_share_rows, share_gpus, share_rows, watchdog_config,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.status import gpu_status, has_gpu_instances, status_report
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import gpu_status, has_gpu_instances, status_report
 
 GIB = 1 << 30
 GPU, WHOLE = "GPU-aaaa", "GPU-wwww"

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""GPU shares under CUDA MPS (module_utils/mps.py through deploy.desired_containers): the daemon container per share
+"""GPU shares under CUDA MPS (module_utils/deploy/mps.py through deploy.desired_containers): the daemon container per share
 instance, the instance as its client, the daemon's entrypoint run against the test bed's stand-in, the rollout's
 repair of a daemon that stopped, the waves and removals, and the engines' arguments."""
 
@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     MPS_OF, SIDECAR_OF, SPEC_HASH, DeployError, decide, desired_containers, desired_on_hosts, rollout,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step, rollout_step
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import driver
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import driver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 STAND_IN = os.path.join(ROOT, "scripts", "lib", "nvidia-cuda-mps-control.stand-in")

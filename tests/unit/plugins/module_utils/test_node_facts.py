@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import (
     NodeFactsError, facts_table, gpu_family, node_labels, scheduler_node,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem

@@ -4,8 +4,8 @@ with the instances that shared it."""
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import desired_containers
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import desired_containers
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import (
     adopt, adoptions, inspect, is_old_layout, shared_message,
 )
 

@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_facts import collect
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.nvme_facts import collect
 
 StatVfs = namedtuple("StatVfs", "f_bavail f_frsize")
 PCI = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/nvme"

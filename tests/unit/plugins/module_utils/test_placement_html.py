@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import (
     Palette, PictureError, render_html, service_colour,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.test_gpu_topology import server, whole
 
@@ -187,7 +187,7 @@ def _render_broken(base, paths, rng, rounds):
 
 
 def test_a_status_picture_shows_the_bound_instances_with_their_health():
-    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import status_result
     result = plan(PROBLEM)
     bindings = {}
     for name, placement in result["placements"].items():
@@ -221,7 +221,7 @@ def _bar_widths(page, label):
 
 
 def test_a_status_picture_draws_each_gpu_to_scale_with_the_stored_facts():
-    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import BAR_WIDTH, status_result
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import BAR_WIDTH, status_result
     bindings = _status_bindings()
     taken = {}
     for binding in bindings["gpu-a"].values():
@@ -246,13 +246,13 @@ def test_a_status_picture_draws_each_gpu_to_scale_with_the_stored_facts():
     ([], "gpus: got list"),
 ])
 def test_bad_stored_gpus_are_an_error_naming_the_path(gpus, says):
-    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import status_result
     with pytest.raises(PictureError, match=says):
         status_result(_status_bindings(), gpus=gpus)
 
 
 def test_each_instance_is_marked_healthy_failing_or_unknown():
-    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import status_result
     bindings = _status_bindings()
     names = sorted(name for host in bindings.values() for name in host)
     health = dict(zip(names, ["healthy", "unhealthy: connection refused", "not probed", "missing"]))
@@ -264,7 +264,7 @@ def test_each_instance_is_marked_healthy_failing_or_unknown():
 
 
 def test_a_status_picture_shows_a_down_host_with_what_waits_for_it():
-    from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import status_result
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import status_result
     bindings = _status_bindings()
     gone = {"db-0": {"service": "db", "ordinal": 0, "node": "gone", "gpus": []}}
     page = render_html(status_result(bindings, down={"gone": gone}), health={"db-0": "waiting: host down"})

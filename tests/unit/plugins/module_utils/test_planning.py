@@ -8,8 +8,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog, split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog, plan_or_rebalance, rebalance_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import read_catalog, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog, plan_or_rebalance, rebalance_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.test_catalog import ARGV_EXPECTED, NODES, api
 
@@ -101,3 +101,31 @@ def test_planning_hands_the_scheduler_the_catalogs_scheduling_part():
     catalog = read_catalog(services)
     assert catalog.errors == [] and untimed(plan_catalog({"nodes": NODES, "services": services}, exact_seconds=0)) == \
         untimed(plan_catalog({"nodes": NODES, "services": catalog.scheduling}, exact_seconds=0))
+
+
+def test_a_catalog_read_by_the_caller_is_not_read_again_and_plans_as_a_read_here_with_the_scale_requests_replicas(
+        monkeypatch):
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning import planning
+
+    services = {"db": {"ports": [5432], "stateful": True, "image": "localhost/db:1"},
+                "api": api(replicas=2, ports=[], depends_on=["db"], env={"A": 1}),
+                "web": api(ports=[], config=[{"dest": "/etc/w", "content": "x"}])}
+    read = read_catalog(services)
+    # A scale request sets a service's replicas on the problem's services (scheduling.build_problem): the one change
+    # the schedule makes to them. The caller's read takes the problem's counts.
+    scaled = {name: dict(entry, replicas=3) if name in ("api", "web") else entry for name, entry in services.items()}
+    problem = {"nodes": NODES, "services": scaled}
+    reads = []
+    monkeypatch.setattr(planning, "read_catalog", lambda value: reads.append(1) or read_catalog(value))
+    for max_moves in (None, 2):
+        taken = plan_or_rebalance(problem, max_moves, 0, catalog=read)
+        assert reads == []
+        own = plan_or_rebalance(problem, max_moves, 0)
+        assert reads == [1]
+        reads.clear()
+        assert untimed(taken) == untimed(own) and sorted(taken["placements"]) == [
+            "api-0", "api-1", "api-2", "db-0", "web-0", "web-1", "web-2"]
+    # A read of other services (another set of names) is not taken: the problem's services are read here.
+    other = read_catalog({"db": services["db"]})
+    assert untimed(plan_catalog(problem, exact_seconds=0, catalog=other)) == untimed(plan_catalog(problem, exact_seconds=0))
+    assert reads == [1, 1]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog, read_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import endpoints
-from ansible_collections.gangplank.platform.plugins.module_utils.proxy import (
-    ProxyError, proxy_config, proxy_frontends, wanted,
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog, read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
+    ProxyError, proxy_config, proxy_frontends,
 )
 
 API = {"replicas": 2, "image": "localhost/app:1", "ports": [{"name": "http", "container_port": 8080}],
@@ -157,8 +157,7 @@ def test_a_catalog_without_proxy_keeps_its_specs_as_they_were():
     plain = {"api": {key: value for key, value in API.items() if key != "proxy"}}
     deploy = parse_catalog(plain).deploy
     assert "proxy" not in deploy["api"]
-    assert not wanted(deploy)
-    assert wanted(parse_catalog({"api": API}).deploy)
+    assert "proxy" in parse_catalog({"api": API}).deploy["api"]
 
 
 def test_templates_see_each_services_local_address_by_port():
@@ -168,7 +167,7 @@ def test_templates_see_each_services_local_address_by_port():
 
 
 def test_asking_for_the_proxy_changes_no_container_and_a_site_without_it_gets_no_proxy_step():
-    from ansible_collections.gangplank.platform.plugins.module_utils.deploy_plan import containers_step
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
 
     def two_hosts():
         def read(instances):
@@ -184,14 +183,13 @@ def test_asking_for_the_proxy_changes_no_container_and_a_site_without_it_gets_no
                 "h2": read({"api-1": binding("api", 1, 1)})}
 
     plain = containers_step(["h1", "h2"], two_hosts(), SERVICES)
-    assert "proxy_services" not in plain
+    assert "proxy" not in plain
     proxied = dict(SERVICES, db=dict(SERVICES["db"], proxy=[{"port": 5432, "listen": 15432}]))
     assert "proxy" not in SERVICES["db"]
     step = containers_step(["h1", "h2"], two_hosts(), proxied)
     # The same containers, specs and spec hashes: the proxy is no part of a container.
     assert step["containers"] == plain["containers"]
-    assert step["proxy_services"] == {"db": {"proxy": [{"port": 5432, "listen": 15432}],
-                                             "health": parse_catalog(proxied).deploy["db"]["health"],
-                                             "stop_timeout": parse_catalog(proxied).deploy["db"]["stop_timeout"]}}
-    text = proxy_config(step["endpoints"], step["proxy_services"])
+    assert step["proxy"]["config"] == proxy_config(step["endpoints"], parse_catalog(proxied).deploy)
+    assert step["proxy"]["frontends"] == {"db": {"5432": "169.254.30.1:15432"}}
+    text = step["proxy"]["config"]
     assert "    server db-0 h1:5432 check\n" in text

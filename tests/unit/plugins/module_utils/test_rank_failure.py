@@ -11,7 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gangplank.platform.plugins.filter.rank_failure import rank_failure as rank_failure_filter
-from ansible_collections.gangplank.platform.plugins.module_utils.rank_failure import rank_failure
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.rank_failure import rank_failure
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "rank_failure_template.j2")
 CONTAINERS = {

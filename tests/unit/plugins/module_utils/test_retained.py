@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.retained import retained_of, with_retained
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduling import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.retained import retained_of, with_retained
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import (
     ScheduleError, ScheduleInputs, schedule_cluster,
 )
 from ansible_collections.gangplank.platform.tests.unit.plugins.action.test_gang_schedule import hostvars
@@ -118,7 +118,7 @@ def test_a_site_without_volumes_records_and_reports_nothing_new():
 
 
 def test_status_lists_the_retained_volumes_with_their_sizes():
-    from ansible_collections.gangplank.platform.plugins.module_utils.status import retained_lines
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import retained_lines
 
     down = run(1, run(3).record)
     nodes = {name: entry["node"] for name, entry in down.record["retained"].items()}

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import (
     RuntimeHostError, bundled_images, combine, compare_versions, debs_to_install, inputs_json, limits_answer, state_argv,
     state_record)
 
@@ -23,7 +23,7 @@ BINARIES = {"podman": "sh", "docker": "dockerd"}
 def read(tmp_path, inputs, stored="stored-fingerprint\nlimits podman x\n"):
     state = tmp_path / "runtime-state"
     state.write_text(stored)
-    from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import STATE_SCRIPT
+    from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import STATE_SCRIPT
     argv = state_argv(inputs, STATE_SCRIPT, str(state), BINARIES)
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines()
 

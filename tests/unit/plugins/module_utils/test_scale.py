@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import applied_overrides, scale_overrides
 
 SERVICES = {"db": {"stateful": True}, "worker": {"replicas": 3, "scalable": True}, "infer": {"scalable": True}}
 

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     CONFIG_HASH, DeployError, SPEC_HASH, desired_containers, rollout,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import (
     MAX_SECRET_BYTES, MAX_TOTAL_SECRET_BYTES, Missing, SecretError, Unreadable, container_secrets, keyed_hash,
     read_values,
 )

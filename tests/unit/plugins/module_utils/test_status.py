@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The status report's decisions (plugins/module_utils/status.py): which probes run, the GPUs read from the stored
+"""The status report's decisions (plugins/module_utils/deploy/status.py): which probes run, the GPUs read from the stored
 hardware facts, which recorded instances wait for a down host, and the lines that name the down hosts."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 
-from ansible_collections.gangplank.platform.plugins.module_utils.status import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import (
     down_instances, hardware_facts, hardware_gpu_groups, hardware_gpus, host_status, status_probes, status_report, waiting_lines,
 )
 

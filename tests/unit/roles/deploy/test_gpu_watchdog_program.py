@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import parse_state
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import parse_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PROGRAM = os.path.join(ROOT, "roles", "deploy", "files", "gpu_watchdog.py")

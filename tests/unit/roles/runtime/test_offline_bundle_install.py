@@ -16,7 +16,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gangplank.platform.plugins.module_utils.runtime_host import debs_to_install
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.runtime_host import debs_to_install
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

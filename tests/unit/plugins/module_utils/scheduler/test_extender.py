@@ -30,11 +30,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gangplank.platform.plugins.module_utils import extender_transport as transport
+from ansible_collections.gangplank.platform.plugins.module_utils.extender import transport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import Instance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import Extender as ExtenderPlugin

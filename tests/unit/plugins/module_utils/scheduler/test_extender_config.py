@@ -21,13 +21,13 @@ import uuid
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.filter.plan_table import plan_table
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import render_html
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import render_html
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import extender as wire
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.extender import every_node_left_out
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError, parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import framework_for, plan
@@ -300,7 +300,7 @@ def test_an_encrypted_client_key_never_waits_on_a_terminal(encrypted_pki):
     """In a process of its own session (no controlling terminal) and with no standard input: the same error, at
     once, and nothing written asking for a pass phrase."""
     code = ("import json, sys\n"
-            "from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import parse_profile\n"
+            "from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import parse_profile\n"
             "from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError\n"
             "try:\n    parse_profile({'extenders': [json.loads(sys.argv[1])]})\n"
             "except ProblemError as error:\n    print(json.dumps(error.errors))\n")

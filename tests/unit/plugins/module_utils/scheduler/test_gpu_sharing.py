@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.candidates import equivalence_key

@@ -12,7 +12,7 @@ from itertools import combinations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import plan_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import plan_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler import exact
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import GPURequest

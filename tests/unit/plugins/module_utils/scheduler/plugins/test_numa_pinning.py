@@ -17,7 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.numa_pinning import numa_fits
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.plugins.profile import PLUGINS, WEIGHTS
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpulist, parse_cpulist
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpulist, parse_cpulist
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import Attempt, plan
 from ansible_collections.gangplank.platform.tests.unit.plugins.module_utils.scheduler.builders import (
     checked, errors_of, node, service,

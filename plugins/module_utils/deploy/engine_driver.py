@@ -26,7 +26,7 @@ import posixpath
 import re
 from collections import namedtuple
 
-from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.mps import SUFFIX as MPS_SUFFIX
 
 
 class EngineError(ValueError):
@@ -111,7 +111,7 @@ OPTIONS.add("pull", docker="pull", docker_convert=lambda _value, _spec, _context
 OPTIONS.add("env", podman="env", docker="env", docker_convert=_docker_env, always=True)
 OPTIONS.add("command", podman="command", docker="command")
 OPTIONS.add("user", podman="user", docker="user")
-# An MPS client (a GPU share, module_utils/mps.py) requires its daemon with Podman: Podman starts the daemon first
+# An MPS client (a GPU share, module_utils/deploy/mps.py) requires its daemon with Podman: Podman starts the daemon first
 # whenever it starts the instance, and does not remove the daemon under it. Docker has no start dependency
 # (gangplank.platform.container waits for the daemon's limits first).
 OPTIONS.add("mps_client", podman="requires", podman_convert=lambda value, _spec, _context: [value["daemon"]] if value else None)

@@ -30,7 +30,7 @@ Parse once and pass the value:
   ``diff``, and ``src`` or ``content``), ``secrets`` (each: ``name``, ``var``, ``delivery`` file/env, ``env``,
   ``target``, ``mode``, ``uid``, ``gid``), ``nvme_path``, ``max_unavailable`` (int or "N%"), ``down_grace`` (s or
   None) and ``ports`` (the service's ports, for the probe); a service that asks for the local proxy also has ``proxy``
-  (its frontends, module_utils/proxy.py), and one with dynamic ports ``dynamic_ports``.
+  (its frontends, module_utils/planning/proxy.py), and one with dynamic ports ``dynamic_ports``.
 - ``errors``: [(path, message), ...] of the deploy keys; always empty from parse_catalog.
 """
 
@@ -41,16 +41,16 @@ import posixpath
 import re
 from typing import NamedTuple
 
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_DOWN_GRACE
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe, printable, show
-from ansible_collections.gangplank.platform.plugins.module_utils.proxy import ProxyError, proxy_listens, read_proxy
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens, read_proxy
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
     MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES, SERVICE_KEYS,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError, Reader, join_path
 # A leaf of plain quantities (it imports nothing of the scheduler): the catalog reads volume sizes as the problem does.
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import parse_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import parse_size
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
@@ -501,7 +501,7 @@ def _deploy_spec(reader, spec, path):
         "volumes": _volumes(reader, spec, join_path(path, "volumes"), config, secrets, nvme_path),
     }
     if spec.get("proxy") is not None:
-        # Only a service that asks for the local proxy says so (module_utils/proxy.py): other specs stay as they were.
+        # Only a service that asks for the local proxy says so (module_utils/planning/proxy.py): other specs stay as they were.
         result["proxy"] = read_proxy(reader, spec["proxy"], join_path(path, "proxy"), ports,
                                      tuple(item["name"] for item in dynamic))
     if dynamic:
@@ -697,11 +697,16 @@ def parse_catalog(services):
 
     Unlike read_catalog, which leaves an entry that is not a mapping to the scheduler's parser, this refuses it:
     the deploy side reads the entries without that parser."""
-    catalog = read_catalog(services)
-    # null is an empty entry, as the scheduler's parser reads it.
-    errors = catalog.errors + [(str(join_path("services", name if isinstance(name, str) else printable(name))),
-                                "got %s; expected a mapping" % show(entry))
-                               for name, entry in catalog.scheduling.items() if entry is not None and not isinstance(entry, dict)]
+    return checked_catalog(read_catalog(services))
+
+
+def checked_catalog(catalog):
+    """``catalog`` (read_catalog()'s, or handed_catalog()'s) when it has no mistake and every entry is a mapping (or
+    null, an empty entry, as the scheduler's parser reads it); else ProblemError naming each: parse_catalog()'s
+    checks, for a catalog read once and handed along."""
+    errors = list(catalog.errors) + [
+        (str(join_path("services", name if isinstance(name, str) else printable(name))), "got %s; expected a mapping" % show(entry))
+        for name, entry in catalog.scheduling.items() if entry is not None and not isinstance(entry, dict)]
     if errors:
         raise ProblemError(errors)
     return catalog
@@ -713,16 +718,30 @@ def split_catalog(services):
     return catalog.scheduling, catalog.deploy
 
 
+def catalog_data(catalog):
+    """``catalog`` (read_catalog()'s) as plain data for a later task of the run, which takes it back with
+    handed_catalog(): ``{scheduling, deploy, errors}``, each mistake as ``[path, message]``. It holds the catalog's
+    text, its env included (a task that returns it is no_log), and never a secret's value: the catalog names secrets by
+    their variables only."""
+    return {"scheduling": catalog.scheduling, "deploy": catalog.deploy,
+            "errors": [[str(path), message] for path, message in catalog.errors]}
+
+
 def handed_catalog(value, path="catalog"):
-    """The Catalog of ``value``, ``{scheduling, deploy}``: parse_catalog()'s two fields as an earlier task of the run
-    handed them along (they hold the catalog's text, its env included, and never a secret's value: the catalog names
-    secrets by their variables only); or ProblemError at ``path`` when it is not one."""
-    if (not isinstance(value, dict) or set(value) != {"scheduling", "deploy"}
-            or not all(isinstance(value[key], dict) for key in value)
-            or not all(isinstance(spec, dict) for spec in value["deploy"].values())):
+    """The Catalog of ``value``, ``{scheduling, deploy}`` or catalog_data()'s ``{scheduling, deploy, errors}``: the
+    catalog as an earlier task of the run read it and handed it along; or ProblemError at ``path`` when it is not one.
+    Mistakes it holds stay in its ``errors`` (checked_catalog() raises them)."""
+    keys = set(value) if isinstance(value, dict) else None
+    errors = value.get("errors", []) if keys else None
+    if (keys not in ({"scheduling", "deploy"}, {"scheduling", "deploy", "errors"})
+            or not all(isinstance(value[key], dict) for key in ("scheduling", "deploy"))
+            or not all(isinstance(spec, dict) for spec in value["deploy"].values())
+            or not isinstance(errors, list)
+            or not all(isinstance(error, (list, tuple)) and len(error) == 2 and all(isinstance(part, str) for part in error)
+                       for error in errors)):
         raise ProblemError([(path, "got %s; expected the parsed catalog an earlier step returned (its scheduling "
                                    "and deploy mappings)" % describe(value))])
-    return Catalog(value["scheduling"], value["deploy"], [])
+    return Catalog(value["scheduling"], value["deploy"], [tuple(error) for error in errors])
 
 
 _HANDED_SECRET_KEYS = frozenset(("name", "var", "delivery", "env", "target", "mode", "uid", "gid"))

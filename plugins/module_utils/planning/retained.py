@@ -30,10 +30,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import MAX_INSTANCE_NAME
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import MAX_INSTANCE_NAME
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import valid_host_name
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import MAX_SIZE, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import valid_host_name
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import MAX_SIZE, format_size
 
 MAX_RETAINED = 100000
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,252}")

@@ -10,7 +10,7 @@ Apart from catalog.py so that what deploys a catalog does not load the planner.
 
 from __future__ import annotations
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import Catalog, read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.scheduler import EXACT_SECONDS, plan
@@ -25,37 +25,39 @@ def exact_seconds_error(seconds):
     return None
 
 
-def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None):
+def plan_catalog(problem, exact_seconds=EXACT_SECONDS, profile=None, catalog=None):
     """The scheduler's plan() for a problem whose services may carry deploy keys; ``profile`` a parsed
-    scheduler profile (scheduler/profiles.py) or None for the default.
+    scheduler profile (scheduler/profiles.py) or None for the default. ``catalog``: the catalog the caller read
+    (catalog.read_catalog()) of the services the problem's were made from, so that they are not read again.
 
     Raises one ProblemError with the deploy keys' mistakes and the scheduler's together.
     """
-    return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile))
+    return _without_deploy_keys(problem, lambda scheduling: plan(scheduling, exact_seconds=exact_seconds, profile=profile),
+                                catalog)
 
 
-def rebalance_catalog(problem, max_moves, exact_seconds, profile=None):
+def rebalance_catalog(problem, max_moves, exact_seconds, profile=None, catalog=None):
     """The scheduler's rebalance() (scheduler/rebalance.py) for a problem whose services may carry deploy keys, under
-    ``profile`` (a parsed scheduler profile, or None for the default) as plan_catalog."""
+    ``profile`` (a parsed scheduler profile, or None for the default) and with ``catalog`` as plan_catalog."""
     from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import rebalance
 
     return _without_deploy_keys(problem, lambda scheduling: rebalance(scheduling, max_moves=max_moves, exact_seconds=exact_seconds,
-                                                                      profile=profile))
+                                                                      profile=profile), catalog)
 
 
-def plan_or_rebalance(problem, max_moves, exact_seconds, profile=None):
+def plan_or_rebalance(problem, max_moves, exact_seconds, profile=None, catalog=None):
     """plan_catalog, or rebalance_catalog when ``max_moves`` (the moves a rebalance may make) is not None."""
     if max_moves is None:
-        return plan_catalog(problem, exact_seconds=exact_seconds, profile=profile)
-    return rebalance_catalog(problem, max_moves, exact_seconds, profile=profile)
+        return plan_catalog(problem, exact_seconds=exact_seconds, profile=profile, catalog=catalog)
+    return rebalance_catalog(problem, max_moves, exact_seconds, profile=profile, catalog=catalog)
 
 
-def _without_deploy_keys(problem, run):
+def _without_deploy_keys(problem, run, catalog=None):
     """``run`` (a scheduler entry point) on the problem with its services' deploy keys read off; one ProblemError
     with the deploy keys' mistakes and the scheduler's together."""
     errors = []
     if isinstance(problem, dict) and isinstance(problem.get("services"), dict):
-        catalog = read_catalog(problem["services"])
+        catalog = _read(problem["services"], catalog)
         errors = catalog.errors
         problem = dict(problem, services=catalog.scheduling)
     try:
@@ -65,3 +67,18 @@ def _without_deploy_keys(problem, run):
     if errors:
         raise ProblemError(errors)
     return result
+
+
+def _read(services, catalog):
+    """read_catalog(services); or, where the caller read the catalog (``catalog``) that ``services`` were made from,
+    that read with the replica counts of ``services``: a scale request's counts (scheduling.build_problem) are the one
+    change the schedule makes to the catalog's services, and ``replicas`` is a key of the scheduler's half."""
+    if catalog is None or not isinstance(catalog.scheduling, dict) or list(services) != list(catalog.scheduling):
+        return read_catalog(services)
+    scheduling = {}
+    for name, read in catalog.scheduling.items():
+        entry = services[name]
+        if isinstance(read, dict) and isinstance(entry, dict) and "replicas" in entry:
+            read = dict(read, replicas=entry["replicas"])
+        scheduling[name] = read
+    return Catalog(scheduling, catalog.deploy, catalog.errors)

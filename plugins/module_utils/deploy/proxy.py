@@ -6,16 +6,12 @@
 Each host runs one HAProxy whose frontends listen on the site's proxy address (``gangplank_proxy_address``, a
 link-local address on the host's loopback interface, which the host and its containers reach on Podman and Docker
 alike), one per proxied port of a service, and balance over the service's instances on every host: their publish
-address and host port, from the plan's endpoints (module_utils/endpoints.py), with HAProxy's own health checks.
+address and host port, from the plan's endpoints (module_utils/deploy/endpoints.py), with HAProxy's own health checks. The catalog's ``proxy`` entries are checked by
+module_utils/planning/proxy.py.
 
-- ``read_proxy(reader, value, path, ports, port_names)``: a catalog service's ``proxy`` entry (a list of ``{port,
-  listen}``) checked, mistakes named through ``reader`` (module_utils/reader.py); the catalog parser calls it.
-- ``proxy_listens(deploy)``: every frontend of a parsed catalog, checked across services (one listen port per
-  address), as ``[(service, port, listen, path)]``.
 - ``proxy_config(endpoints, deploy, settings) -> str``: the whole configuration, the same text on every host. A pure
   function: the same input gives the same bytes. Any value that would change the configuration's meaning (a line
   break, a space, ``#``) is refused with ProxyError naming its path; nothing of it is written.
-- ``proxy_services(deploy)``: what the configuration reads of the catalog, as plain data (deploy_plan hands it on).
 - ``proxy_frontends(deploy, address)``: service -> port -> ``address:listen``, what config templates see.
 
 Standard library only.
@@ -26,9 +22,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.reader import join_path
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens
 
-MAX_FRONTENDS = 16
 DEFAULT_ADDRESS = "169.254.30.1"
 
 _SETTING_KEYS = ("address", "check_interval", "fall", "rise", "connect_timeout", "idle_timeout", "drain_timeout",
@@ -39,75 +34,6 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 _INSTANCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,253}")
 _SOCKET = re.compile(r"/[A-Za-z0-9._/-]{1,200}")
 _PORT_NAME = re.compile(r"[a-z]([a-z0-9-]{0,13}[a-z0-9])?")
-
-
-class ProxyError(ValueError):
-    """A value that cannot go into the proxy's configuration; the message names its path."""
-
-
-def read_proxy(reader, value, path, ports, port_names):
-    """The ``proxy`` entry of a catalog service: ``[{port, listen}]``, ``port`` one of the service's ports (a static
-    number or a dynamic port's name), ``listen`` the port its frontend listens on at the proxy address. Mistakes are
-    named through ``reader`` with their path; the well-formed frontends are returned."""
-    items = reader.sequence(value, path, maximum=MAX_FRONTENDS)
-    if value is not None and not items and isinstance(value, list):
-        reader.bad(path, value, "a list of frontends, each {port, listen}")
-    frontends, seen = [], set()
-    for position, item in enumerate(items):
-        item_path = join_path(path, position)
-        entry = reader.mapping(item, item_path, ("port", "listen"), required=("port", "listen"), optional_none=False)
-        if "port" not in entry or "listen" not in entry:
-            continue
-        port = entry["port"]
-        if isinstance(port, str):
-            if port not in port_names:
-                reader.bad(join_path(item_path, "port"), port, "the name of one of the service's dynamic ports (%s)"
-                           % (", ".join(port_names) or "none listed"))
-                continue
-        elif isinstance(port, int) and not isinstance(port, bool):
-            if port not in ports:
-                reader.bad(join_path(item_path, "port"), port, "one of the service's ports")
-                continue
-        else:
-            reader.bad(join_path(item_path, "port"), port, "one of the service's ports: a number or a dynamic port's name")
-            continue
-        listen = reader.integer(entry["listen"], join_path(item_path, "listen"), minimum=1, maximum=65535)
-        if listen is None:
-            continue
-        if port in seen:
-            reader.bad(join_path(item_path, "port"), port, "a port not proxied twice in this service")
-            continue
-        seen.add(port)
-        frontends.append({"port": port, "listen": listen})
-    return frontends
-
-
-def proxy_listens(deploy):
-    """[(service, port, listen, path)] of every frontend in a parsed catalog's deploy specs, in service order; the same
-    listen port asked twice is refused with ProxyError naming the second one's path."""
-    found, taken = [], {}
-    for service in sorted(deploy or {}):
-        for position, frontend in enumerate((deploy[service] or {}).get("proxy") or []):
-            path = "services.%s.proxy[%d].listen" % (service, position)
-            listen = frontend["listen"]
-            if listen in taken:
-                raise ProxyError("%s: got %d; expected a port no other frontend listens on (%s does)"
-                                 % (path, listen, taken[listen]))
-            taken[listen] = "services.%s.proxy[%d]" % (service, position)
-            found.append((service, frontend["port"], listen, path))
-    return found
-
-
-def proxy_services(deploy):
-    """service -> what the proxy reads of its deploy spec (``proxy``, ``health``, ``stop_timeout``), for the services of
-    a parsed catalog that ask for the proxy; empty when none does. Plain data: handed from task to task."""
-    return {name: {"proxy": spec["proxy"], "health": spec.get("health"), "stop_timeout": spec.get("stop_timeout")}
-            for name, spec in sorted((deploy or {}).items()) if (spec or {}).get("proxy")}
-
-
-def wanted(deploy):
-    """Whether any service of a parsed catalog's deploy specs asks for the local proxy."""
-    return any((spec or {}).get("proxy") for spec in (deploy or {}).values())
 
 
 def _word(value, path, expected):

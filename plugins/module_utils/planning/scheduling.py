@@ -23,23 +23,23 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import has_volumes, plain_data, read_catalog
-from ansible_collections.gangplank.platform.plugins.module_utils.down_hosts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import has_volumes, plain_data, read_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import (
     DEFAULT_DOWN_GRACE, down_grace_error, down_grace_value, down_nodes, down_since, move_stateful_error, pending_lines,
     record_problems, replacement_groups, replacements, waiting, waiting_lines, without_previous,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import (
     HOST_NAME_EXPECTED, NodeFactsError, scheduler_node, valid_host_name,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.planning import exact_seconds_error, plan_or_rebalance
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.planning import exact_seconds_error, plan_or_rebalance
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.retained import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.retained import (
     removal_error, retained_after, retained_dirs, retained_of, volume_report, volumes_of, wanted_again, with_retained,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scale import applied_overrides, scale_overrides
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scale import applied_overrides, scale_overrides
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.extender import ExtenderError
-from ansible_collections.gangplank.platform.plugins.module_utils.extender_transport import HTTPTransport
+from ansible_collections.gangplank.platform.plugins.module_utils.extender.transport import HTTPTransport
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.profiles import load_profile
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.rebalance import (
     DEFAULT_MAX_MOVES, describe, max_moves_error, max_moves_value,
@@ -74,7 +74,8 @@ class ScheduleInputs:
     volume_dir: Optional[str] = None            # where disk volumes live on the hosts (to name the removed directories)
     port_range: Optional[list] = None           # the host ports dynamic ports are chosen from; None: the default
     now: Optional[float] = None         # the time grace periods are measured against; None: now
-    catalog: Any = None                 # ``services`` as catalog.read_catalog() read it, when the caller did; else None
+    # ``services`` as catalog.read_catalog() read it, when the caller did (the planner then does not read it again); else None
+    catalog: Any = None
 
 
 class ScheduleError(Exception):
@@ -347,8 +348,8 @@ def _plan(inputs, record, grace, max_moves, now):
         # Stateless instances of a host down for longer than the grace period are placed again on the live hosts.
         replacing = replacements(problem["previous"], problem["services"], since, now, grace)
         profile = load_profile(inputs.profile, inputs.profile_base, HTTPTransport())
-        plan, replacing, kept_waiting = _with_replacements(
-            problem, moving, replacing, lambda part: plan_or_rebalance(part, max_moves, inputs.exact_timeout, profile))
+        plan, replacing, kept_waiting = _with_replacements(problem, moving, replacing, lambda part: plan_or_rebalance(
+            part, max_moves, inputs.exact_timeout, profile, catalog=inputs.catalog))
         return _Planned(problem, down, since, moving, replacing, kept_waiting, plan)
     except NodeFactsError as error:
         raise ScheduleError("Cannot describe a host to the scheduler: %s" % error) from None

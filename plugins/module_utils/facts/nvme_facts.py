@@ -33,7 +33,7 @@ import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import (
     BLANKS, SIZE_EXPECTED, parse_size,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed

@@ -21,7 +21,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.messages import
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
     GPU_SHARING_MODES, GPU_SHARING_MPS, GPU_SHARING_NONE,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import (
     BLANKS, MAX_SIZE, format_cpulist, format_size, parse_cpu, parse_cpulist, parse_size,
 )
 

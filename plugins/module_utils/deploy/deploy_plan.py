@@ -19,15 +19,15 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import EndpointError, endpoints
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import catalog_secrets
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import catalog_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy_read import stale_secrets
-from ansible_collections.gangplank.platform.plugins.module_utils.nvme_adoption import adoptions
-from ansible_collections.gangplank.platform.plugins.module_utils.proxy import proxy_services
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import DEFAULT_ADDRESS, proxy_config, proxy_frontends
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -43,23 +43,26 @@ def _read_of(reads, host):
     return read
 
 
-def containers_step(hosts, reads, services, everywhere=None):
-    """Every host's containers from its read, the catalog parsed once.
+def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy=None):
+    """Every host's containers from its read, the catalog parsed once (or taken as ``catalog``, the parse of
+    ``services`` an earlier task of the run handed along: gangplank.platform.catalog's).
 
     Returns ``missing`` (why some host cannot be deployed, one sentence per host; '' when every host can: then nothing
     else is worked out), ``containers`` (host -> its containers, deploy.desired_containers()), ``render`` (host -> the
     config files to render there: ``path``, ``dest``, ``src`` or ``content``, and the container's spec as ``instance``,
     which the template sees as ``deploy_instance``) and ``restarts`` (what the waves read of each service, so that
     rollout_step does not parse the catalog again), ``endpoints`` (service -> where its instances answer,
-    module_utils/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
+    module_utils/deploy/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
-    so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy_services``
-    (proxy.proxy_services(): what the proxy's configuration is generated from, with the endpoints)."""
+    so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy``: its
+    ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
+    ``proxy``) and its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
+    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
         return {"missing": missing, "containers": {}, "render": {}, "restarts": {}, "secrets": {}}
-    catalog = parse_catalog(services)
+    catalog = parse_catalog(services, handed=catalog)
     settings = {host: reads[host]["settings"] for host in hosts}
     # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
     # else those of the hosts deployed here. A host deployed here counts with its read settings.
@@ -75,10 +78,11 @@ def containers_step(hosts, reads, services, everywhere=None):
                      for container in desired[host] for entry in container["config"]] for host in hosts}
     result = {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
               "endpoints": found, "secrets": catalog_secrets(catalog[1])}
-    proxied = proxy_services(catalog[1])
-    if proxied:
-        # Only a site that asks for the local proxy gets its services' frontends (module_utils/proxy.py).
-        result["proxy_services"] = proxied
+    if any((spec or {}).get("proxy") for spec in catalog[1].values()):
+        # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
+        settings = dict(proxy or {})
+        result["proxy"] = {"config": proxy_config(found, catalog[1], settings),
+                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS))}
     return result
 
 
@@ -147,7 +151,7 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale": decision["rollouts"][host]["stale"],
             "stale_secrets": unused.get(host) or [],
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
-            # The per-service NVMe directories a site had before volumes (module_utils/nvme_adoption.py).
+            # The per-service NVMe directories a site had before volumes (module_utils/deploy/nvme_adoption.py).
             "nvme_adoptions": adoptions(desired.get(host) or []),
         }
     _keep_one_for_the_lock(hosts, plans)
@@ -175,7 +179,7 @@ def _keep_one_for_the_lock(hosts, plans):
 
 
 def _report_entries(containers):
-    """What the failure report (module_utils/rank_failure.py) reads of each container, by name."""
+    """What the failure report (module_utils/deploy/rank_failure.py) reads of each container, by name."""
     return {container["name"]: {"instance": container["instance"], "probe": container["probe"]}
             for container in containers}
 

@@ -27,7 +27,7 @@ import html
 import reprlib
 
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.model import SERVICE_LABEL_PREFIX
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_cpu, format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_cpu, format_size
 
 # Bounds of a picture: what the scheduler can return is already bounded (docs/problem-format.md); these
 # keep a hand-made result from making a page no browser opens.

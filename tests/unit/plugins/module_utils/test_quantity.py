@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import (
     format_cpu, format_size, parse_cpu, parse_size,
 )
 

@@ -50,8 +50,8 @@ import json
 import re
 import shlex
 
-from ansible_collections.gangplank.platform.plugins.module_utils.engine_driver import DRIVERS
-from ansible_collections.gangplank.platform.plugins.module_utils.mps import SUFFIX as MPS_SUFFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import DRIVERS
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.mps import SUFFIX as MPS_SUFFIX
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, one_line, well_formed
 
 ENGINES = ("podman", "docker")

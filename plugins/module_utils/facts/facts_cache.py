@@ -30,7 +30,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.validation impo
 # 2: the GPU topology (gangplank_gpu_links, numa_node and cpu_affinity per GPU); a cache version 1 wrote lacks it and is
 # gathered again once (a new version is also a new fingerprint).
 CACHE_VERSION = 2
-# Facts the scheduler's node entry (module_utils/node_facts.py) and the facts table read, and nothing else.
+# Facts the scheduler's node entry (module_utils/facts/node_facts.py) and the facts table read, and nothing else.
 CACHED_KEYS = ("processor_vcpus", "memtotal_mb", "architecture", "system", "gangplank_gpus", "gangplank_gpu_driver", "gangplank_nvme",
                "gangplank_gpu_links", "gangplank_data_filesystem")
 MAX_CACHE_BYTES = 4 * 1024 * 1024

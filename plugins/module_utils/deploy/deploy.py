@@ -10,7 +10,7 @@ Pure functions behind the deploy role (docs/deploy.md):
   labels and the health probe. A sidecar shares its instance's network namespace, so the
   instance's container publishes the sidecar's ports too. On a host that enforces GPU shares
   with CUDA MPS (``gpu_sharing="mps"``), each share instance gets its own MPS control daemon
-  container (module_utils/mps.py says why and how), listed just before the instance.
+  container (module_utils/deploy/mps.py says why and how), listed just before the instance.
 - ``rollout`` compares them with the containers that exist and says, per container, whether it
   is created, recreated, started or kept, and which containers of this host are stale.
 - ``waves`` looks at every host's rollout at once and says which ranks have anything to do and, within
@@ -28,15 +28,17 @@ import hashlib
 import json
 import posixpath
 
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import endpoint_value, endpoint_variable
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import split_catalog, unavailable_count
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoint_value, endpoint_variable
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import (
+    checked_catalog, handed_catalog, split_catalog, unavailable_count,
+)
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils import mps
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import HOST_NAME_EXPECTED, valid_host_name
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import (
     format_cpulist, parse_cpu, parse_cpulist, parse_size,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.secrets import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.secrets import (
     DEFAULT_SECRET_DIR, SecretError, container_secrets, keyed_hash,
 )
 
@@ -44,7 +46,7 @@ LABEL = "gangplank.io/"
 MANAGED, NODE, INSTANCE, SERVICE, RANK, SIDECAR_OF = (LABEL + key for key in (
     "managed", "node", "instance", "service", "rank", "sidecar-of"))
 CONFIG_HASH, SPEC_HASH = LABEL + "config-hash", LABEL + "spec-hash"
-# A share instance's MPS control daemon (module_utils/mps.py): the name of the instance's container.
+# A share instance's MPS control daemon (module_utils/deploy/mps.py): the name of the instance's container.
 MPS_OF = mps.MPS_OF
 GPU_MODES = ("cdi", "simulated")
 ENGINES = ("podman", "docker")
@@ -122,7 +124,7 @@ def _dynamic_host_ports(instance, binding, spec):
 
 def _endpoint_environment(service, scheduling, endpoints):
     """GANGPLANK_ENDPOINTS_<SERVICE> for each service ``service`` depends on that has dynamic ports
-    (module_utils/endpoints.py), from ``endpoints`` (the plan's, service -> entries); {} without them."""
+    (module_utils/deploy/endpoints.py), from ``endpoints`` (the plan's, service -> entries); {} without them."""
     if not endpoints:
         return {}
     env = {}
@@ -173,9 +175,14 @@ def redact(text, containers, secret_values=None):
     return text
 
 
-def parse_catalog(services):
-    """(the scheduler's services, each service's deploy spec), or DeployError naming every mistake of the catalog."""
+def parse_catalog(services, handed=None):
+    """(the scheduler's services, each service's deploy spec), or DeployError naming every mistake of the catalog.
+    ``handed``: ``services`` as an earlier task of the run parsed it (gangplank.platform.catalog's ``catalog``), taken
+    instead of parsing them again, with the same checks."""
     try:
+        if handed is not None:
+            catalog = checked_catalog(handed_catalog(handed))
+            return catalog.scheduling, catalog.deploy
         return split_catalog(services)
     except ValueError as error:
         raise DeployError("the catalog is not valid; nothing was changed:\n%s" % error) from None
@@ -199,7 +206,7 @@ def desired_containers(host, instances, services, data_dir, publish_address="", 
 
     ``gpu_sharing`` is the host's sharing mode (``mps`` or ``none``; the deploy role always gives it): each share
     instance (a GPU request with ``memory``) gets ``GANGPLANK_GPU_ENFORCED`` (``true`` or ``false``), and with ``mps``
-    its own MPS control daemon container just before it (module_utils/mps.py): ``mps_control`` is the control binary's
+    its own MPS control daemon container just before it (module_utils/deploy/mps.py): ``mps_control`` is the control binary's
     path on the host, ``mps_dir`` the host directory of the daemons' directories, ``mps_image`` the daemon's image
     (empty: the instance's), ``mps_ready_timeout`` the seconds an instance waits for its daemon's limits. Without
     ``gpu_sharing`` (None) the specs are those of a collection without MPS.

@@ -15,7 +15,7 @@ import re
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import MAX_INSTANCES
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import BLANKS
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import BLANKS
 
 # ASCII digits only: str.isdigit() also accepts "²", which int() refuses. The whole string, after ASCII blanks
 # (" 7", "7\n" from a survey): "7\x00" or "7\u2028" is refused.

@@ -13,19 +13,19 @@ import json
 import shlex
 import time
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy import render_status, status_rows
-from ansible_collections.gangplank.platform.plugins.module_utils.gpu_watchdog_state import (
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import render_status, status_rows
+from ansible_collections.gangplank.platform.plugins.module_utils.watchdog.gpu_watchdog_state import (
     MAX_STATE_BYTES, StateError, condition_lines, parse_state, render_share_rows, share_rows,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import (
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import (
     NodeFactsError, gpu_links, scheduler_gpus, usable_gpus,
 )
-from ansible_collections.gangplank.platform.plugins.module_utils.placement_html import (
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import (
     health_of, render_html, status_result,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.retained import retained_of
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import format_size
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.retained import retained_of
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import format_size
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import parse_problem
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.topology import link_groups
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
@@ -184,7 +184,7 @@ def gpu_lines(hosts, statuses):
 
 
 def retained_lines(record):
-    """One line per instance whose volumes the record keeps on its node (module_utils/retained.py), with their sizes."""
+    """One line per instance whose volumes the record keeps on its node (module_utils/planning/retained.py), with their sizes."""
     retained = retained_of(record)
     return ["retained volumes of %s on %s: %s" % (name, entry["node"], ", ".join(
         "%s (%s%s)" % (volume["name"], volume["where"], ", " + format_size(volume["size"]) if volume["size"] else "")

@@ -17,7 +17,7 @@ import socket
 from collections import Counter
 
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.quantity import (
+from ansible_collections.gangplank.platform.plugins.module_utils.quantity import (
     BLANKS, cpu_ranges, format_cpulist, format_ranges, parse_size,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.gangplank.platform.plugins.module_utils.node_facts import HOST_NAME_EXPECTED, valid_host_name
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import HOST_NAME_EXPECTED, valid_host_name
 
 _INSTANCE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}(-(0|[1-9][0-9]{0,5})|@[A-Za-z0-9._-]{1,253})")
 _PORT_NAME = re.compile(r"[a-z]([a-z0-9-]{0,13}[a-z0-9])?")
