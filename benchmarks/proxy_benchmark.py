@@ -58,7 +58,7 @@ def generate(count, repeat=50):
     addresses = {"h%d" % host: "10.0.%d.%d" % (host // 250, host % 250 + 1) for host in range(count)}
     deploy = parse_catalog(services).deploy
     times, text = [], ""
-    for _ in range(repeat):
+    for _repeat in range(repeat):
         started = time.perf_counter()
         text = proxy_config(endpoints(hosts, services, addresses), deploy, {"port_range": [20000, 32000]})
         times.append((time.perf_counter() - started) * 1000)
@@ -133,7 +133,7 @@ def fresh(count):
             settings.write_text(yaml.safe_dump(values))
             bed.playbook("site.yml")        # the first run after the catalog's change may change something
             runs = []
-            for _ in range(3):
+            for _run in range(3):
                 started = time.monotonic()
                 returncode, report = bed.playbook("site.yml")
                 runs.append(time.monotonic() - started)
@@ -148,7 +148,7 @@ def fresh(count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--part", choices=("generate", "fresh", "all"), default="all")
     parser.add_argument("--hosts", default="3,30")
     parser.add_argument("--json", action="store_true")

@@ -154,8 +154,8 @@ proxy:
   description:
     - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
       docs/connecting-services.md). C(config) (the proxy's configuration, the same text on every host, from
-      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, C(address:listen): config templates
-      see it as C(gangplank_proxy)).
+      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, its C(address:listen), which config
+      templates see as C(gangplank_proxy)).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 secrets:

@@ -6,8 +6,8 @@
 Each host runs one HAProxy whose frontends listen on the site's proxy address (``gangplank_proxy_address``, a
 link-local address on the host's loopback interface, which the host and its containers reach on Podman and Docker
 alike), one per proxied port of a service, and balance over the service's instances on every host: their publish
-address and host port, from the plan's endpoints (module_utils/deploy/endpoints.py), with HAProxy's own health checks. The catalog's ``proxy`` entries are checked by
-module_utils/planning/proxy.py.
+address and host port, from the plan's endpoints (module_utils/deploy/endpoints.py), with HAProxy's own health
+checks. The catalog's ``proxy`` entries are checked by module_utils/planning/proxy.py.
 
 - ``proxy_config(endpoints, deploy, settings) -> str``: the whole configuration, the same text on every host. A pure
   function: the same input gives the same bytes. Any value that would change the configuration's meaning (a line
@@ -122,7 +122,7 @@ def proxy_config(endpoints, deploy, settings=None):
     listens = proxy_listens(deploy)
     address = options["address"]
     bind = "ipv6@%s" % address if address.version == 6 else str(address)
-    drain = max([options["drain"]] + [int((deploy[service] or {}).get("stop_timeout") or 0) for service, *_ in listens])
+    drain = max([options["drain"]] + [int((deploy[service] or {}).get("stop_timeout") or 0) for service, *_rest in listens])
     lines = [
         "# The local proxy of gangplank.platform, generated from the plan's endpoints: changes here are overwritten.",
         "global",
