@@ -34,8 +34,8 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 
-from ansible_collections.gangplank.platform.plugins.module_utils.catalog import parse_catalog  # noqa: E402
-from ansible_collections.gangplank.platform.plugins.module_utils.endpoints import endpoints  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import proxy_config  # noqa: E402
 
 FIRST_ADDRESS = 161
