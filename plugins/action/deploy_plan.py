@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step, rollout_step
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError
 from ansible_collections.gangplank.platform.plugins.plugin_utils.action_base import GangplankAction
 
 ARGUMENT_SPEC = {
@@ -23,6 +24,7 @@ ARGUMENT_SPEC = {
     "hash_key": {"type": "str", "no_log": True},
     "probe_kept": {"type": "bool", "default": True},
     "plan_instances": {"type": "dict", "default": None},
+    "proxy": {"type": "dict", "default": None},
 }
 
 
@@ -32,7 +34,7 @@ class ActionModule(GangplankAction):
     _supports_check_mode = True
     ARGUMENT_SPEC = ARGUMENT_SPEC
     ARGUMENT_RULES = {"required_if": [("step", "containers", ["services"]), ("step", "rollout", ["containers"])]}
-    ERRORS = (DeployError,)
+    ERRORS = (DeployError, ProxyError)
 
     def act(self, args, task_vars, result):
         hostvars = task_vars.get("hostvars") or {}
@@ -46,7 +48,8 @@ class ActionModule(GangplankAction):
                 # hosts only (scale.yml), and the other hosts' instances are endpoints too.
                 everywhere = {host: {"instances": instances, "publish_address": _publish_address(hostvars, host)}
                               for host, instances in args["plan_instances"].items()}
-            result.update(containers_step(hosts, reads, args["services"], everywhere, catalog=args["catalog"]))
+            result.update(containers_step(hosts, reads, args["services"], everywhere, catalog=args["catalog"],
+                                          proxy=args["proxy"]))
         else:
             rendered = {host: args["rendered"].get(host) or {} for host in hosts}
             result.update(rollout_step(hosts, reads, rendered, args["containers"],

@@ -72,6 +72,13 @@ options:
         for the endpoints of the whole plan (config templates see them as C(gangplank_endpoints)); left out, the
         endpoints count the instances of O(hosts) only.
     type: dict
+  proxy:
+    description:
+      - Step C(containers), where some service of the catalog asks for the local proxy (C(proxy),
+        docs/connecting-services.md) - the site's proxy settings, C(address) (default C(169.254.30.1)), C(check_interval),
+        C(fall), C(rise) (the health checks), C(connect_timeout), C(idle_timeout), C(drain_timeout), C(port_range) and
+        C(socket) (the admin socket); left out, the defaults.
+    type: dict
 attributes:
   action:
     support: full
@@ -142,6 +149,14 @@ endpoints:
     - O(step=containers) only, when every host can be deployed. Per service, its instances as others reach them, in
       instance order, each with C(instance), C(node), C(address) and C(ports) (host port by name; docs/connecting-services.md).
   returned: with O(step=containers)
+  type: dict
+proxy:
+  description:
+    - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
+      docs/connecting-services.md). C(config) (the proxy's configuration, the same text on every host, from
+      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, its C(address:listen), which config
+      templates see as C(gangplank_proxy)).
+  returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 secrets:
   description:

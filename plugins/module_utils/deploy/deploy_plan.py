@@ -27,6 +27,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy i
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import DEFAULT_ADDRESS, proxy_config, proxy_frontends
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -42,7 +43,7 @@ def _read_of(reads, host):
     return read
 
 
-def containers_step(hosts, reads, services, everywhere=None, catalog=None):
+def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy=None):
     """Every host's containers from its read, the catalog parsed once (or taken as ``catalog``, the parse of
     ``services`` an earlier task of the run handed along: gangplank.platform.catalog's).
 
@@ -53,7 +54,10 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None):
     rollout_step does not parse the catalog again), ``endpoints`` (service -> where its instances answer,
     module_utils/deploy/endpoints.py, from every host's bindings: config templates see them as ``gangplank_endpoints``) and
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
-    so that it does not parse the catalog again)."""
+    so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy``: its
+    ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
+    ``proxy``) and its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
+    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
@@ -72,8 +76,14 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None):
     render = {host: [{"path": entry["path"], "dest": entry["dest"], "src": entry.get("src"),
                       "content": entry.get("content"), "instance": container}
                      for container in desired[host] for entry in container["config"]] for host in hosts}
-    return {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
-            "endpoints": found, "secrets": catalog_secrets(catalog[1])}
+    result = {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
+              "endpoints": found, "secrets": catalog_secrets(catalog[1])}
+    if any((spec or {}).get("proxy") for spec in catalog[1].values()):
+        # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
+        settings = dict(proxy or {})
+        result["proxy"] = {"config": proxy_config(found, catalog[1], settings),
+                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS))}
+    return result
 
 
 def _endpoints(settings, services):

@@ -29,7 +29,8 @@ Parse once and pass the value:
   ``port``, ``path``, ``expect_status`` or ``argv``; or None), ``config`` (files: ``dest``, ``mode``, ``group``,
   ``diff``, and ``src`` or ``content``), ``secrets`` (each: ``name``, ``var``, ``delivery`` file/env, ``env``,
   ``target``, ``mode``, ``uid``, ``gid``), ``nvme_path``, ``max_unavailable`` (int or "N%"), ``down_grace`` (s or
-  None) and ``ports`` (the service's ports, for the probe).
+  None) and ``ports`` (the service's ports, for the probe); a service that asks for the local proxy also has ``proxy``
+  (its frontends, module_utils/planning/proxy.py), and one with dynamic ports ``dynamic_ports``.
 - ``errors``: [(path, message), ...] of the deploy keys; always empty from parse_catalog.
 """
 
@@ -43,6 +44,7 @@ from typing import NamedTuple
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.down_hosts import MAX_DOWN_GRACE
 from ansible_collections.gangplank.platform.plugins.module_utils.health import MAX_RETRIES, MAX_SECONDS
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import describe, printable, show
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens, read_proxy
 from ansible_collections.gangplank.platform.plugins.module_utils.problem_format import (
     MAX_ENTRIES, MAX_ITEMS, MAX_SERVICES, SERVICE_KEYS,
 )
@@ -52,7 +54,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.quantity import
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import has_control, well_formed
 
 DEPLOY_KEYS = ("image", "command", "env", "init", "stop_timeout", "restart_policy", "health", "config", "nvme_path",
-               "max_unavailable", "down_grace", "secrets", "volumes")
+               "max_unavailable", "down_grace", "secrets", "volumes", "proxy")
 RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
@@ -498,6 +500,10 @@ def _deploy_spec(reader, spec, path):
         "ports": ports,
         "volumes": _volumes(reader, spec, join_path(path, "volumes"), config, secrets, nvme_path),
     }
+    if spec.get("proxy") is not None:
+        # Only a service that asks for the local proxy says so (module_utils/planning/proxy.py): other specs stay as they were.
+        result["proxy"] = read_proxy(reader, spec["proxy"], join_path(path, "proxy"), ports,
+                                     tuple(item["name"] for item in dynamic))
     if dynamic:
         # Only a service with dynamic ports says so: every other spec stays as it was, byte for byte.
         result["dynamic_ports"] = dynamic
@@ -666,7 +672,24 @@ def read_catalog(services):
                            "no resources.disk where the service's volumes have sizes (their sum is its request)")
             elif resources is None or isinstance(resources, dict):
                 scheduling[name]["resources"] = dict(resources or {}, disk=disk)
+    _check_proxy_listens(reader, deploy)
     return Catalog(scheduling, deploy, reader.errors)
+
+
+def _check_proxy_listens(reader, deploy):
+    """The local proxy's frontends across services: one listen port each, none a static port of the site (a host port
+    published on every address would take it)."""
+    try:
+        listens = proxy_listens(deploy)
+    except ProxyError as error:
+        path, _sep, message = str(error).partition(": ")
+        reader.error(path, message)
+        return
+    static = {port: name for name in sorted(deploy) for port in deploy[name]["ports"]}
+    for _service, _port, listen, path in listens:
+        if listen in static:
+            reader.bad(path, listen, "a port that no service publishes on its host (services.%s.ports has it)"
+                       % static[listen])
 
 
 def parse_catalog(services):

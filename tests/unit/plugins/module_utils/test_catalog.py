@@ -308,7 +308,7 @@ def test_unknown_keys_list_both_key_sets():
     assert errors == {"services.api.colour": expected, "services.api.mounts": expected}
     assert expected.endswith("quota, priority, preemptible, every_node, cpu_pinning, topology_spread, image, command, env, init, "
                              "stop_timeout, restart_policy, "
-                             "health, config, nvme_path, max_unavailable, down_grace, secrets, volumes")
+                             "health, config, nvme_path, max_unavailable, down_grace, secrets, volumes, proxy")
     assert expected.startswith("unknown key; expected one of: replicas, stateful, sidecar, ")
 
 

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+"""The local proxy (docs/connecting-services.md): what it costs and how fast it follows a scale.
+
+Two parts:
+
+- ``generate`` (no bed): the controller's work of one run, the proxy's configuration generated from the endpoints, at
+  3 and 30 hosts with 4 proxied services of 2 instances per host each (median of 50, milliseconds), and its size.
+- ``fresh`` (the fresh-host bed, real SSH, Podman; tests/e2e/fresh.py): for each size of ``--hosts`` (hosts px-b1..N on
+  127.0.0.161-190), a catalog with ``api`` (a dynamic port, behind the proxy) on every host, then timed:
+  - scale +1: from the scale.yml request to the first answer of the new instance through the proxy on the first host
+    (a poll of the local address from inside that host, every 0.1 s, beside the playbook), and the playbook's own time;
+  - a no-change site.yml with the proxy, and the same catalog without ``proxy`` (the hosts keep HAProxy, the run reads
+    nothing of it): the added cost of the proxy step, in seconds and as a share of the run.
+
+Prints figures (``--json`` as JSON), asserts nothing about time. Run under the bed lock, after scripts/lib/testbed.sh:
+    flock /work/e2e.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]
+Removes its hosts at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
+
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints  # noqa: E402
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import proxy_config  # noqa: E402
+
+FIRST_ADDRESS = 161
+SERVE = 'mkdir -p /www && echo "$GANGPLANK_INSTANCE ok" > /www/health && exec httpd -f -p 8080 -h /www'
+
+
+def generate(count, repeat=50):
+    services = {"svc%d" % index: {"image": "localhost/app:1", "ports": [{"name": "http", "container_port": 8080}],
+                                  "health": {"http": {"port": "http", "path": "/health"}},
+                                  "proxy": [{"port": "http", "listen": 18080 + index}]} for index in range(4)}
+    hosts = {}
+    for host in range(count):
+        instances = {}
+        for index in range(4):
+            for copy in range(2):
+                ordinal = host * 2 + copy
+                instances["svc%d-%d" % (index, ordinal)] = {"service": "svc%d" % index, "ordinal": ordinal,
+                                                            "host_ports": {"http": 20000 + index * 2 + copy}}
+        hosts["h%d" % host] = {"instances": instances}
+    addresses = {"h%d" % host: "10.0.%d.%d" % (host // 250, host % 250 + 1) for host in range(count)}
+    deploy = parse_catalog(services).deploy
+    times, text = [], ""
+    for _repeat in range(repeat):
+        started = time.perf_counter()
+        text = proxy_config(endpoints(hosts, services, addresses), deploy, {"port_range": [20000, 32000]})
+        times.append((time.perf_counter() - started) * 1000)
+    return {"hosts": count, "servers": count * 8, "median_ms": round(statistics.median(times), 2), "bytes": len(text)}
+
+
+def catalog(proxied):
+    api = {"replicas": 0, "scalable": True, "resources": {"cpu": "20m", "memory": "16Mi"},
+           "ports": [{"name": "http", "container_port": 8080}],
+           "image": "{{ demo_image }}", "command": ["sh", "-c", SERVE], "init": True,
+           "health": {"http": {"port": "http", "path": "/health"}, "interval": 0.2, "retries": 50}}
+    if proxied:
+        api["proxy"] = [{"port": "http", "listen": 18080}]
+    return {"gangplank_services": {"api": api}, "gangplank_proxy_check_interval": 0.5}
+
+
+def fresh(count):
+    from ansible_collections.gangplank.platform.tests.e2e.bed import failures
+    from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
+    import subprocess
+
+    base = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
+    names = {"fresh%d" % index: ("px-b%d" % index, "127.0.0.%d" % (FIRST_ADDRESS + index - 1))
+             for index in range(1, 4)}
+    extra = {"px-b%d" % index: ("127.0.0.%d" % (FIRST_ADDRESS + index - 1), {"gangplank_labels": {"zone": "east"}})
+             for index in range(4, count + 1)}
+    bed = FreshBed(base, {old: names[old] for old in list(names)[:min(count, 3)]}, extra)
+    bed.environment = {"ANSIBLE_FORKS": str(max(count, 5)), "ANSIBLE_PIPELINING": "True"}
+    figures = {"hosts": count}
+    bed.down()
+    try:
+        started = time.monotonic()
+        bed.up()
+        figures["bed_up_s"] = round(time.monotonic() - started, 1)
+        (base / "host_vars").mkdir()
+        for host in bed.names:
+            address = subprocess.run(["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                                      "gangplank-fresh-" + host], env=ENV, capture_output=True, text=True,
+                                     check=True).stdout.strip()
+            (base / "host_vars" / ("%s.yml" % host)).write_text(yaml.safe_dump(
+                {"gangplank_publish_address": address, "gangplank_container_engine": "podman"}))
+        settings = base / "group_vars" / "all" / "zz_proxy_bench.yml"
+        settings.write_text(yaml.safe_dump(dict(catalog(True), gangplank_services=dict(
+            catalog(True)["gangplank_services"], api=dict(catalog(True)["gangplank_services"]["api"], replicas=count)))))
+        started = time.monotonic()
+        returncode, report = bed.playbook("site.yml")
+        assert returncode == 0, failures(report)
+        figures["first_site_s"] = round(time.monotonic() - started, 1)
+        new = "api-%d" % count
+        seen = {}
+
+        def poll():
+            while "at" not in seen and time.monotonic() - started < 600:
+                out = bed.sh(bed.names[0], "python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                             "'http://169.254.30.1:18080/health', timeout=2).read().decode())\" 2>/dev/null || true",
+                             check=False)
+                if out.startswith(new + " "):
+                    seen["at"] = time.monotonic()
+                time.sleep(0.1)
+
+        started = time.monotonic()
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        returncode, report = bed.playbook("scale.yml", "-e", "service=api", "-e", "replicas=%d" % (count + 1))
+        figures["scale_plus_one_playbook_s"] = round(time.monotonic() - started, 1)
+        assert returncode == 0, failures(report)
+        poller.join(timeout=120)
+        figures["scale_plus_one_serving_s"] = round(seen["at"] - started, 1) if "at" in seen else None
+        for key, proxied in (("no_change_with_proxy_s", True), ("no_change_without_proxy_s", False)):
+            values = catalog(proxied)
+            values["gangplank_services"]["api"]["replicas"] = count + 1
+            settings.write_text(yaml.safe_dump(values))
+            bed.playbook("site.yml")        # the first run after the catalog's change may change something
+            runs = []
+            for _run in range(3):
+                started = time.monotonic()
+                returncode, report = bed.playbook("site.yml")
+                runs.append(time.monotonic() - started)
+                assert returncode == 0, failures(report)
+            figures[key] = round(statistics.median(runs), 2)
+        added = figures["no_change_with_proxy_s"] - figures["no_change_without_proxy_s"]
+        figures["proxy_step_added_s"] = round(added, 2)
+        figures["proxy_step_share"] = round(added / figures["no_change_with_proxy_s"], 3)
+    finally:
+        bed.down()
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--part", choices=("generate", "fresh", "all"), default="all")
+    parser.add_argument("--hosts", default="3,30")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.hosts.split(",")]
+    results = {}
+    if args.part in ("generate", "all"):
+        results["generate"] = [generate(size) for size in sizes]
+    if args.part in ("fresh", "all"):
+        results["fresh"] = [fresh(size) for size in sizes]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for entry in results.get("generate", []):
+        print("generate  %(hosts)3d hosts, %(servers)4d servers: %(median_ms)8.2f ms, %(bytes)7d bytes" % entry)
+    for entry in results.get("fresh", []):
+        print("fresh     " + ", ".join("%s=%s" % item for item in sorted(entry.items())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+"""The local proxy end to end on the fresh-host bed (real SSH, Podman on two hosts and Docker on the third): a client
+container on a Podman host and one on the Docker host call ``api`` at its stable address (the proxy address on their
+own host) in a loop while api scales 2 -> 6 with several instances per node (dynamic ports) and back 6 -> 2: no call
+fails. Then a host holding api instances goes down: the calls fail at most for a few of the proxy's check intervals.
+
+Hosts px-1..3 on 127.0.0.234-236; each publishes on its address in the bed's own network, where the other hosts'
+proxies reach its instances."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from ansible_collections.gangplank.platform.tests.e2e.bed import failures
+from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
+
+HOSTS = {"fresh1": ("px-1", "127.0.0.234"), "fresh2": ("px-2", "127.0.0.235"), "fresh3": ("px-3", "127.0.0.236")}
+ADDRESS = "169.254.30.1"
+LISTEN = 18080
+INTERVAL = 0.5
+FALL = 2
+SERVE = 'mkdir -p /www && echo "$GANGPLANK_INSTANCE ok" > /www/health && exec httpd -f -p 8080 -h /www'
+# The client's calls: each a new connection through the proxy; "<ok> <failed>" in /tmp/counts, failures counted from
+# the first answer on (the client may start before api answers). Each call is bounded by `timeout`, not by wget's own
+# -T: the demo image's static busybox (Debian 12's) crashes in wget -T, so no call would ever count as answered.
+CALLS = ('ok=0; failed=0; while :; do if timeout 5 wget -q -O /dev/null http://%s:%d/health; then ok=$((ok+1)); '
+         'elif [ $ok -gt 0 ]; then failed=$((failed+1)); fi; echo "$ok $failed" > /tmp/counts.new; '
+         'mv /tmp/counts.new /tmp/counts; done' % (ADDRESS, LISTEN))
+CATALOG = {
+    "gangplank_services": {
+        "api": {
+            "replicas": 2, "scalable": True,
+            "resources": {"cpu": "50m", "memory": "16Mi"},
+            "ports": [{"name": "http", "container_port": 8080}],
+            "node_selector": {"zone": "east"},
+            # Half on each of the two east hosts (each its own rack): 3 and 3, then 1 and 1.
+            "topology_spread": [{"max_skew": 1, "topology_key": "rack"}],
+            "image": "{{ demo_image }}", "command": ["sh", "-c", SERVE], "init": True, "stop_timeout": 5,
+            "health": {"http": {"port": "http", "path": "/health"}, "interval": 0.2, "retries": 50},
+            "proxy": [{"port": "http", "listen": LISTEN}],
+        },
+        "client": {
+            "every_node": True,
+            "resources": {"cpu": "20m", "memory": "16Mi"},
+            "image": "{{ demo_image }}", "command": ["sh", "-c", CALLS], "init": True,
+            # An exec on a busy host may take seconds: the probe waits for it.
+            "health": {"command": ["true"], "timeout": 10, "interval": 0.5, "retries": 20},
+        },
+    },
+    "gangplank_proxy_check_interval": INTERVAL,
+    "gangplank_proxy_fall": FALL,
+}
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    bed = FreshBed(tmp_path_factory.mktemp("proxy"), HOSTS)
+    bed.down()
+    bed.up()
+    # Each host publishes on its address in the bed's network: the other hosts' proxies reach its instances there.
+    host_vars = bed.base / "host_vars"
+    host_vars.mkdir()
+    racks = {bed.names[0]: {"zone": "east", "rack": "a"}, bed.names[1]: {"zone": "east", "rack": "b"},
+             bed.names[2]: {"zone": "west"}}
+    for host in bed.names:
+        address = subprocess.run(["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                                  "gangplank-fresh-" + host], env=ENV, capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        (host_vars / ("%s.yml" % host)).write_text(yaml.safe_dump({"gangplank_publish_address": address,
+                                                                   "gangplank_labels": racks[host]}))
+    (bed.base / "group_vars" / "all" / "zz_proxy.yml").write_text(yaml.safe_dump(CATALOG))
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, "\n".join(failures(report))
+    yield bed
+    bed.down()
+
+
+def client_counts(bed, host):
+    """(ok, failed) of the client container on ``host``, from its own engine."""
+    engine = bed.engines[host]
+    out = bed.sh(host, "%s exec $(%s ps -q --filter label=gangplank.io/service=client) cat /tmp/counts" % (engine, engine))
+    ok, failed = out.split()
+    return int(ok), int(failed)
+
+
+STATS = (
+    "import socket\n"
+    "s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect('/run/gangplank/proxy.sock')\n"
+    "s.sendall(b'show stat\\n'); data = b''\n"
+    "while True:\n"
+    "    chunk = s.recv(65536)\n"
+    "    if not chunk: break\n"
+    "    data += chunk\n"
+    "for line in data.decode().splitlines()[1:]:\n"
+    "    f = line.split(',')\n"
+    "    if len(f) > 37: print(f[1], f[17], 'econ', f[13], 'eresp', f[14], 'wretr', f[15], 'wredis', f[16], "
+    "'chkfail', f[21], 'check', f[36], f[37])\n")
+
+
+def proxy_stats(bed):
+    """Each host's HAProxy counters (server state, connection errors, retries, redispatches, failed checks): what a
+    failed assertion shows."""
+    return {host: bed.sh(host, "python3 -c %s" % shlex.quote(STATS), check=False) for host in bed.names}
+
+
+def api_nodes(bed):
+    placement = json.loads(bed.sh(bed.names[0], "cat /var/lib/gangplank/placement.json"))["placement"]
+    return sorted(entry["node"] for entry in placement.values() if entry["service"] == "api")
+
+
+def calls_go_on(bed, clients, seconds=3):
+    before = {host: client_counts(bed, host) for host in clients}
+    time.sleep(seconds)
+    after = {host: client_counts(bed, host) for host in clients}
+    return all(after[host][0] > before[host][0] for host in clients), before, after
+
+
+def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure_through_scale_up_and_down(bed):
+    clients = (bed.names[0], bed.names[2])      # a Podman host and the Docker host
+    # A call made before the proxy's address was there may wait out its 5 s timeout: the first answer, within 30 s.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and min(client_counts(bed, host)[0] for host in clients) == 0:
+        time.sleep(0.5)
+    going, _before, start = calls_go_on(bed, clients)
+    assert going, start
+    for replicas in (6, 2):
+        returncode, report = bed.playbook("scale.yml", "-e", "service=api", "-e", "replicas=%d" % replicas)
+        assert returncode == 0, "\n".join(failures(report))
+        nodes = api_nodes(bed)
+        assert len(nodes) == replicas
+        # Several instances of api on one node, each on its own host port, then one on each.
+        assert [nodes.count(bed.names[0]), nodes.count(bed.names[1])] == [replicas // 2] * 2, nodes
+        # Every host's proxy lists every instance (the Docker host's holds none of them).
+        proxy = bed.sh(bed.names[2], "cat /etc/gangplank/proxy.cfg")
+        assert proxy.count("    server api-") == replicas, proxy
+        going, before, after = calls_go_on(bed, clients)
+        print("calls after the scale to %d (ok, failed):" % replicas, before, after)
+        assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed))
+    counts = {host: client_counts(bed, host) for host in clients}
+    print("calls through the proxy during the scales (ok, failed):", counts)
+    assert all(counts[host][1] == 0 for host in clients), counts
+    # A run that changes nothing leaves the proxy alone.
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, "\n".join(failures(report))
+    changed = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
+               if any(result.get("changed") for result in task["hosts"].values())]
+    assert not [name for name in changed if "proxy" in name], changed
+
+
+def test_a_host_holding_api_instances_goes_down_and_calls_fail_at_most_for_a_few_check_intervals(bed):
+    clients = (bed.names[0], bed.names[2])
+    assert bed.names[1] in api_nodes(bed), api_nodes(bed)
+    subprocess.run(["podman", "stop", "-t", "0", "gangplank-fresh-" + bed.names[1]], env=ENV, check=True,
+                   capture_output=True)
+    # The proxy takes the instance out after FALL failed checks (each waits at most the 1 s connect timeout); until
+    # then a refused or timed out connection is sent to another instance.
+    time.sleep(FALL * (INTERVAL + 1) + 2)
+    going, before, after = calls_go_on(bed, clients, seconds=3)
+    print("calls after the host went down (ok, failed):", before, after)
+    assert going, after
+    assert all(after[host][1] == before[host][1] for host in clients), (before, after)
