@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from unittest.mock import MagicMock
 
 import pytest
@@ -312,7 +313,7 @@ def test_facts_cache_module_answers_on_a_fifo(tmp_path):
     os.mkfifo(fifo)
     collections = os.environ.get("PYTHONPATH", "")
     arguments = json.dumps({"ANSIBLE_MODULE_ARGS": {"path": str(fifo), "state": "read"}})
-    process = subprocess.run(["python", "-m", "ansible_collections.gangplank.platform.plugins.modules.facts_cache"],
+    process = subprocess.run([sys.executable, "-m", "ansible_collections.gangplank.platform.plugins.modules.facts_cache"],
                              input=arguments.encode(), capture_output=True, timeout=60, check=False,
                              env=dict(os.environ, PYTHONPATH=collections))
     answer = json.loads(process.stdout)
