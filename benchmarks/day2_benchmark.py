@@ -463,8 +463,8 @@ def print_task_differences(figures, first, second, count, label, top):
     total = sum(median_tasks[second].values()) - sum(median_tasks[first].values())
     print("  %-32s task walls %s - %s: %+.2f s in all; most different:" % ("", second, first, total))
     for difference, key in differences[:top]:
-        print("  %-32s   %+6.2f s  %s (%.2f -> %.2f s)" % ("", difference, key, median_tasks[first].get(key, 0.0),
-                                                            median_tasks[second].get(key, 0.0)))
+        walls = (median_tasks[first].get(key, 0.0), median_tasks[second].get(key, 0.0))
+        print("  %-32s   %+6.2f s  %s (%.2f -> %.2f s)" % (("", difference, key) + walls))
 
 
 def main(argv=None):
