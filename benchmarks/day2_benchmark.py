@@ -36,7 +36,7 @@ pipelining on (ANSIBLE_PIPELINING) and Ansible's ssh_args with ControlMaster=aut
 size gets new hosts, removed at the end; also printed: the seconds to start them and the memory they use.
 
 Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image), under the bed lock:
-    .venv/bin/python benchmarks/day2_benchmark.py --lock /work/e2e.lock [--bed local|fresh] [--hosts 3,10,30]
+    .venv/bin/python benchmarks/day2_benchmark.py --lock .build/bed.lock [--bed local|fresh] [--hosts 3,10,30]
         [--before PATH | --checkout NAME=PATH ...] [--repeat N] [--top N] [--json] [--save PATH]
     .venv/bin/python benchmarks/day2_benchmark.py --summarize SAVED.json [...] [--top N]
 Removes its containers (--bed fresh: its hosts) at the end.
@@ -477,7 +477,7 @@ def main(argv=None):
     parser.add_argument("--before", metavar="PATH", help="a checkout of the version before: the same as "
                         "--checkout before=PATH --checkout after=<this checkout>")
     parser.add_argument("--repeat", type=int, default=1, help="rounds per size, each running every checkout once, in turn (default 1)")
-    parser.add_argument("--lock", metavar="PATH", help="hold an flock on PATH for each round (e.g. /work/e2e.lock)")
+    parser.add_argument("--lock", metavar="PATH", help="hold an flock on PATH for each round (e.g. .build/bed.lock)")
     parser.add_argument("--top", type=int, default=8, help="tasks listed per step where two checkouts differ (default 8; 0: none)")
     parser.add_argument("--json", action="store_true", help="also print every figure as one JSON document")
     parser.add_argument("--save", metavar="PATH", help="write every figure so far to PATH (JSON) after each run")

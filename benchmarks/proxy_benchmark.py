@@ -13,7 +13,7 @@ Two parts:
     nothing of it): the added cost of the proxy step, in seconds and as a share of the run.
 
 Prints figures (``--json`` as JSON), asserts nothing about time. Run under the bed lock, after scripts/lib/testbed.sh:
-    flock /work/e2e.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]
+    flock -o .build/bed.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]
 Removes its hosts at the end.
 """
 

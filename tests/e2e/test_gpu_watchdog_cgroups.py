@@ -8,7 +8,7 @@ watchdog: the test can fail).
 
 The watchdog is the deploy role's program, run as a process (``--once``) with a simulated NVML source that lists those
 pids; the pids, the cgroups, the engine's labels and the stop are real. Needs root and a cgroup v2 hierarchy (pure or
-hybrid). Run under the e2e lock: flock /work/e2e.lock pytest tests/e2e/test_gpu_watchdog_cgroups.py
+hybrid). Run under the e2e lock: flock .build/bed.lock pytest tests/e2e/test_gpu_watchdog_cgroups.py
 """
 
 from __future__ import annotations
