@@ -18,6 +18,11 @@ ARGUMENT_SPEC = {
     "settings": {"type": "dict"},
     "instances": {"type": "dict", "default": {}},
     "ranks": {"type": "list", "elements": "list", "default": []},
+    "proxy": {"type": "dict", "options": {
+        "address": {"type": "str", "required": True},
+        "pid_file": {"type": "path", "required": True},
+        "config": {"type": "path", "required": True},
+    }},
 }
 
 
@@ -33,12 +38,13 @@ class ActionModule(GangplankAction):
         # terminal), with become where the task has it.
         done = self._low_level_execute_command(
             deploy_read.command(args["engine"], args["name_prefix"], args["state_file"], args["fact_file"],
-                                args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or ""),
+                                args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or "",
+                                proxy=args["proxy"]),
             executable=False)
         try:
             found = deploy_read.parse(done.get("rc"), done.get("stdout") or "", args["engine"], args["name_prefix"],
                                       limits_asked=bool(args["limit_probe"]),
-                                      host=task_vars.get("inventory_hostname", ""))
+                                      host=task_vars.get("inventory_hostname", ""), proxy_asked=bool(args["proxy"]))
         except deploy_read.ReadError as error:
             return dict(result, failed=True, changed=False, msg=str(error), rc=done.get("rc"))
         result.update(found, changed=False)

@@ -68,6 +68,23 @@ options:
     type: list
     elements: list
     default: []
+  proxy:
+    description:
+      - The local proxy's paths (docs/connecting-services.md). Given, the result adds RV(proxy).
+    type: dict
+    suboptions:
+      address:
+        description: Its address with the prefix, as C(ip address) prints it on the loopback interface (C(169.254.30.1/32)).
+        type: str
+        required: true
+      pid_file:
+        description: Its master's pid file, trusted only where it is a regular file of root.
+        type: path
+        required: true
+      config:
+        description: Its live configuration file.
+        type: path
+        required: true
 attributes:
   action:
     support: full
@@ -186,6 +203,26 @@ enforce_limits:
   description: Whether limits were asked about and the engine can enforce CPU and memory limits.
   returned: always
   type: bool
+proxy:
+  description: The local proxy as found on the host.
+  returned: when O(proxy) is given
+  type: dict
+  contains:
+    address:
+      description: Whether the loopback interface has its address.
+      type: bool
+    master:
+      description:
+        - Its master's pid; 0 for none. Read from O(proxy.pid_file) only where that file is a regular file of root (not a
+          link) and only where the pid is a process of root (real and effective uid 0) running a C(haproxy) binary.
+      type: int
+    systemd:
+      description: Whether systemd runs on the host (the proxy is then its unit).
+      type: bool
+    config_sha1:
+      description: The SHA-1 of O(proxy.config); empty when there is no such file.
+      type: str
+  sample: {"address": true, "master": 4242, "systemd": false, "config_sha1": "0f2c1a9e5d6b7c8f9a0b1c2d3e4f5a6b7c8d9e0f"}
 bindings:
   description: The node's bindings from O(fact_file) (revision, labels, instances, ranks); empty when it cannot be read.
   returned: when O(fact_file) is given

@@ -34,6 +34,13 @@ and the line), so that text a host's process controls (a name holding a line bre
   network can leave one behind, pointing at an address no container has: it comes before the rule of the next
   container that publishes the same address and port, so connections to that container time out.
 
+- ``proxy-address``, ``proxy-master <pid>``, ``proxy-systemd``, ``proxy-config <sha1>``: with the local proxy's
+  paths (docs/connecting-services.md), whether the loopback interface has its address, its master process, whether
+  systemd runs, and the SHA-1 of its live configuration file. The master's pid is taken from the pid file only where
+  that file is a regular file of root (not a link), and only where that pid is a process of root (real and effective
+  uid 0) running a ``haproxy`` binary: a local user can write a pid file in a directory of theirs, not make a process
+  of root. Before the engine is looked for, so that a host without the engine still has it.
+
 rc 3: the engine answered but could not list or inspect the containers (``engine error: ...`` says why).
 Over SSH the shell runs on a terminal, which joins stderr to stdout: the engine's stderr (warnings) is kept out of the
 lines above, and untagged lines are ignored; on an error, the command runs again for the error line. A container's JSON
@@ -76,10 +83,11 @@ FACT_FILE_LIMIT = 4 * 1024 * 1024
 
 # $1 engine, $2 projection, $3 name pattern (a regular expression, unanchored: a superset of this host's containers,
 # which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), $6 the directory of
-# Docker's secret files ('' for none), then the limit probe.
+# Docker's secret files ('' for none), $7-$9 the local proxy's address with its prefix, pid file and configuration file
+# ('' for no proxy section), then the limit probe.
 # Every part of the output comes after its own marker line ("gangplank-read <section>", SECTIONS, in that order, each
 # once): the parser takes a line only inside its section.
-SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6; shift 6
+SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6 proxy=$7 proxy_pid=$8 proxy_config=$9; shift 9
 section() { printf 'gangplank-read %s\n' "$1"; }
 if [ -n "$fact" ]; then
   section fact
@@ -89,6 +97,21 @@ if [ -n "$fact" ]; then
     printf '%s\n' "$encoded" | sed 's/^/fact-file /'
   elif [ -n "$size" ] && [ "$size" -gt {limit} ]; then printf 'fact-file-too-large %s\n' "$size"
   else printf 'fact-file-unreadable\n'; fi
+fi
+if [ -n "$proxy" ]; then
+  section proxy
+  ! ip -o address show dev lo 2>/dev/null | grep -qF " $proxy " || printf 'proxy-address\n'
+  pid=
+  if [ -f "$proxy_pid" ] && [ ! -L "$proxy_pid" ] && [ "$(stat -c %u "$proxy_pid" 2>/dev/null)" = 0 ]; then
+    pid=$(head -c 32 "$proxy_pid" 2>/dev/null | tr -dc 0-9)
+  fi
+  if [ -n "$pid" ] && exe=$(readlink "/proc/$pid/exe" 2>/dev/null) && [ "${exe##*/}" = haproxy ] &&
+    awk '$1 == "Uid:" && $2 == "0" && $3 == "0" {root = 1} END {exit !root}' "/proc/$pid/status" 2>/dev/null; then
+    printf 'proxy-master %s\n' "$pid"
+  fi
+  [ ! -d /run/systemd/system ] || printf 'proxy-systemd\n'
+  sum=; [ ! -f "$proxy_config" ] || sum=$(sha1sum < "$proxy_config" 2>/dev/null | cut -c1-40)
+  [ -z "$sum" ] || printf 'proxy-config %s\n' "$sum"
 fi
 path=$(command -v "$engine") || exit 127
 section engine
@@ -152,12 +175,14 @@ section end
 """.replace("{limit}", str(FACT_FILE_LIMIT))
 
 # The output's sections in the order the script prints them, and the tags each one holds ("{" for a container's JSON).
-SECTIONS = ("fact", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards", "end")
+SECTIONS = ("fact", "proxy", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards",
+            "end")
 MARKER = "gangplank-read"
 _SECTION_OF = {
     "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "engine": "engine",
     "limits": "limits", "{": "containers", "broken": "broken", "storage-only": "storage", "secret": "secrets", "conmon": "monitors",
-    "forward": "forwards",
+    "forward": "forwards", "proxy-address": "proxy", "proxy-master": "proxy", "proxy-systemd": "proxy",
+    "proxy-config": "proxy",
 }
 # A container's name as the engines allow it; a container id; a monitor line (pid, container id, name).
 NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
@@ -165,6 +190,9 @@ MAX_NAME = 253
 _CONMON = re.compile(r"conmon ([0-9]{1,10}) ([0-9a-f]{1,64}) ([a-zA-Z0-9][a-zA-Z0-9_.-]{0,252})")
 # A forwarding rule as iptables -S prints it, without "-A": the chain, then options and values of plain characters only
 # (the rule is deleted with those words, split by the shell).
+# The local proxy's lines: its master's pid, its live configuration's SHA-1.
+_PROXY_MASTER = re.compile(r"[1-9][0-9]{0,9}")
+_SHA1 = re.compile(r"[0-9a-f]{40}")
 _FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+")
 # The secrets a read lists at most (names only).
 MAX_SECRETS = 10000
@@ -176,10 +204,12 @@ class ReadError(ValueError):
     """The engine answered but could not list or inspect the containers, or the read failed otherwise."""
 
 
-def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir=""):
-    """The shell command line of the read."""
+def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir="", proxy=None):
+    """The shell command line of the read; ``proxy`` ({address, pid_file, config}, the address with its prefix as
+    ``ip address`` prints it) adds the local proxy's section."""
+    proxy = proxy or {}
     argv = ["sh", "-c", SCRIPT, "sh", engine, INSPECT_PROJECTION, re.escape(name_prefix), state_file, fact_file or "",
-            secret_dir or ""]
+            secret_dir or "", proxy.get("address") or "", proxy.get("pid_file") or "", proxy.get("config") or ""]
     return " ".join(shlex.quote(arg) for arg in argv + list(limit_probe))
 
 
@@ -347,7 +377,7 @@ def _shape_error(entry):
     return ""
 
 
-def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
+def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_asked=False):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
     answer, '' when not asked), ``enforce_limits``, ``secrets_of`` (each container's own secrets among ``secrets``, as
     its engine driver names them for its removal), and with a fact file ``bindings`` and ``bindings_error``.
@@ -355,7 +385,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     ``leftovers`` names what a run killed inside the engine left of this host's containers: ``<name>`` (image store
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
     (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
-    rules no container of this host owns (_stale_forwards).
+    rules no container of this host owns (_stale_forwards). With ``proxy_asked``, ``proxy``: {address (bool), master
+    (its pid, 0 for none), systemd (bool), config_sha1 ('' for no file)}.
 
     Each line is taken only inside its own section (after its marker line, SECTIONS): a tagged line elsewhere, a
     section twice or out of order, a container of another shape than the projection's are refused. Untagged lines
@@ -371,6 +402,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     # The fact file: None when not read, its base64 lines, False when unreadable, or why it was not read.
     fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
     secrets = []
+    proxy = {"address": False, "master": 0, "systemd": False, "config_sha1": ""}
     section, seen = None, set()
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r")
@@ -396,6 +428,15 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
         elif kind == "fact-file-too-large":
             fact = "larger than %d bytes (%s)" % (FACT_FILE_LIMIT, rest.strip() if rest.strip().isdecimal() and rest.isascii()
                                                   and len(rest.strip()) <= 20 else "a size the host did not say")
+        elif kind in ("proxy-address", "proxy-systemd"):
+            if not rest:
+                proxy[kind[6:]] = True
+        elif kind == "proxy-master":
+            if _PROXY_MASTER.fullmatch(rest):
+                proxy["master"] = int(rest)
+        elif kind == "proxy-config":
+            if _SHA1.fullmatch(rest):
+                proxy["config_sha1"] = rest
         elif rc != 0:
             continue
         elif kind == "{":
@@ -441,6 +482,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
         "limits": answer,
         "enforce_limits": bool(limits_asked and rc == 0 and LIMIT_SUPPORT[engine].search(answer)),
     }
+    if proxy_asked:
+        found["proxy"] = proxy
     # Each container's own secrets, by the names read here: what its removal removes after it (engine_driver).
     owner = DRIVERS[engine]() if engine in DRIVERS else None
     names = [entry["Name"].lstrip("/") for entry in containers] + [leftover.rpartition(":")[2] for leftover in found["leftovers"]]

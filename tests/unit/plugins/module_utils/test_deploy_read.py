@@ -370,22 +370,21 @@ def test_numbers_and_nesting_beyond_bounds_are_errors_not_tracebacks(line):
         parse(0, sectioned(engine=["engine /usr/bin/podman"], containers=[line]), "podman", PREFIX, host="n1")
 
 
-@pytest.fixture(name="monitor")
-def _monitor():
-    """Starts a process named conmon (a copy of the system's Python, which takes the arguments as conmon's: ``-c``
-    and ``-n`` are the last of their kind), as root or as nobody; yields a function that starts one and returns its
-    pid."""
+def _programs_named(program_name):
+    """Starts processes whose program is a copy of the system's Python named ``program_name``, as root or as another
+    user; yields a function that starts one (its arguments after Python's own ``-c``) and returns its pid."""
     import shutil
     import tempfile
-    directory = tempfile.mkdtemp(prefix="gangplank-conmon-")
+    import time
+    directory = tempfile.mkdtemp(prefix="gangplank-%s-" % program_name)
     os.chmod(directory, 0o755)
-    program = os.path.join(directory, "conmon")
+    program = os.path.join(directory, program_name)
     shutil.copy("/usr/bin/python3", program)
     os.chmod(program, 0o755)
     started = []
 
-    def start(container_id, name, user=None):
-        argv = [program, "-c", "import time; time.sleep(60)", "-c", container_id, "-n", name]
+    def start(*args, user=None):
+        argv = [program, "-c", "import time; time.sleep(60)"] + list(args)
         if user is not None:
             argv = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + argv
         process = subprocess.Popen(argv)  # pylint: disable=consider-using-with
@@ -393,11 +392,10 @@ def _monitor():
         for _attempt in range(100):
             try:
                 with open("/proc/%d/comm" % process.pid) as handle:
-                    if handle.read().strip() == "conmon":
+                    if handle.read().strip() == program_name:
                         break
             except OSError:
                 pass
-            import time
             time.sleep(0.02)
         return process.pid
 
@@ -406,6 +404,13 @@ def _monitor():
         process.kill()
         process.wait()
     shutil.rmtree(directory)
+
+
+@pytest.fixture(name="monitor")
+def _monitor():
+    """A process named conmon (Python takes the arguments as conmon's: ``-c`` and ``-n`` are the last of their kind)."""
+    for start in _programs_named("conmon"):
+        yield lambda container_id, name, user=None: start("-c", container_id, "-n", name, user=user)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and a system Python")
@@ -507,3 +512,67 @@ def test_a_secret_belongs_to_its_container_not_to_that_containers_mps_daemon():
     assert deploy_read.stale_secrets(found, [_desired("n1-infer-0", "mps.key"), _desired("n1-infer-0.mps")],
                                      "podman") == []
     assert deploy_read.stale_secrets(found, [], "podman") == []
+
+
+@pytest.fixture(name="haproxy")
+def _haproxy():
+    """A process whose program is named haproxy."""
+    yield from _programs_named("haproxy")
+
+
+def _proxy_read(tmp_path, pid_file, address="169.254.255.254/32", config=None):
+    config = config or str(tmp_path / "proxy.cfg")
+    done = subprocess.run(command("no-such-engine-here", PREFIX, str(tmp_path / "s"),
+                                  proxy={"address": address, "pid_file": str(pid_file), "config": config}),
+                          shell=True, capture_output=True, text=True, timeout=30, check=False)
+    return parse(done.returncode, done.stdout, "podman", PREFIX, host="n1", proxy_asked=True)["proxy"]
+
+
+def test_the_proxy_section_is_read_with_or_without_the_engine(tmp_path):
+    (tmp_path / "proxy.cfg").write_text("global\n")
+    found = _proxy_read(tmp_path, tmp_path / "none.pid", address="127.0.0.1/8")
+    assert found == {"address": True, "master": 0, "systemd": os.path.isdir("/run/systemd/system"),
+                     "config_sha1": "54652f530a66c3dd698e14dd152e3207633e32bc"}
+    assert _proxy_read(tmp_path, tmp_path / "none.pid", config=str(tmp_path / "gone.cfg"))["config_sha1"] == ""
+    assert _proxy_read(tmp_path, tmp_path / "none.pid")["address"] is False
+    # Not asked: no section, no key.
+    assert "proxy" not in parse(0, sectioned(engine=["engine /usr/bin/podman"]), "podman", PREFIX)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and a system Python")
+def test_the_proxy_master_is_a_process_of_root_running_haproxy_named_by_a_pid_file_of_root(tmp_path, haproxy):
+    master = haproxy()
+    other = haproxy(user=65534)
+    pid_file = tmp_path / "proxy.pid"
+    pid_file.write_text("%d\n" % master)
+    assert _proxy_read(tmp_path, pid_file)["master"] == master
+    # A pid file naming a process of another user, or a process of root that is not haproxy (this test's own).
+    pid_file.write_text("%d\n" % other)
+    assert _proxy_read(tmp_path, pid_file)["master"] == 0
+    pid_file.write_text("%d\n" % os.getpid())
+    assert _proxy_read(tmp_path, pid_file)["master"] == 0
+    # A pid file that another user owns, or a link to root's: not trusted, whatever it names.
+    pid_file.write_text("%d\n" % master)
+    os.chown(pid_file, 65534, 65534)
+    assert _proxy_read(tmp_path, pid_file)["master"] == 0
+    os.chown(pid_file, 0, 0)
+    link = tmp_path / "link.pid"
+    link.symlink_to(pid_file)
+    assert _proxy_read(tmp_path, link)["master"] == 0
+
+
+@pytest.mark.parametrize("lines, expected", [
+    (["proxy-master 12x", "proxy-config " + "A" * 40, "proxy-address yes"], {}),
+    (["proxy-master 0", "proxy-config " + "a" * 41, "proxy-systemd no"], {}),
+    (["proxy-master 4242", "proxy-config " + "a" * 40, "proxy-address", "proxy-systemd"],
+     {"master": 4242, "config_sha1": "a" * 40, "address": True, "systemd": True}),
+])
+def test_proxy_lines_are_taken_only_whole(lines, expected):
+    found = parse(0, sectioned(engine=["engine /usr/bin/podman"], proxy=lines, end=[]), "podman", PREFIX, proxy_asked=True)
+    assert found["proxy"] == dict({"address": False, "master": 0, "systemd": False, "config_sha1": ""}, **expected)
+
+
+def test_a_proxy_line_outside_its_section_is_refused():
+    stdout = sectioned(proxy=[], engine=["engine /usr/bin/podman"], secrets=["secret n1-db-0.x", "proxy-master 1"], end=[])
+    with pytest.raises(ReadError, match=r"^n1: line 6 of the deploy read: a proxy-master line outside the proxy section$"):
+        parse(0, stdout, "podman", PREFIX, host="n1", proxy_asked=True)
