@@ -71,12 +71,15 @@ _value:
   type: dict
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import DeployError, rollout
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
-@filter_errors(DeployError)
+# ValueError: the rollout's DeployError is one. The deploy's modules (the scheduler's model among them) are imported
+# when the filter runs, not with this file: Ansible loads every filter file of the collection in each worker that
+# templates any of them, once per task and host.
+@filter_errors(ValueError)
 def deploy_rollout(containers, host, rendered, existing, secret_hashes=None, hash_key=None):
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import rollout
     return rollout(host, containers, rendered, existing, secret_hashes=secret_hashes, hash_key=hash_key)
 
 

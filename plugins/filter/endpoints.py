@@ -50,7 +50,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints as plan_endpoints
 
 
 def endpoints(plan, services, hostvars):
@@ -58,6 +57,7 @@ def endpoints(plan, services, hostvars):
         raise AnsibleFilterError("endpoints: expected a gang_schedule result with hosts, got %s" % type(plan).__name__)
     if not isinstance(services, Mapping) or not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("endpoints: services and hostvars must be mappings")
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints as plan_endpoints
     addresses = {}
     for host in plan["hosts"]:
         variables = hostvars[host] if host in hostvars else {}

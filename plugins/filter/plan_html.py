@@ -107,13 +107,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError
-from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import (
-    PictureError, health_of, render_html, status_result,
-)
-from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import gpu_groups
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
+
+# The picture's modules (the scheduler's model among them) are imported when the filter runs, not with this file:
+# Ansible loads every filter file of the collection in each worker that templates any of them, once per task and host.
 
 MAX_MESSAGE = 1000      # characters of an error, on one line: names from the input are cut, never printed whole
 
@@ -122,6 +119,9 @@ def _gpu_groups(gpus, gpu_links):
     """{host: its GPUs' link groups} of the hosts that have links, from their gangplank_gpus and gangplank_gpu_links."""
     if not isinstance(gpus or {}, dict) or not isinstance(gpu_links or {}, dict):
         raise AnsibleFilterError("plan_html: gpus and gpu_links must be mappings of host to that host's facts")
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import gpu_groups
+    from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError
+    from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
     groups = {}
     for host in sorted(gpu_links or {}, key=str):
         facts = {"gangplank_gpus": (gpus or {}).get(host) or [], "gangplank_gpu_links": gpu_links[host]}
@@ -144,6 +144,9 @@ def _gpu_groups(gpus, gpu_links):
 
 def plan_html(result, title="gangplank placement", health=None, notes=None, status=False, gpus=None, down=None,
               gpu_links=None, added=None):
+    from ansible_collections.gangplank.platform.plugins.module_utils.planning.placement_html import (
+        PictureError, health_of, render_html, status_result,
+    )
     if not status and (not isinstance(result, dict) or "feasible" not in result):
         raise AnsibleFilterError("plan_html expects a plan result (a mapping with 'feasible'), got %s" % type(result).__name__)
     if not isinstance(added or [], list):

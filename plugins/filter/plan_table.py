@@ -37,13 +37,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
 
 
 def plan_table(result):
     if not isinstance(result, dict) or "feasible" not in result:
         raise AnsibleFilterError("plan_table expects a plan result (a mapping with 'feasible'), got %r"
                                  % type(result).__name__)
+    from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.report import render_table
     try:
         return render_table(result).splitlines()
     except (KeyError, TypeError) as error:

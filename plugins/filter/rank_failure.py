@@ -62,7 +62,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.rank_failure import rank_failure as report
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
@@ -76,6 +75,7 @@ def rank_failure(health, about):
             raise AnsibleFilterError("rank_failure: %s: expected a mapping, got %s" % (name, type(about[name]).__name__))
     if health is not None and not isinstance(health, Mapping):
         raise AnsibleFilterError("rank_failure: expected health_wait's result, got %s" % type(health).__name__)
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.rank_failure import rank_failure as report
     rank = about.get("rank")
     rank = None if rank is None else int(rank)
     services = [] if rank is None else list((about.get("ranks") or [])[rank])

@@ -67,8 +67,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import service_instances
-
 
 def _address(hostvars, node):
     values = hostvars[node] if node in hostvars else {}
@@ -81,6 +79,7 @@ def scale_report(node_instances, service, hosts, hostvars, services):
     for name, value in (("_input", node_instances), ("hostvars", hostvars), ("services", services)):
         if not isinstance(value, Mapping):
             raise AnsibleFilterError("scale_report: %s: expected a mapping, got %s" % (name, type(value).__name__))
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import service_instances
     spec = services.get(service)
     ports = spec.get("ports", []) if isinstance(spec, Mapping) else []
     nodes = {binding.get("node") for instances in node_instances.values() for binding in (instances or {}).values()}

@@ -41,12 +41,13 @@ _value:
   type: dict
 """
 
-from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import NodeFactsError, scheduler_node as _scheduler_node
 from ansible_collections.gangplank.platform.plugins.plugin_utils.filter_errors import filter_errors
 
 
-@filter_errors(NodeFactsError)
+# ValueError: the facts' NodeFactsError is one; node_facts is imported when the filter runs (see plan_html.py).
+@filter_errors(ValueError)
 def scheduler_node(hostvars):
+    from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import scheduler_node as _scheduler_node
     return _scheduler_node(hostvars)
 
 

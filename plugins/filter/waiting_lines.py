@@ -45,14 +45,14 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import DOWN_SEPARATOR, waiting_lines as lines
 
 
-def waiting_lines(waiting, separator=DOWN_SEPARATOR):
+def waiting_lines(waiting, separator=None):
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import DOWN_SEPARATOR, waiting_lines as lines
     if waiting is not None and not isinstance(waiting, Mapping):
         raise AnsibleFilterError("waiting_lines: expected a mapping of host to its waiting instances, got %s"
                                  % type(waiting).__name__)
-    return lines(waiting, str(separator))
+    return lines(waiting, DOWN_SEPARATOR if separator is None else str(separator))
 
 
 class FilterModule:
