@@ -25,6 +25,7 @@ ARGUMENT_SPEC = {
     "probe_kept": {"type": "bool", "default": True},
     "plan_instances": {"type": "dict", "default": None},
     "proxy": {"type": "dict", "default": None},
+    "in_place_reads": {"type": "dict", "default": {}},
 }
 
 
@@ -54,7 +55,8 @@ class ActionModule(GangplankAction):
             rendered = {host: args["rendered"].get(host) or {} for host in hosts}
             result.update(rollout_step(hosts, reads, rendered, args["containers"],
                                        secret_hashes=args["secret_hashes"], hash_key=args["hash_key"],
-                                       check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"]))
+                                       check_mode=bool(self._task.check_mode), probe_kept=args["probe_kept"],
+                                       in_place_reads=args["in_place_reads"]))
         return dict(result, changed=False)
 
 
