@@ -29,11 +29,12 @@ WATCH = ("n=0; trap 'n=$((n+1)); cat %s > /tmp/seen-$n' HUP; touch /tmp/ready; "
 
 
 def client(change):
+    """A client that lists echo's endpoints in its file. Not in depends_on: GANGPLANK_ENDPOINTS_ECHO would be part of
+    its spec, which a scale changes (docs/connecting-services.md)."""
     entry = {"dest": UPSTREAMS, "src": "{{ inventory_dir }}/templates/upstreams.conf.j2"}
     entry.update(change)
     return {
         "resources": {"cpu": "50m", "memory": "16Mi"},
-        "depends_on": ["echo"],
         "node_selector": {"zone": "west"},
         "image": "{{ demo_image }}", "command": ["sh", "-c", WATCH], "init": True,
         "config": [entry],

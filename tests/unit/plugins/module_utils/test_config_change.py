@@ -17,6 +17,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_p
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import EngineError, driver
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import CHANGE_SIGNALS, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.scheduling import hosts_changed
 from ansible_collections.gangplank.platform.plugins.module_utils.reader import ProblemError
 
 HOST = "h1"
@@ -240,3 +241,22 @@ def test_kill_argv_of_each_engine(engine):
 def test_kill_argv_refuses_other_signals_and_names(name, signal):
     with pytest.raises(EngineError):
         driver("podman").kill_argv(name, signal)
+
+
+# -- which hosts a scale deploys --------------------------------------------------------------------------------------
+
+def test_a_scale_deploys_the_hosts_of_services_with_in_place_files_when_endpoints_move():
+    services = {"echo": {"replicas": 2, "ports": [{"name": "http", "container_port": 8080}], "image": "localhost/e:1"},
+                "watch": {"image": "localhost/w:1",
+                          "config": [{"dest": "/etc/w.conf", "src": "w.j2", "change": "signal"}]},
+                "plain": {"image": "localhost/p:1", "config": [{"dest": "/etc/p.conf", "src": "p.j2"}]}}
+    old = {"echo-0": {"service": "echo", "node": "n1", "host_ports": {"http": 20000}},
+           "watch-0": {"service": "watch", "node": "n2"}, "plain-0": {"service": "plain", "node": "n3"}}
+    record = {"ranks": [["echo", "watch", "plain"]], "placement": old}
+    scaled = dict(old, **{"echo-1": {"service": "echo", "node": "n1", "host_ports": {"http": 20001}}})
+    assert hosts_changed(record, {"ranks": record["ranks"], "placements": scaled}, ["n1", "n2", "n3"],
+                         services) == ["n1", "n2"]
+    # Without a change of endpoints, only the hosts whose instances change.
+    moved = dict(old, **{"plain-0": {"service": "plain", "node": "n1"}})
+    assert hosts_changed(record, {"ranks": record["ranks"], "placements": moved}, ["n1", "n2", "n3"],
+                         services) == ["n1", "n3"]
