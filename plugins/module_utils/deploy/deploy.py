@@ -557,7 +557,8 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
     site's ``hash_key``, the config hash is keyed too, since a rendered file may hold a secret.
     ``files_now`` maps the host path of each in-place config file (``change`` signal or none) to the SHA-256 of the file
     on the host (None: missing): a kept container whose in-place file differs is ``update``d instead (its files rewritten
-    in place, its signals sent; ``update``: in_place_update()).
+    in place, its signals sent; ``update``: in_place_update()). Without ``files_now`` the files were not read: nothing is
+    updated.
     """
     current = dict(_existing_entry(item) for item in existing)
     planned, spec_hash_of = [], {}
@@ -607,7 +608,7 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
         else:
             action = "keep"
         entry = dict(container, labels=labels, action=action)
-        if action == "keep":
+        if action == "keep" and files_now is not None:
             update = in_place_update(container, rendered, files_now)
             if update:
                 entry.update(action="update", update=update)

@@ -260,3 +260,10 @@ def test_a_scale_deploys_the_hosts_of_services_with_in_place_files_when_endpoint
     moved = dict(old, **{"plain-0": {"service": "plain", "node": "n1"}})
     assert hosts_changed(record, {"ranks": record["ranks"], "placements": moved}, ["n1", "n2", "n3"],
                          services) == ["n1", "n3"]
+
+
+def test_without_a_read_of_the_host_files_nothing_is_updated():
+    containers = specs(catalog_with(change="signal"))
+    text = {UPSTREAMS: "a\n", STATIC: "static\n"}
+    first = rollout(HOST, containers, text, [], files_now={})
+    assert rollout(HOST, containers, dict(text, **{UPSTREAMS: "b\n"}), deployed(first))["containers"][0]["action"] == "keep"
