@@ -154,10 +154,11 @@ def test_a_scale_signals_keeps_or_restarts_each_client_as_its_file_says(bed):
 
 def test_a_second_identical_run_changes_nothing(bed):
     ids = container_ids()
-    returncode, report = bed.playbook("scale.yml", "-e", "service=echo", "-e", "replicas=3")
+    # site.yml deploys every host: every file is rendered again, as the hosts hold it.
+    returncode, report = bed.playbook("site.yml")
     assert returncode == 0, failures(report)
     line = summaries(report)[CLIENT_HOST]
-    assert "signal" not in line and "file updated" not in line and "restart 0 []" in line, line
+    assert line == "start 0 [], restart 0 [], stop 0 [], keep 3", line
     assert container_ids() == ids
     time.sleep(1)
     assert seen("hup", 2) is None
