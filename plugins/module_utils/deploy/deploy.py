@@ -12,7 +12,8 @@ Pure functions behind the deploy role (docs/deploy.md):
   with CUDA MPS (``gpu_sharing="mps"``), each share instance gets its own MPS control daemon
   container (module_utils/deploy/mps.py says why and how), listed just before the instance.
 - ``rollout`` compares them with the containers that exist and says, per container, whether it
-  is created, recreated, started or kept, and which containers of this host are stale.
+  is created, recreated, started, kept, or kept and updated (a config file with ``change`` signal or none whose text
+  changed: rewritten in place, and signalled), and which containers of this host are stale.
 - ``waves`` looks at every host's rollout at once and says which ranks have anything to do and, within
   a rank, in which wave each restarted instance goes: at most ``max_unavailable`` instances of a service
   restart at a time (stateful ones in descending ordinal order, as a StatefulSet does).
@@ -552,7 +553,8 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
     """Hash labels and an action per container, and the stale containers of ``host``.
 
     ``rendered`` maps each config file's host path to its rendered text; ``existing`` is the
-    engine's inspect data of every container. Actions: create, recreate, start, keep.
+    engine's inspect data of every container. Actions: create, recreate, start, keep, and update (kept, its config files
+    that change in place rewritten and its signals sent).
     ``secret_hashes`` maps each secret's variable to its keyed hash (secrets.read_values); with the
     site's ``hash_key``, the config hash is keyed too, since a rendered file may hold a secret.
     ``files_now`` maps the host path of each in-place config file (``change`` signal or none) to the SHA-256 of the file
@@ -707,12 +709,12 @@ def rollout_waves(rollouts, restarts):
 def summary_line(summary, check_mode=False, note=""):
     """The line the deploy role shows for a host: what starts, restarts, stops and stays, then the kept containers whose
     config files change in place: ``signal SIGHUP [...]`` per signal and ``file updated [...]``."""
-    in_place = "".join(", signal %s %s" % (signal, _names(names)) for signal, names in sorted(summary.get("signal", {}).items()))
+    updates = "".join(", signal %s %s" % (signal, _names(names)) for signal, names in sorted(summary.get("signal", {}).items()))
     if summary.get("updated"):
-        in_place += ", file updated %s" % _names(summary["updated"])
+        updates += ", file updated %s" % _names(summary["updated"])
     return "%sstart %d %s, restart %d %s, stop %d %s, keep %d%s%s" % (
         "would " if check_mode else "", len(summary["start"]), _names(summary["start"]), len(summary["restart"]),
-        _names(summary["restart"]), len(summary["stop"]), _names(summary["stop"]), len(summary["keep"]), in_place, note)
+        _names(summary["restart"]), len(summary["stop"]), _names(summary["stop"]), len(summary["keep"]), updates, note)
 
 
 def _names(names):
