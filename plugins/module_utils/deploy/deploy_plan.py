@@ -152,15 +152,16 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
     ``containers`` is containers_step()'s result; ``reads`` and ``rendered`` map each host to its read and its rendered
     config files (path -> text). ``probe_kept``: probe the kept containers of the unchanged ranks (not in check mode).
     ``in_place_reads`` maps each host with in-place config files (containers_step's ``in_place``) to the output of their
-    read (files_now()).
+    read (files_now()), or to the result the role registered of it (its ``stdout``).
     """
     hosts = list(hosts)
     desired = containers["containers"]
     host_reads = [_read_of(reads, host) for host in hosts]
     unused = hosts_stale_secrets(hosts, host_reads, desired)
     paths = containers.get("in_place") or {}
-    now = ([files_now(host, paths.get(host) or [], (in_place_reads or {}).get(host)) for host in hosts]
-           if paths else None)
+    outputs = {host: output.get("stdout") if isinstance(output, dict) else output
+               for host, output in (in_place_reads or {}).items()}
+    now = [files_now(host, paths.get(host) or [], outputs.get(host)) for host in hosts] if paths else None
     decision = decide(hosts, [desired.get(host) or [] for host in hosts], [rendered.get(host) or {} for host in hosts],
                       [read.get("containers") or [] for read in host_reads], secret_hashes=secret_hashes,
                       hash_key=hash_key, notes=[read.get("note") or "" for read in host_reads], check_mode=check_mode,

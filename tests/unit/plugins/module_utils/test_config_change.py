@@ -204,8 +204,9 @@ def test_the_plan_rewrites_in_place_and_signals_a_kept_container(engine):
     assert wave["start"] == [] and wave["leftovers"] == []
     assert wave["signal"] == [{"name": "h1-client-0", "signal": "SIGHUP",
                                "argv": [engine, "kill", "--signal", "SIGHUP", "h1-client-0"]}]
+    # As the role hands it: the registered result of the read.
     third = rollout_step([HOST], {HOST: running}, {HOST: changed}, step,
-                         in_place_reads={HOST: host_read([UPSTREAMS], on_host(changed))})
+                         in_place_reads={HOST: {"changed": False, "rc": 0, "stdout": host_read([UPSTREAMS], on_host(changed))}})
     assert third["waves"]["active_ranks"] == [] and third["lines"][HOST].endswith("keep 1")
 
 
