@@ -83,7 +83,8 @@ options:
     description:
       - Step C(rollout), where the result of O(step=containers) has RV(in_place) - each host mapped to the output of the
         read of its in-place config files (C(gangplank-file) and the SHA-256 of each file's text, or C(missing), one
-        line per path, in order), or to the result registered of that read (its C(stdout)). A kept container whose file differs is updated in place instead of restarted.
+        line per path, in order), or to the result registered of that read (its C(stdout)). A kept container whose file
+        differs is updated in place instead of restarted.
     type: dict
     default: {}
 attributes:
