@@ -34,17 +34,20 @@ class ActionModule(GangplankAction):
     def act(self, args, task_vars, result):
         if not args["name_prefix"]:
             return dict(result, failed=True, msg="name_prefix must not be empty: it keeps other hosts' containers out")
+        # Where the deploy reads it: the config files of this host's containers, hashed (config files that change in place).
+        data_dir = (args["settings"] or {}).get("data_dir") or ""
         # As raw runs its command: no module, no Python on the host, the connection's shell as it is (over SSH on a
         # terminal), with become where the task has it.
         done = self._low_level_execute_command(
             deploy_read.command(args["engine"], args["name_prefix"], args["state_file"], args["fact_file"],
                                 args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or "",
-                                proxy=args["proxy"]),
+                                proxy=args["proxy"], data_dir=data_dir),
             executable=False)
         try:
             found = deploy_read.parse(done.get("rc"), done.get("stdout") or "", args["engine"], args["name_prefix"],
                                       limits_asked=bool(args["limit_probe"]),
-                                      host=task_vars.get("inventory_hostname", ""), proxy_asked=bool(args["proxy"]))
+                                      host=task_vars.get("inventory_hostname", ""), proxy_asked=bool(args["proxy"]),
+                                      data_dir=data_dir)
         except deploy_read.ReadError as error:
             return dict(result, failed=True, changed=False, msg=str(error), rc=done.get("rc"))
         result.update(found, changed=False)

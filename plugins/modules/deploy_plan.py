@@ -158,6 +158,13 @@ proxy:
       templates see as C(gangplank_proxy)).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
+in_place:
+  description:
+    - O(step=containers) only, and only where some config file has C(change) C(signal) or C(none) (docs/catalog.md).
+      Host to the host paths of those files; O(step=rollout) compares each with its SHA-256 in the host's read
+      (M(gangplank.platform.deploy_read)'s C(config_files)): a kept container whose file differs is updated in place.
+  returned: with O(step=containers), when a config file changes in place
+  type: dict
 secrets:
   description:
     - O(step=containers) only. Per service that has secrets, its secrets as the catalog names them (C(name), C(var),
@@ -167,8 +174,9 @@ secrets:
   type: dict
 lines:
   description:
-    - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), with C(would)
-      before it in check mode, and C(; remove unused secrets) followed by their names where some secret is no
+    - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), then, for the
+      kept containers whose config files change in place, C(signal SIGHUP [...]) per signal and C(file updated [...]),
+      with C(would) before it in check mode, and C(; remove unused secrets) followed by their names where some secret is no
       longer used.
   returned: with O(step=rollout)
   type: dict
@@ -189,12 +197,15 @@ hosts:
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
       C(config_dirs), C(nvme_dirs), C(volume_dirs) (each volume's own directory as C(path) and the C(argv) that makes it
       with its mode and owner, run only where it does not exist), C(config_files) (written with their text hidden),
-      C(config_files_shown) (opted into diffs), C(evict) (stale containers holding a port this rank needs) and
+      C(config_files_shown) (opted into diffs), C(config_files_in_place) (only in a rank with config files that change
+      in place - those to rewrite in place, for a container that starts all of its own, for a kept one those that
+      changed), C(evict) (stale containers holding a port this rank needs) and
       C(waves), one entry per wave of the rank.
     - Each wave has C(remove_sidecars) (recreated sidecars, then the instances whose MPS daemon is recreated, removed
       first), C(leftovers) (what a killed run left of the containers that start, as the role's C(clear_leftovers.sh)
       takes them), C(start) (the specs to create, recreate or start, each with its secrets, which
-      M(gangplank.platform.container) makes first; none without the engine) and C(probes).
+      M(gangplank.platform.container) makes first; none without the engine), C(probes) and, only where a kept container's
+      config file with C(change) C(signal) was rewritten, C(signal) (each with C(name), C(signal) and the engine's C(argv)).
   returned: with O(step=rollout)
   type: dict
 """

@@ -223,6 +223,14 @@ proxy:
       description: The SHA-1 of O(proxy.config); empty when there is no such file.
       type: str
   sample: {"address": true, "master": 4242, "systemd": false, "config_sha1": "0f2c1a9e5d6b7c8f9a0b1c2d3e4f5a6b7c8d9e0f"}
+config_files:
+  description:
+    - The config files of this host's containers (C(<data_dir>/<name_prefix>*/config/*), regular files only, at most
+      4096), each path mapped to the SHA-256 of its text; what a config file that changes in place (C(change) C(signal)
+      or C(none), docs/catalog.md) is compared with.
+  returned: when O(settings) has C(data_dir) and O(name_prefix) is a host name and C(-)
+  type: dict
+  sample: {"/var/lib/gangplank/node1-gateway-0/config/0-upstreams.conf": "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"}
 bindings:
   description: The node's bindings from O(fact_file) (revision, labels, instances, ranks); empty when it cannot be read.
   returned: when O(fact_file) is given

@@ -12,7 +12,8 @@ Pure functions behind the deploy role (docs/deploy.md):
   with CUDA MPS (``gpu_sharing="mps"``), each share instance gets its own MPS control daemon
   container (module_utils/deploy/mps.py says why and how), listed just before the instance.
 - ``rollout`` compares them with the containers that exist and says, per container, whether it
-  is created, recreated, started or kept, and which containers of this host are stale.
+  is created, recreated, started, kept, or kept and updated (a config file with ``change`` signal or none whose text
+  changed: rewritten in place, and signalled), and which containers of this host are stale.
 - ``waves`` looks at every host's rollout at once and says which ranks have anything to do and, within
   a rank, in which wave each restarted instance goes: at most ``max_unavailable`` instances of a service
   restart at a time (stateful ones in descending ordinal order, as a StatefulSet does).
@@ -480,7 +481,7 @@ def _evictions(planned, stale, current):
     evict = []
     for name in stale:
         needed = [container["rank"] for container in planned
-                  if container["action"] != "keep" and _host_ports(container) & current[name]["ports"]]
+                  if container["action"] not in ("keep", "update") and _host_ports(container) & current[name]["ports"]]
         if needed:
             evict.append({"rank": min(needed), "name": name})
     evicted = {entry["name"] for entry in evict}
@@ -516,19 +517,50 @@ def _restart_mps_clients(planned):
     instance is made anew (with its sidecars, which share its network namespace) in the same wave, after the daemon."""
     daemons = {container["labels"][MPS_OF] for container in planned
                if MPS_OF in container["labels"] and container["action"] != "keep"}
-    restart = {container["name"] for container in planned if container["name"] in daemons and container["action"] == "keep"}
+    restart = {container["name"] for container in planned if container["name"] in daemons
+               and container["action"] in ("keep", "update")}
     for container in planned:
-        if container["action"] == "keep" and (container["name"] in restart or container["labels"].get(SIDECAR_OF) in restart):
+        if container["action"] in ("keep", "update") and (container["name"] in restart or container["labels"].get(SIDECAR_OF) in restart):
             container["action"] = "recreate"
+            container.pop("update", None)
 
 
-def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=None):
+def in_place(entry):
+    """Whether a config file is rewritten in place when its text changes (``change`` signal or none), the container
+    kept: the file bind-mounted into a container is the same inode, so the container reads the new text."""
+    return entry.get("change") in ("signal", "none")
+
+
+def text_digest(text):
+    """The SHA-256 (hex) of a rendered file's text, as ``sha256sum`` prints it for the file on the host."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def in_place_update(container, rendered, files_now):
+    """For a container that is otherwise kept: its in-place files whose host file (``files_now``: path -> SHA-256 hex of
+    the file on the host, None where it is missing; a path not there was not read) does not hold the rendered text, and
+    the signals they send (each once, in ``config`` order); None when none differs."""
+    files_now = files_now or {}
+    changed = [entry for entry in container["config"]
+               if in_place(entry) and files_now.get(entry["path"]) != text_digest(rendered[entry["path"]])]
+    if not changed:
+        return None
+    signals = list(dict.fromkeys(entry["signal"] for entry in changed if entry.get("change") == "signal"))
+    return {"files": [entry["path"] for entry in changed], "signals": signals}
+
+
+def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=None, files_now=None):
     """Hash labels and an action per container, and the stale containers of ``host``.
 
     ``rendered`` maps each config file's host path to its rendered text; ``existing`` is the
-    engine's inspect data of every container. Actions: create, recreate, start, keep.
+    engine's inspect data of every container. Actions: create, recreate, start, keep, and update (kept, its config files
+    that change in place rewritten and its signals sent).
     ``secret_hashes`` maps each secret's variable to its keyed hash (secrets.read_values); with the
     site's ``hash_key``, the config hash is keyed too, since a rendered file may hold a secret.
+    ``files_now`` maps the host path of each in-place config file (``change`` signal or none) to the SHA-256 of the file
+    on the host (None: missing): a kept container whose in-place file differs is ``update``d instead (its files rewritten
+    in place, its signals sent; ``update``: in_place_update()). Without ``files_now`` the files were not read: nothing is
+    updated.
     """
     current = dict(_existing_entry(item) for item in existing)
     planned, spec_hash_of = [], {}
@@ -537,7 +569,11 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
         unrendered = [entry["path"] for entry in container["config"] if entry["path"] not in rendered]
         if unrendered:
             raise DeployError("container %s: config file %s was not rendered" % (container["name"], unrendered[0]))
-        config = [[entry["dest"], rendered[entry["path"]]] for entry in container["config"]]
+        # A file rewritten in place (change signal or none) counts by how it changes, not by its text: its text changing
+        # keeps the container (in_place_update below). A file that restarts keeps its entry as it always had.
+        config = [[entry["dest"], rendered[entry["path"]]] if not in_place(entry)
+                  else [entry["dest"], {key: entry[key] for key in ("change", "signal") if key in entry}]
+                  for entry in container["config"]]
         try:
             # No config files, nothing to hide: the plain digest of [], so such containers keep their hash.
             labels[CONFIG_HASH] = _digest(config, hash_key if config else None)
@@ -573,17 +609,30 @@ def rollout(host, containers, rendered, existing, secret_hashes=None, hash_key=N
             action = "start"
         else:
             action = "keep"
-        planned.append(dict(container, labels=labels, action=action))
+        entry = dict(container, labels=labels, action=action)
+        if action == "keep" and files_now is not None:
+            update = in_place_update(container, rendered, files_now)
+            if update:
+                entry.update(action="update", update=update)
+        planned.append(entry)
     _restart_mps_clients(planned)
     wanted = {container["name"] for container in containers}
     stale = sorted((name for name, now in current.items()
                     if now["labels"].get(MANAGED) == "true" and now["labels"].get(NODE) == host and name not in wanted),
                    key=lambda name: _removal_order(name, current[name]["labels"]))
-    return {"containers": planned, "stale": stale, "evict": _evictions(planned, stale, current),
-            "summary": {"start": [c["name"] for c in planned if c["action"] in ("create", "start")],
-                        "restart": [c["name"] for c in planned if c["action"] == "recreate"],
-                        "stop": stale,
-                        "keep": [c["name"] for c in planned if c["action"] == "keep"]}}
+    summary = {"start": [c["name"] for c in planned if c["action"] in ("create", "start")],
+               "restart": [c["name"] for c in planned if c["action"] == "recreate"],
+               "stop": stale,
+               "keep": [c["name"] for c in planned if c["action"] == "keep"]}
+    updated = [c for c in planned if c["action"] == "update"]
+    if updated:
+        # Only where a file changes in place: every other summary stays as it was.
+        summary["signal"] = {}
+        for container in updated:
+            for signal in container["update"]["signals"]:
+                summary["signal"].setdefault(signal, []).append(container["name"])
+        summary["updated"] = [c["name"] for c in updated if not c["update"]["signals"]]
+    return {"containers": planned, "stale": stale, "evict": _evictions(planned, stale, current), "summary": summary}
 
 
 def _ordinal(instance):
@@ -658,10 +707,14 @@ def rollout_waves(rollouts, restarts):
 
 
 def summary_line(summary, check_mode=False, note=""):
-    """The line the deploy role shows for a host: what starts, restarts, stops and stays."""
-    return "%sstart %d %s, restart %d %s, stop %d %s, keep %d%s" % (
+    """The line the deploy role shows for a host: what starts, restarts, stops and stays, then the kept containers whose
+    config files change in place: ``signal SIGHUP [...]`` per signal and ``file updated [...]``."""
+    updates = "".join(", signal %s %s" % (signal, _names(names)) for signal, names in sorted(summary.get("signal", {}).items()))
+    if summary.get("updated"):
+        updates += ", file updated %s" % _names(summary["updated"])
+    return "%sstart %d %s, restart %d %s, stop %d %s, keep %d%s%s" % (
         "would " if check_mode else "", len(summary["start"]), _names(summary["start"]), len(summary["restart"]),
-        _names(summary["restart"]), len(summary["stop"]), _names(summary["stop"]), len(summary["keep"]), note)
+        _names(summary["restart"]), len(summary["stop"]), _names(summary["stop"]), len(summary["keep"]), updates, note)
 
 
 def _names(names):
@@ -670,14 +723,15 @@ def _names(names):
 
 
 def decide(hosts, containers, rendered, existing, services=None, secret_hashes=None, hash_key=None, notes=None,
-           check_mode=False, restarts=None, stale_secrets=None):
+           check_mode=False, restarts=None, stale_secrets=None, files_now=None):
     """The rollout of every host at once, on the controller (one task instead of one per host).
 
     ``containers``, ``rendered``, ``existing`` and ``notes`` are lists in the order of ``hosts``: each host's
     desired containers, rendered config files, existing containers (as for ``rollout()``) and the note its line
     ends with (the engine that cannot enforce limits). The waves read the catalog ``services``, or, where it was
     parsed before, its ``restarts`` (restart_settings()). ``stale_secrets`` maps a host to the secrets no container
-    uses any more there (deploy_read.stale_secrets): its line names them, and it is not idle.
+    uses any more there (deploy_read.stale_secrets): its line names them, and it is not idle. ``files_now``, where given,
+    is a list in the order of ``hosts``: each host's in-place config files as ``rollout()`` takes them.
 
     Returns ``rollouts`` (host -> ``rollout()``), ``waves`` (``rollout_waves()`` over all of them), ``lines`` (host ->
     its summary line), ``idle`` (the hosts with no container in a rank that changes and nothing to remove) and
@@ -692,7 +746,7 @@ def decide(hosts, containers, rendered, existing, services=None, secret_hashes=N
     for index, host in enumerate(hosts):
         try:
             plan = rollout(host, containers[index], rendered[index], existing[index], secret_hashes=secret_hashes,
-                           hash_key=hash_key)
+                           hash_key=hash_key, files_now=files_now[index] if files_now is not None else None)
         except DeployError as error:
             raise DeployError("%s: %s" % (host, error)) from None
         rollouts[host] = plan

@@ -23,8 +23,9 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoint
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import catalog_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
-    MPS_OF, DeployError, decide, desired_on_hosts, make_directory_argv, parse_catalog, restart_settings,
+    MPS_OF, DeployError, decide, desired_on_hosts, in_place, make_directory_argv, parse_catalog, restart_settings,
 )
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import EngineError, driver
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import DEFAULT_ADDRESS, proxy_config, proxy_frontends
@@ -57,7 +58,9 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
     so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy``: its
     ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
     ``proxy``) and its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
-    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError."""
+    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError.
+    Where some config file changes in place (``change`` signal or none), ``in_place``: host -> the host paths of those
+    files, which the role reads (their SHA-256) before the rollout step."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
@@ -78,6 +81,11 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
                      for container in desired[host] for entry in container["config"]] for host in hosts}
     result = {"missing": "", "containers": desired, "render": render, "restarts": restart_settings(catalog),
               "endpoints": found, "secrets": catalog_secrets(catalog[1])}
+    in_place_files = {host: [entry["path"] for container in desired[host] for entry in container["config"] if in_place(entry)]
+                      for host in hosts}
+    if any(in_place_files.values()):
+        # Only a site with config files that change in place (change: signal or none) reads them on the hosts.
+        result["in_place"] = in_place_files
     if any((spec or {}).get("proxy") for spec in catalog[1].values()):
         # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
         settings = dict(proxy or {})
@@ -126,15 +134,20 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
 
     ``containers`` is containers_step()'s result; ``reads`` and ``rendered`` map each host to its read and its rendered
     config files (path -> text). ``probe_kept``: probe the kept containers of the unchanged ranks (not in check mode).
+    The config files that change in place (containers_step's ``in_place``) are compared with what each host's read
+    found (deploy_read's ``config_files``: path -> SHA-256; a file it did not find is missing).
     """
     hosts = list(hosts)
     desired = containers["containers"]
     host_reads = [_read_of(reads, host) for host in hosts]
     unused = hosts_stale_secrets(hosts, host_reads, desired)
+    paths = containers.get("in_place") or {}
+    now = [{path: (read.get("config_files") or {}).get(path) for path in paths.get(host) or []}
+           for host, read in zip(hosts, host_reads)] if paths else None
     decision = decide(hosts, [desired.get(host) or [] for host in hosts], [rendered.get(host) or {} for host in hosts],
                       [read.get("containers") or [] for read in host_reads], secret_hashes=secret_hashes,
                       hash_key=hash_key, notes=[read.get("note") or "" for read in host_reads], check_mode=check_mode,
-                      restarts=containers["restarts"], stale_secrets=unused)
+                      restarts=containers["restarts"], stale_secrets=unused, files_now=now)
     order = decision["waves"]
     plans = {}
     for host, read in zip(hosts, host_reads):
@@ -195,8 +208,15 @@ def _rank(plan, rank, order, read):
     here = [container for container in plan["containers"] if container["rank"] == rank]
     files = [entry for container in here for entry in container["config"]]
     config_dirs = [posixpath.dirname(entry["path"]) for entry in files]
+    # Rewritten in place, so that a kept container reads the new text through its bind mount (the inode it holds), and
+    # only where the host's file differs (a second run writes nothing): deploy.in_place_update.
+    in_place_files = [entry for entry in files if in_place(entry)]
+    # A container that starts gets all of them; a kept one those that changed (``update``); one kept as it is, none.
+    written = {path for container in here for path in (
+        container["update"]["files"] if container["action"] == "update"
+        else [] if container["action"] == "keep" else [entry["path"] for entry in container["config"] if in_place(entry)])}
     count = order["waves"][str(rank)]
-    return {
+    result = {
         "containers": _report_entries(here),
         # Each instance's directory and its config directory, private: the rendered files may hold secrets.
         "config_dirs": _unique(([data_dir] if config_dirs else []) + [posixpath.dirname(path) for path in config_dirs]
@@ -205,12 +225,16 @@ def _rank(plan, rank, order, read):
         # Each volume's own directory, made once with its mode and owner (deploy.make_directory_argv), after the root of
         # the disk volumes (private: 0700).
         "volume_dirs": _volume_dirs(here, settings.get("volume_dir")),
-        "config_files": [entry for entry in files if not entry.get("diff")],
-        "config_files_shown": [entry for entry in files if entry.get("diff")],
+        "config_files": [entry for entry in files if not entry.get("diff") and not in_place(entry)],
+        "config_files_shown": [entry for entry in files if entry.get("diff") and not in_place(entry)],
         "evict": [entry["name"] for entry in plan["evict"] if entry["rank"] == rank],
         "waves": [_wave([container for container in here
                          if order["wave_of"].get(container["name"], 0) == wave], read) for wave in range(count)],
     }
+    if in_place_files:
+        # Only in a rank with such files: every other rank's lists stay as they were.
+        result["config_files_in_place"] = [entry for entry in in_place_files if entry["path"] in written]
+    return result
 
 
 def _volume_dirs(containers, volume_dir):
@@ -223,14 +247,15 @@ def _volume_dirs(containers, volume_dir):
 def _wave(containers, read):
     """One wave of a rank on one host (tasks/wave.yml)."""
     engine = read["settings"].get("engine")
-    starting = [container for container in containers if container["action"] != "keep"]
+    # A container whose config files change in place (``update``) is kept: it is signalled, not started.
+    starting = [container for container in containers if container["action"] not in ("keep", "update")]
     # Without the engine (check mode before the runtime role ran), the host's line already says what would start.
     started = starting if read.get("engine_found") else []
     # An MPS daemon made anew: Podman does not remove a container that another requires, so its instance (recreated
     # with it: the spec hash chains them) goes first.
     daemons = {container["labels"][MPS_OF] for container in containers
                if MPS_OF in container["labels"] and container["action"] == "recreate"}
-    return {
+    result = {
         # A sidecar shares its instance's network namespace, which the engine will not remove under it.
         "remove_sidecars": [container["name"] for container in containers
                             if container["sidecar"] and container["action"] == "recreate"]
@@ -239,6 +264,21 @@ def _wave(containers, read):
         "start": started,
         "probes": [container["probe"] for container in containers if container["probe"]],
     }
+    signalled = [container for container in containers if container["action"] == "update" and container["update"]["signals"]]
+    if signalled:
+        # Only where a kept container's config file with change: signal was rewritten: every other wave stays as it was.
+        result["signal"] = [_signal(container, signal, engine) for container in signalled
+                            for signal in container["update"]["signals"]]
+    return result
+
+
+def _signal(container, signal, engine):
+    """The kill of a kept container with ``signal`` (engine_driver.kill_argv), as the role runs it."""
+    try:
+        argv = driver(engine).kill_argv(container["name"], signal)
+    except EngineError as error:
+        raise DeployError("%s: %s" % (container["name"], error)) from None
+    return {"name": container["name"], "signal": signal, "argv": argv}
 
 
 def _leftovers(starting, read):

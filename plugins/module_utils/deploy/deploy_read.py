@@ -40,6 +40,9 @@ and the line), so that text a host's process controls (a name holding a line bre
   that file is a regular file of root (not a link), and only where that pid is a process of root (real and effective
   uid 0) running a ``haproxy`` binary: a local user can write a pid file in a directory of theirs, not make a process
   of root. Before the engine is looked for, so that a host without the engine still has it.
+- ``config-file <sha256> <path>``: with the data directory, the SHA-256 of each config file of this host's containers
+  (``<data_dir>/<prefix>*/config/*``, regular files only, at most MAX_CONFIG_FILES): what a config file that changes in
+  place (``change`` signal or none) is compared with.
 
 rc 3: the engine answered but could not list or inspect the containers (``engine error: ...`` says why).
 Over SSH the shell runs on a terminal, which joins stderr to stdout: the engine's stderr (warnings) is kept out of the
@@ -80,14 +83,18 @@ LIMIT_SUPPORT = {
 
 # A node's bindings take a few KiB; a larger fact file is not one the schedule role wrote, and is not read.
 FACT_FILE_LIMIT = 4 * 1024 * 1024
+# The config files a read hashes at most (each container has a few).
+MAX_CONFIG_FILES = 4096
 
 # $1 engine, $2 projection, $3 name pattern (a regular expression, unanchored: a superset of this host's containers,
 # which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), $6 the directory of
 # Docker's secret files ('' for none), $7-$9 the local proxy's address with its prefix, pid file and configuration file
-# ('' for no proxy section), then the limit probe.
+# ('' for no proxy section), $10-$11 the data directory and the containers' name prefix as a plain word ('' for no
+# config section), then the limit probe.
 # Every part of the output comes after its own marker line ("gangplank-read <section>", SECTIONS, in that order, each
 # once): the parser takes a line only inside its section.
-SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6 proxy=$7 proxy_pid=$8 proxy_config=$9; shift 9
+SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6 proxy=$7 proxy_pid=$8 proxy_config=$9 data_dir=${10} prefix=${11}
+shift 11
 section() { printf 'gangplank-read %s\n' "$1"; }
 if [ -n "$fact" ]; then
   section fact
@@ -112,6 +119,13 @@ if [ -n "$proxy" ]; then
   [ ! -d /run/systemd/system ] || printf 'proxy-systemd\n'
   sum=; [ ! -f "$proxy_config" ] || sum=$(sha1sum < "$proxy_config" 2>/dev/null | cut -c1-40)
   [ -z "$sum" ] || printf 'proxy-config %s\n' "$sum"
+fi
+if [ -n "$data_dir" ] && [ -n "$prefix" ]; then
+  section config
+  for f in "$data_dir"/"$prefix"*/config/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] || continue
+    sum=$(sha256sum < "$f" 2>/dev/null | cut -c1-64) && printf 'config-file %s %s\n' "$sum" "$f"
+  done | head -n {max_config}
 fi
 path=$(command -v "$engine") || exit 127
 section engine
@@ -172,17 +186,17 @@ if [ "$engine" = podman ]; then
     iptables -w -t nat -S 2>/dev/null | awk '$1 == "-A" && $2 ~ /^NETAVARK-DN-/ && / -j DNAT / {sub(/^-A /, "forward "); print}'
 fi
 section end
-""".replace("{limit}", str(FACT_FILE_LIMIT))
+""".replace("{limit}", str(FACT_FILE_LIMIT)).replace("{max_config}", str(MAX_CONFIG_FILES))
 
 # The output's sections in the order the script prints them, and the tags each one holds ("{" for a container's JSON).
-SECTIONS = ("fact", "proxy", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards",
+SECTIONS = ("fact", "proxy", "config", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards",
             "end")
 MARKER = "gangplank-read"
 _SECTION_OF = {
     "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "engine": "engine",
     "limits": "limits", "{": "containers", "broken": "broken", "storage-only": "storage", "secret": "secrets", "conmon": "monitors",
     "forward": "forwards", "proxy-address": "proxy", "proxy-master": "proxy", "proxy-systemd": "proxy",
-    "proxy-config": "proxy",
+    "proxy-config": "proxy", "config-file": "config",
 }
 # A container's name as the engines allow it; a container id; a monitor line (pid, container id, name).
 NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
@@ -193,6 +207,10 @@ _CONMON = re.compile(r"conmon ([0-9]{1,10}) ([0-9a-f]{1,64}) ([a-zA-Z0-9][a-zA-Z
 # The local proxy's lines: its master's pid, its live configuration's SHA-1.
 _PROXY_MASTER = re.compile(r"[1-9][0-9]{0,9}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
+# A config file's line: its SHA-256 and its path (data_dir/<container>/config/<file>, one line of printable text).
+_CONFIG_FILE = re.compile(r"([0-9a-f]{64}) (/[^\x00-\x1f\x7f]{1,4095})")
+# A name prefix the shell may glob with: a host's name and "-".
+_PLAIN_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 _FORWARD_RULE = re.compile(r"NETAVARK-DN-[0-9A-Fa-f]+( [A-Za-z0-9_./:-]+)+")
 # The secrets a read lists at most (names only).
 MAX_SECRETS = 10000
@@ -204,12 +222,15 @@ class ReadError(ValueError):
     """The engine answered but could not list or inspect the containers, or the read failed otherwise."""
 
 
-def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir="", proxy=None):
+def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir="", proxy=None, data_dir=""):
     """The shell command line of the read; ``proxy`` ({address, pid_file, config}, the address with its prefix as
-    ``ip address`` prints it) adds the local proxy's section."""
+    ``ip address`` prints it) adds the local proxy's section, ``data_dir`` the config files' (for a name prefix of plain
+    characters only: the shell globs with it)."""
     proxy = proxy or {}
+    plain = name_prefix if _PLAIN_PREFIX.fullmatch(name_prefix or "") else ""
     argv = ["sh", "-c", SCRIPT, "sh", engine, INSPECT_PROJECTION, re.escape(name_prefix), state_file, fact_file or "",
-            secret_dir or "", proxy.get("address") or "", proxy.get("pid_file") or "", proxy.get("config") or ""]
+            secret_dir or "", proxy.get("address") or "", proxy.get("pid_file") or "", proxy.get("config") or "",
+            (data_dir or "").rstrip("/") if plain else "", plain]
     return " ".join(shlex.quote(arg) for arg in argv + list(limit_probe))
 
 
@@ -377,7 +398,7 @@ def _shape_error(entry):
     return ""
 
 
-def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_asked=False):
+def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_asked=False, data_dir=""):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
     answer, '' when not asked), ``enforce_limits``, ``secrets_of`` (each container's own secrets among ``secrets``, as
     its engine driver names them for its removal), and with a fact file ``bindings`` and ``bindings_error``.
@@ -386,7 +407,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
     (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
     rules no container of this host owns (_stale_forwards). With ``proxy_asked``, ``proxy``: {address (bool), master
-    (its pid, 0 for none), systemd (bool), config_sha1 ('' for no file)}.
+    (its pid, 0 for none), systemd (bool), config_sha1 ('' for no file)}. With ``data_dir``, ``config_files``: the
+    path of each config file of this host's containers -> its SHA-256 (only paths below ``data_dir``).
 
     Each line is taken only inside its own section (after its marker line, SECTIONS): a tagged line elsewhere, a
     section twice or out of order, a container of another shape than the projection's are refused. Untagged lines
@@ -403,6 +425,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
     fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
     secrets = []
     proxy = {"address": False, "master": 0, "systemd": False, "config_sha1": ""}
+    config_files = {}
+    config_root = (data_dir or "").rstrip("/") + "/"
     section, seen = None, set()
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r")
@@ -437,6 +461,10 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
         elif kind == "proxy-config":
             if _SHA1.fullmatch(rest):
                 proxy["config_sha1"] = rest
+        elif kind == "config-file":
+            match = _CONFIG_FILE.fullmatch(rest)
+            if match and match.group(2).startswith(config_root) and len(config_files) < MAX_CONFIG_FILES:
+                config_files[match.group(2)] = match.group(1)
         elif rc != 0:
             continue
         elif kind == "{":
@@ -484,6 +512,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
     }
     if proxy_asked:
         found["proxy"] = proxy
+    if data_dir:
+        found["config_files"] = config_files
     # Each container's own secrets, by the names read here: what its removal removes after it (engine_driver).
     owner = DRIVERS[engine]() if engine in DRIVERS else None
     names = [entry["Name"].lstrip("/") for entry in containers] + [leftover.rpartition(":")[2] for leftover in found["leftovers"]]

@@ -15,6 +15,7 @@ community.docker's module_container (an option group with a name and a converter
   ``logout_calls(images, registries)``: a logout of each registry logged in to, run whatever the pulls gave.
 - ``remove_calls(name, secrets)``: the container, then its secrets, by the names given (``owned_secrets`` picks a
   container's own from the names the deploy read found): never a listing on the host.
+- ``kill_argv(name, signal)``: the command that signals a kept container whose config file changed in place.
 
 A call is ``Call(module, args, no_log)``: gangplank.platform.container runs the list in order on the host (a call with
 ``no_log`` carries a secret's value). Standard library only.
@@ -27,6 +28,10 @@ import re
 from collections import namedtuple
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.mps import SUFFIX as MPS_SUFFIX
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import CHANGE_SIGNALS
+
+# A container name as the deploy makes them (deploy.container_name): a signal goes to no other argument.
+_CONTAINER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 
 class EngineError(ValueError):
@@ -271,6 +276,15 @@ class EngineDriver:
 
     def owned_secrets(self, name, found):
         raise NotImplementedError
+
+    def kill_argv(self, name, signal):
+        """The command that sends ``signal`` (one of the catalog's CHANGE_SIGNALS, by name) to the container ``name``'s
+        main process: a config file with ``change: signal`` that was rewritten in place. The same on both engines."""
+        if not isinstance(signal, str) or signal not in CHANGE_SIGNALS:
+            raise EngineError("signal: got %r; expected one of %s" % (signal, ", ".join(CHANGE_SIGNALS)))
+        if not isinstance(name, str) or not _CONTAINER_NAME.fullmatch(name):
+            raise EngineError("name: got %r; expected a container name" % (name,))
+        return [self.engine, "kill", "--signal", signal, name]
 
 
 class PodmanDriver(EngineDriver):

@@ -27,7 +27,8 @@ Parse once and pass the value:
   None), ``env`` (name -> text), ``init`` (bool), ``stop_timeout`` (s), ``restart_policy`` (RESTART_POLICIES),
   ``health`` (the probe: ``type`` http/tcp/command, ``timeout``, ``interval``, ``retries``, ``start_period``, and
   ``port``, ``path``, ``expect_status`` or ``argv``; or None), ``config`` (files: ``dest``, ``mode``, ``group``,
-  ``diff``, and ``src`` or ``content``), ``secrets`` (each: ``name``, ``var``, ``delivery`` file/env, ``env``,
+  ``diff``, and ``src`` or ``content``; a file that does not restart its container also ``change`` and, for a signal,
+  ``signal``), ``secrets`` (each: ``name``, ``var``, ``delivery`` file/env, ``env``,
   ``target``, ``mode``, ``uid``, ``gid``), ``nvme_path``, ``max_unavailable`` (int or "N%"), ``down_grace`` (s or
   None) and ``ports`` (the service's ports, for the probe); a service that asks for the local proxy also has ``proxy``
   (its frontends, module_utils/planning/proxy.py), and one with dynamic ports ``dynamic_ports``.
@@ -59,7 +60,13 @@ RESTART_POLICIES = ("no", "on-failure", "always", "unless-stopped")
 PROBE_TYPES = ("http", "tcp", "command")
 _HEALTH_KEYS = PROBE_TYPES + ("timeout", "interval", "retries", "start_period")
 _HTTP_KEYS = ("port", "path", "expect_status")
-_CONFIG_KEYS = ("dest", "src", "content", "mode", "group", "diff")
+_CONFIG_KEYS = ("dest", "src", "content", "mode", "group", "diff", "change", "signal")
+# What a deploy does to a running container whose config file renders differently (docs/catalog.md): restart it (the
+# default), rewrite the file in place and send it a signal, or rewrite the file in place only.
+CONFIG_CHANGES = ("restart", "signal", "none")
+# The signals a config file's change may send, by name, as `podman kill --signal` and `docker kill --signal` take them.
+CHANGE_SIGNALS = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+DEFAULT_CHANGE_SIGNAL = "SIGHUP"
 _SECRET_KEYS = ("var", "env", "target", "mode", "uid", "gid")
 
 # GPU visibility is the scheduler's: the instance gets the devices it was granted, a sidecar none.
@@ -331,8 +338,30 @@ def _config(reader, value, path):
                 reader.error(join_path(item_path, "content"), "got a value of type %s (not shown: it may hold a secret); expected a string"
                              % type(content).__name__)
             entry["content"] = content
+        entry.update(_config_change(reader, spec, item_path))
         files.append(entry)
     return files
+
+
+def _config_change(reader, spec, path):
+    """A config file's ``change`` and ``signal``, only where it does not restart: a file that restarts its container
+    (the default) keeps the entry it always had, so its specs and their hashes stay as they were."""
+    change = spec.get("change", "restart")
+    if not isinstance(change, str) or change not in CONFIG_CHANGES:
+        reader.bad(join_path(path, "change"), change, "one of %s" % ", ".join(CONFIG_CHANGES))
+        return {}
+    if "signal" in spec and change != "signal":
+        reader.error(join_path(path, "signal"), "is set, but change is %s; expected signal only with change: signal" % change)
+        return {}
+    if change == "restart":
+        return {}
+    if change == "none":
+        return {"change": "none"}
+    signal = spec.get("signal", DEFAULT_CHANGE_SIGNAL)
+    if not isinstance(signal, str) or signal not in CHANGE_SIGNALS:
+        reader.bad(join_path(path, "signal"), signal, "one of %s" % ", ".join(CHANGE_SIGNALS))
+        return {}
+    return {"change": "signal", "signal": signal}
 
 
 def _octal_mode(value):

@@ -220,7 +220,8 @@ def hosts_changed(record, result, hosts, services=None):
     """The hosts whose bindings differ from the record's: where an instance is added, removed, moved or rebound; and,
     given the catalog (``services``), the hosts of the instances that depend on a service with dynamic ports whose
     endpoints (node and host ports of each instance) change: their endpoint variables and config files are worked out
-    again (a site without dynamic ports deploys the hosts it did).
+    again (a site without dynamic ports deploys the hosts it did); with them, the hosts of the instances of a service
+    with a config file that changes in place (``change`` signal or none), whatever it depends on.
 
     A change of the ranks changes every host's bindings (each instance carries its rank).
     """
@@ -238,9 +239,17 @@ def hosts_changed(record, result, hosts, services=None):
         for placement in new.values():
             spec = services.get(placement["service"])
             depends_on = spec.get("depends_on") if isinstance(spec, dict) else None
-            if isinstance(depends_on, list) and moved & set(depends_on):
+            if (isinstance(depends_on, list) and moved & set(depends_on)) or _changes_in_place(spec):
                 touched.add(placement["node"])
     return sorted(host for host in hosts if host in touched)
+
+
+def _changes_in_place(spec):
+    """Whether a service has a config file that changes in place (``change`` signal or none): a template may list any
+    service's endpoints, and such a file is updated without a restart, so its hosts are deployed when endpoints move."""
+    config = spec.get("config") if isinstance(spec, dict) else None
+    return isinstance(config, list) and any(isinstance(entry, dict) and entry.get("change") in ("signal", "none")
+                                            for entry in config)
 
 
 def _endpoints_changed(old, new):

@@ -289,7 +289,7 @@ def test_config_src_and_content_values():
     assert errors == {
         "services.a.config[0].src": 'got ""; expected a template file path',
         "services.a.config[1].content": "got a value of type int (not shown: it may hold a secret); expected a string",
-        "services.a.config[2].owner": "unknown key; expected one of: dest, src, content, mode, group, diff",
+        "services.a.config[2].owner": "unknown key; expected one of: dest, src, content, mode, group, diff, change, signal",
     }
 
 

@@ -5,6 +5,7 @@ its output means."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -576,3 +577,23 @@ def test_a_proxy_line_outside_its_section_is_refused():
     stdout = sectioned(proxy=[], engine=["engine /usr/bin/podman"], secrets=["secret n1-db-0.x", "proxy-master 1"], end=[])
     with pytest.raises(ReadError, match=r"^n1: line 6 of the deploy read: a proxy-master line outside the proxy section$"):
         parse(0, stdout, "podman", PREFIX, host="n1", proxy_asked=True)
+
+
+def test_the_config_files_of_this_hosts_containers_are_hashed_only_below_the_data_directory(tmp_path):
+    data = tmp_path / "data"
+    mine = data / "n1-client-0" / "config"
+    mine.mkdir(parents=True)
+    (mine / "0-upstreams.conf").write_text("a\n")
+    (mine / "1-link.conf").symlink_to(mine / "0-upstreams.conf")
+    other = data / "n10-client-0" / "config"
+    other.mkdir(parents=True)
+    (other / "0-upstreams.conf").write_text("b\n")
+    done = subprocess.run(command("no-such-engine-here", PREFIX, str(tmp_path / "s"), data_dir=str(data) + "/"),
+                          shell=True, capture_output=True, text=True, timeout=30, check=False)
+    found = parse(done.returncode, done.stdout, "podman", PREFIX, data_dir=str(data))
+    # n1- is not n10-'s prefix as a glob of "n1-*"; a link is not a file the deploy wrote.
+    assert found["config_files"] == {str(mine / "0-upstreams.conf"): hashlib.sha256(b"a\n").hexdigest()}
+    # Not asked: no key; a line naming a path outside the data directory is not taken.
+    assert "config_files" not in parse(0, sectioned(engine=["engine /usr/bin/podman"]), "podman", PREFIX)
+    forged = sectioned(config=["config-file %s /etc/shadow" % ("a" * 64)], engine=["engine /usr/bin/podman"])
+    assert parse(0, forged, "podman", PREFIX, data_dir=str(data))["config_files"] == {}
