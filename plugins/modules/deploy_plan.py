@@ -162,7 +162,7 @@ in_place:
   description:
     - O(step=containers) only, and only where some config file has C(change) C(signal) or C(none) (docs/catalog.md).
       Host to the host paths of those files; O(step=rollout) compares each with its SHA-256 in the host's read
-      (M(gangplank.platform.deploy_read)'s C(config_files)): a kept container whose file differs is updated in place.
+      (M(gangplank.platform.deploy_read)'s C(config_files)); a kept container whose file differs is updated in place.
   returned: with O(step=containers), when a config file changes in place
   type: dict
 secrets:
