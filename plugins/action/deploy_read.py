@@ -18,6 +18,7 @@ ARGUMENT_SPEC = {
     "settings": {"type": "dict"},
     "instances": {"type": "dict", "default": {}},
     "ranks": {"type": "list", "elements": "list", "default": []},
+    "proxy_config": {"type": "path"},
 }
 
 
@@ -33,7 +34,8 @@ class ActionModule(GangplankAction):
         # terminal), with become where the task has it.
         done = self._low_level_execute_command(
             deploy_read.command(args["engine"], args["name_prefix"], args["state_file"], args["fact_file"],
-                                args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or ""),
+                                args["limit_probe"], secret_dir=(args["settings"] or {}).get("secret_dir") or "",
+                                proxy_config=args["proxy_config"] or ""),
             executable=False)
         try:
             found = deploy_read.parse(done.get("rc"), done.get("stdout") or "", args["engine"], args["name_prefix"],

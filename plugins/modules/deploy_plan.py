@@ -168,8 +168,8 @@ secrets:
 lines:
   description:
     - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), with C(would)
-      before it in check mode, and C(; remove unused secrets) followed by their names where some secret is no
-      longer used.
+      before it in check mode, C(; remove unused secrets) followed by their names where some secret is no
+      longer used, and C(; remove the local proxy) where the host has the local proxy and no service asks for it.
   returned: with O(step=rollout)
   type: dict
 waves:
@@ -185,7 +185,9 @@ hosts:
       to probe), C(releases_lock) (every host would end the role early, and this one, the play's first, stays to
       release the lock), C(kept) and C(kept_probes) (the kept containers to probe, name to instance and probe, and
       their probes), C(stale) (containers no longer placed here, in removal order), C(stale_secrets) (secrets no
-      container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons) and C(ranks).
+      container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons), C(remove_proxy)
+      (the host has the local proxy, RV(gangplank.platform.deploy_read#module:proxy_found), and no service of the
+      catalog asks for it: its unit or process, its address and its files are removed) and C(ranks).
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
       C(config_dirs), C(nvme_dirs), C(volume_dirs) (each volume's own directory as C(path) and the C(argv) that makes it
       with its mode and owner, run only where it does not exist), C(config_files) (written with their text hidden),

@@ -68,6 +68,11 @@ options:
     type: list
     elements: list
     default: []
+  proxy_config:
+    description:
+      - The local proxy's configuration file (C(deploy_proxy_config)); given, RV(proxy_found) says whether it or the
+        proxy's systemd unit C(/etc/systemd/system/gangplank-proxy.service) is on the host.
+    type: path
 attributes:
   action:
     support: full
@@ -184,6 +189,12 @@ limits:
   sample: "cgroup controllers: [cpuset cpu io memory pids]"
 enforce_limits:
   description: Whether limits were asked about and the engine can enforce CPU and memory limits.
+  returned: always
+  type: bool
+proxy_found:
+  description:
+    - Whether the local proxy's configuration file (O(proxy_config)) or its systemd unit is on the host: a deploy ran
+      the local proxy here. False when O(proxy_config) is not given.
   returned: always
   type: bool
 bindings:

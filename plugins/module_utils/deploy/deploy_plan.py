@@ -137,7 +137,13 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
                       restarts=containers["restarts"], stale_secrets=unused)
     order = decision["waves"]
     plans = {}
+    lines = dict(decision["lines"])
     for host, read in zip(hosts, host_reads):
+        # The local proxy of a catalog that no longer asks for one: removed from the host in this run.
+        remove_proxy = "proxy" not in containers and read.get("proxy_found") is True
+        if remove_proxy:
+            lines[host] = (lines.get(host) or "") + "; %s the local proxy (no service asks for it)" % (
+                "would remove" if check_mode else "remove")
         kept = decision["kept"].get(host) or []
         done = host in decision["idle"]
         probed = kept if probe_kept and not check_mode else []
@@ -153,9 +159,10 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
             # The per-service NVMe directories a site had before volumes (module_utils/deploy/nvme_adoption.py).
             "nvme_adoptions": adoptions(desired.get(host) or []),
+            "remove_proxy": remove_proxy,
         }
     _keep_one_for_the_lock(hosts, plans)
-    return {"lines": decision["lines"], "waves": order, "hosts": plans}
+    return {"lines": lines, "waves": order, "hosts": plans}
 
 
 def _stale_mps_dirs(stale, read):

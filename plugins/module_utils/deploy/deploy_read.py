@@ -12,6 +12,8 @@ and the line), so that text a host's process controls (a name holding a line bre
 - ``fact-file <base64>``: with a fact file, the node's bindings the schedule role wrote (``fact-file-unreadable`` when
   it cannot be read, ``fact-file-too-large <bytes>`` over FACT_FILE_LIMIT), before the engine is looked for, so that a
   host without the engine still has them;
+- ``proxy-found``: with the local proxy's configuration file given, that this file or the proxy's systemd unit is on
+  the host (a deploy ran the local proxy here), before the engine is looked for;
 - ``engine <path>``; exit 127 without the engine;
 - ``limits <answer>``: with a limit probe, the engine's answer to which limits it can enforce: the one the runtime role
   stored at its last full run (the state file's ``limits <engine> <answer>`` line), else asked now (a failing ``info``
@@ -76,10 +78,10 @@ FACT_FILE_LIMIT = 4 * 1024 * 1024
 
 # $1 engine, $2 projection, $3 name pattern (a regular expression, unanchored: a superset of this host's containers,
 # which the deploy's comparison narrows), $4 runtime state file, $5 fact file ('' for none), $6 the directory of
-# Docker's secret files ('' for none), then the limit probe.
+# Docker's secret files ('' for none), $7 the local proxy's configuration file ('' for none), then the limit probe.
 # Every part of the output comes after its own marker line ("gangplank-read <section>", SECTIONS, in that order, each
 # once): the parser takes a line only inside its section.
-SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6; shift 6
+SCRIPT = r"""engine=$1 projection=$2 names=$3 state=$4 fact=$5 secrets=$6 proxy=$7; shift 7
 section() { printf 'gangplank-read %s\n' "$1"; }
 if [ -n "$fact" ]; then
   section fact
@@ -89,6 +91,10 @@ if [ -n "$fact" ]; then
     printf '%s\n' "$encoded" | sed 's/^/fact-file /'
   elif [ -n "$size" ] && [ "$size" -gt {limit} ]; then printf 'fact-file-too-large %s\n' "$size"
   else printf 'fact-file-unreadable\n'; fi
+fi
+if [ -n "$proxy" ]; then
+  section proxy
+  if [ -e "$proxy" ] || [ -L "$proxy" ] || [ -e {unit} ]; then printf 'proxy-found\n'; fi
 fi
 path=$(command -v "$engine") || exit 127
 section engine
@@ -149,13 +155,14 @@ if [ "$engine" = podman ]; then
     iptables -w -t nat -S 2>/dev/null | awk '$1 == "-A" && $2 ~ /^NETAVARK-DN-/ && / -j DNAT / {sub(/^-A /, "forward "); print}'
 fi
 section end
-""".replace("{limit}", str(FACT_FILE_LIMIT))
+""".replace("{limit}", str(FACT_FILE_LIMIT)).replace("{unit}", "/etc/systemd/system/gangplank-proxy.service")
 
 # The output's sections in the order the script prints them, and the tags each one holds ("{" for a container's JSON).
-SECTIONS = ("fact", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards", "end")
+SECTIONS = ("fact", "proxy", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards", "end")
 MARKER = "gangplank-read"
 _SECTION_OF = {
-    "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "engine": "engine",
+    "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "proxy-found": "proxy",
+    "engine": "engine",
     "limits": "limits", "{": "containers", "broken": "broken", "storage-only": "storage", "secret": "secrets", "conmon": "monitors",
     "forward": "forwards",
 }
@@ -176,10 +183,10 @@ class ReadError(ValueError):
     """The engine answered but could not list or inspect the containers, or the read failed otherwise."""
 
 
-def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir=""):
+def command(engine, name_prefix, state_file, fact_file="", limit_probe=(), secret_dir="", proxy_config=""):
     """The shell command line of the read."""
     argv = ["sh", "-c", SCRIPT, "sh", engine, INSPECT_PROJECTION, re.escape(name_prefix), state_file, fact_file or "",
-            secret_dir or ""]
+            secret_dir or "", proxy_config or ""]
     return " ".join(shlex.quote(arg) for arg in argv + list(limit_probe))
 
 
@@ -350,7 +357,8 @@ def _shape_error(entry):
 def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
     """What the read found: ``engine_found``, ``containers`` (the JSON objects), ``leftovers``, ``limits`` (the engine's
     answer, '' when not asked), ``enforce_limits``, ``secrets_of`` (each container's own secrets among ``secrets``, as
-    its engine driver names them for its removal), and with a fact file ``bindings`` and ``bindings_error``.
+    its engine driver names them for its removal), ``proxy_found`` (the local proxy's files are on the host; false when
+    not asked), and with a fact file ``bindings`` and ``bindings_error``.
 
     ``leftovers`` names what a run killed inside the engine left of this host's containers: ``<name>`` (image store
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
@@ -370,7 +378,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
                                  "(rc %s): %s" % (engine, one_line(rc, 20), one_line(" ".join(stdout.split())[-500:], 500))))
     # The fact file: None when not read, its base64 lines, False when unreadable, or why it was not read.
     fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
-    secrets = []
+    secrets, proxy_found = [], False
     section, seen = None, set()
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r")
@@ -393,6 +401,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
             fact = fact_lines if fact is None else fact
         elif kind == "fact-file-unreadable" and not rest:
             fact = False
+        elif kind == "proxy-found" and not rest:
+            proxy_found = True
         elif kind == "fact-file-too-large":
             fact = "larger than %d bytes (%s)" % (FACT_FILE_LIMIT, rest.strip() if rest.strip().isdecimal() and rest.isascii()
                                                   and len(rest.strip()) <= 20 else "a size the host did not say")
@@ -440,6 +450,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host=""):
         "secrets": sorted(set(secrets)),
         "limits": answer,
         "enforce_limits": bool(limits_asked and rc == 0 and LIMIT_SUPPORT[engine].search(answer)),
+        "proxy_found": proxy_found,
     }
     # Each container's own secrets, by the names read here: what its removal removes after it (engine_driver).
     owner = DRIVERS[engine]() if engine in DRIVERS else None

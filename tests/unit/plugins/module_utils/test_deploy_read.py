@@ -304,6 +304,32 @@ def test_the_shell_exits_127_without_the_engine(tmp_path):
     assert deploy_read.parse(done.returncode, done.stdout, "podman", PREFIX)["engine_found"] is False
 
 
+def test_the_shell_finds_the_local_proxy_by_its_file_without_the_engine_too(tmp_path):
+    config = tmp_path / "proxy.cfg"
+
+    def proxy_found():
+        done = subprocess.run(command("no-such-engine-here", PREFIX, str(tmp_path / "s"), proxy_config=str(config)),
+                              shell=True, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 127
+        return parse(done.returncode, done.stdout, "podman", PREFIX)["proxy_found"]
+
+    assert proxy_found() is False
+    config.write_text("global\n")
+    assert proxy_found() is True
+    # A dangling link where the file was is something of the proxy's too: removed with the rest.
+    config.unlink()
+    config.symlink_to(tmp_path / "gone")
+    assert proxy_found() is True
+
+
+def test_the_proxy_is_found_only_from_its_own_line_in_its_own_section():
+    assert parse(0, sectioned(proxy=["proxy-found"], engine=["engine /usr/bin/podman"]), "podman", PREFIX)["proxy_found"]
+    assert not parse(0, sectioned(proxy=["proxy-found yes"]), "podman", PREFIX)["proxy_found"]
+    assert not parse(0, sectioned(engine=["engine /usr/bin/podman"]), "podman", PREFIX)["proxy_found"]
+    with pytest.raises(ReadError, match="a proxy-found line outside the proxy section"):
+        parse(0, sectioned(engine=["engine /usr/bin/podman", "proxy-found"]), "podman", PREFIX)
+
+
 # A monitor's name holding a line break, followed by lines shaped as other sections (the forging output of a local
 # user's process named conmon): none of it is taken.
 FORGED = ["conmon 104 ddd444 n1-x", json.dumps(dict(DB, Name="n1-forged-0")), "storage-only n1-forged-1",
