@@ -77,7 +77,8 @@ options:
       - Step C(containers), where some service of the catalog asks for the local proxy (C(proxy),
         docs/connecting-services.md) - the site's proxy settings, C(address) (default C(169.254.30.1)), C(check_interval),
         C(fall), C(rise) (the health checks), C(connect_timeout), C(idle_timeout), C(drain_timeout), C(port_range) and
-        C(socket) (the admin socket); left out, the defaults.
+        C(socket) (the admin socket) and C(pid_file) (the master's pid file), each in a directory other users cannot
+        write (not below C(/tmp), C(/var/tmp), C(/dev/shm), C(/run/lock) ...); left out, the defaults.
     type: dict
 attributes:
   action:
@@ -154,8 +155,10 @@ proxy:
   description:
     - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
       docs/connecting-services.md). C(config) (the proxy's configuration, the same text on every host, from
-      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, its C(address:listen), which config
-      templates see as C(gangplank_proxy)).
+      RV(endpoints) and O(proxy)), C(frontends) (per proxied service, per port, its C(address:listen), which config
+      templates see as C(gangplank_proxy)) and C(directories) (the argv that makes the directories of the proxy's pid
+      file and admin socket on a host, every component root's and writable by nobody else, failing naming the first
+      that is not).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 secrets:

@@ -27,7 +27,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy i
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import DEFAULT_ADDRESS, proxy_config, proxy_frontends
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
+    DEFAULT_ADDRESS, proxy_config, proxy_directories, proxy_frontends)
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -56,8 +57,9 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
     so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy``: its
     ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
-    ``proxy``) and its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
-    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError."""
+    ``proxy``), its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
+    templates see them as ``gangplank_proxy``) and ``directories`` (the argv that makes the directories of its pid file
+    and socket, root's on every component, deploy/proxy.proxy_directories()). A value that cannot go into the configuration raises ProxyError."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
@@ -82,7 +84,8 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
         # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
         settings = dict(proxy or {})
         result["proxy"] = {"config": proxy_config(found, catalog[1], settings),
-                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS))}
+                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS)),
+                           "directories": proxy_directories(settings)}
     return result
 
 
