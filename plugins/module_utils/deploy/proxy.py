@@ -27,6 +27,7 @@ import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import root_paths
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens
 
 DEFAULT_ADDRESS = "169.254.30.1"
@@ -61,7 +62,7 @@ def _address(value, path):
 def _number(settings, key, default, minimum, maximum):
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
-        raise ProxyError("proxy.%s: got %r; expected a number from %s to %s" % (key, value, minimum, maximum))
+        raise ProxyError("proxy.%s: got %s; expected a number from %s to %s" % (key, show(value), minimum, maximum))
     return value
 
 
