@@ -193,8 +193,8 @@ enforce_limits:
   type: bool
 proxy_found:
   description:
-    - Whether the local proxy's configuration file (O(proxy_config)) or its systemd unit is on the host: a deploy ran
-      the local proxy here. False when O(proxy_config) is not given.
+    - Whether the local proxy's configuration file (O(proxy_config)) or its systemd unit is on the host (a deploy ran
+      the local proxy here). False when O(proxy_config) is not given.
   returned: always
   type: bool
 bindings:
