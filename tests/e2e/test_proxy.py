@@ -47,8 +47,10 @@ CATALOG = {
             "health": {"http": {"port": "http", "path": "/health"}, "interval": 0.2, "retries": 50},
             "proxy": [{"port": "http", "listen": LISTEN}],
         },
+        # On the two hosts labelled for it (a Podman host and the Docker host): the other east host holds api only, so
+        # that a rebalance can free it.
         "client": {
-            "every_node": True,
+            "every_node": True, "node_selector": {"clients": "yes"},
             "resources": {"cpu": "20m", "memory": "16Mi"},
             "image": "{{ demo_image }}", "command": ["sh", "-c", CALLS], "init": True,
             # An exec on a busy host may take seconds: the probe waits for it.
@@ -68,8 +70,8 @@ def bed(tmp_path_factory):
     # Each host publishes on its address in the bed's network: the other hosts' proxies reach its instances there.
     host_vars = bed.base / "host_vars"
     host_vars.mkdir()
-    racks = {bed.names[0]: {"zone": "east", "rack": "a"}, bed.names[1]: {"zone": "east", "rack": "b"},
-             bed.names[2]: {"zone": "west"}}
+    racks = {bed.names[0]: {"zone": "east", "rack": "a", "clients": "yes"}, bed.names[1]: {"zone": "east", "rack": "b"},
+             bed.names[2]: {"zone": "west", "clients": "yes"}}
     for host in bed.names:
         address = subprocess.run(["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                                   "gangplank-fresh-" + host], env=ENV, capture_output=True, text=True,
@@ -171,8 +173,8 @@ def scale(bed, clients, replicas):
 
 
 def rebalance(bed, clients):
-    """Without api's spread, a rebalance packs api on one east node (a node freed): the moved instances start on the
-    other node and are healthy, every proxy sends calls to them and none to the old ones, and only then are the old
+    """Without api's spread, a rebalance packs api on the east node that holds a client (the other east node freed):
+    the moved instances start there and are healthy, every proxy sends calls to them and none to the old ones, and only then are the old
     ones stopped; afterwards every host's proxy reaches the moved instances."""
     spread = api_placement(bed)
     use_catalog(bed, spread=False)
