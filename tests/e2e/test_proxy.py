@@ -115,10 +115,16 @@ STATS = (
     "'chkfail', f[21], 'check', f[36], f[37])\n")
 
 
+# What else a failed assertion shows of each host's proxy: the address on lo, its processes, its pid file and log.
+PROXY_STATE = ("ip -o address show dev lo; ps -eo pid,ppid,args | grep '[h]aproxy'; echo pid $(cat /run/gangplank/proxy.pid);"
+               " tail -n 5 /run/gangplank/proxy.log 2>/dev/null")
+
+
 def proxy_stats(bed):
-    """Each host's HAProxy counters (server state, connection errors, retries, redispatches, failed checks): what a
-    failed assertion shows."""
-    return {host: bed.sh(host, "python3 -c %s" % shlex.quote(STATS), check=False) for host in bed.names}
+    """Each host's HAProxy counters (server state, connection errors, retries, redispatches, failed checks) and its
+    proxy's state: what a failed assertion shows."""
+    return {host: bed.sh(host, "python3 -c %s; %s" % (shlex.quote(STATS), PROXY_STATE), check=False)
+            for host in bed.names}
 
 
 def api_placement(bed):
@@ -160,6 +166,9 @@ def task_names(report):
 def scale(bed, clients, replicas):
     returncode, report = bed.playbook("scale.yml", "-e", "service=api", "-e", "replicas=%d" % replicas)
     assert returncode == 0, "\n".join(failures(report))
+    changed = [(task["task"]["name"], sorted(host for host, result in task["hosts"].items() if result.get("changed")))
+               for play in report["plays"] for task in play["tasks"]]
+    changed = [entry for entry in changed if entry[1]]
     nodes = api_nodes(bed)
     assert len(nodes) == replicas
     # Several instances of api on one node, each on its own host port, then one on each.
@@ -169,7 +178,7 @@ def scale(bed, clients, replicas):
     assert proxy.count("    server api-") == replicas, proxy
     going, before, after = calls_go_on(bed, clients)
     print("calls after the scale to %d (ok, failed):" % replicas, before, after)
-    assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed))
+    assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed), changed)
 
 
 def rebalance(bed, clients):
