@@ -227,8 +227,8 @@ def test_the_directories_are_made_roots_and_a_link_or_a_directory_others_can_wri
     base = tempfile.mkdtemp(prefix="gangplank-proxy-test-", dir="/run")
     try:
         done = walk(base + "/a/b", base + "/c")
-        assert done.returncode == 0 and done.stdout.split("\n")[:2] == ["made %s/a %s/a/b" % (base, base),
-                                                                       "made %s/c" % base], done.stdout
+        made = ["made %s/a %s/a/b" % (base, base), "made %s/c" % base]
+        assert done.returncode == 0 and done.stdout.split("\n")[:2] == made, done.stdout
         assert stat.S_IMODE(os.stat(base + "/a/b").st_mode) == 0o755
         again = walk(base + "/a/b", base + "/c")
         assert again.returncode == 0 and again.stdout == ""
