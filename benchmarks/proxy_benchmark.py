@@ -9,8 +9,9 @@ Two parts:
   127.0.0.161-190), a catalog with ``api`` (a dynamic port, behind the proxy) on every host, then timed:
   - scale +1: from the scale.yml request to the first answer of the new instance through the proxy on the first host
     (a poll of the local address from inside that host, every 0.1 s, beside the playbook), and the playbook's own time;
-  - a no-change site.yml with the proxy, and the same catalog without ``proxy`` (the hosts keep HAProxy, the run reads
-    nothing of it): the added cost of the proxy step, in seconds and as a share of the run.
+  - a no-change site.yml with the proxy, and the same catalog without ``proxy`` (its first run removes the proxy from
+    the hosts, which keep the HAProxy package; the no-change runs after it find no proxy in the host's one read): the
+    added cost of the proxy step, in seconds and as a share of the run.
 
 Prints figures (``--json`` as JSON), asserts nothing about time. Run under the bed lock, after scripts/lib/testbed.sh:
     flock -o .build/bed.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]

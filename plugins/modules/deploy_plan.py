@@ -77,7 +77,8 @@ options:
       - Step C(containers), where some service of the catalog asks for the local proxy (C(proxy),
         docs/connecting-services.md) - the site's proxy settings, C(address) (default C(169.254.30.1)), C(check_interval),
         C(fall), C(rise) (the health checks), C(connect_timeout), C(idle_timeout), C(drain_timeout), C(port_range) and
-        C(socket) (the admin socket); left out, the defaults.
+        C(socket) (the admin socket) and C(pid_file) (the master's pid file), each in a directory other users cannot
+        write (not below C(/tmp), C(/var/tmp), C(/dev/shm), C(/run/lock) ...); left out, the defaults.
     type: dict
 attributes:
   action:
@@ -154,8 +155,10 @@ proxy:
   description:
     - O(step=containers) only, and only where some service of the catalog asks for the local proxy (C(proxy),
       docs/connecting-services.md). C(config) (the proxy's configuration, the same text on every host, from
-      RV(endpoints) and O(proxy)) and C(frontends) (per proxied service, per port, its C(address:listen), which config
-      templates see as C(gangplank_proxy)).
+      RV(endpoints) and O(proxy)), C(frontends) (per proxied service, per port, its C(address:listen), which config
+      templates see as C(gangplank_proxy)) and C(directories) (the argv that makes the directories of the proxy's pid
+      file and admin socket on a host, every component root's and writable by nobody else, failing naming the first
+      that is not).
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 in_place:
@@ -176,8 +179,8 @@ lines:
   description:
     - O(step=rollout) only. Host to its line, C(start N [...], restart N [...], stop N [...], keep N), then, for the
       kept containers whose config files change in place, C(signal SIGHUP [...]) per signal and C(file updated [...]),
-      with C(would) before it in check mode, and C(; remove unused secrets) followed by their names where some secret is no
-      longer used.
+      with C(would) before it in check mode, C(; remove unused secrets) followed by their names where some secret is no
+      longer used, and C(; remove the local proxy) where the host has the local proxy and no service asks for it.
   returned: with O(step=rollout)
   type: dict
 waves:
@@ -193,7 +196,9 @@ hosts:
       to probe), C(releases_lock) (every host would end the role early, and this one, the play's first, stays to
       release the lock), C(kept) and C(kept_probes) (the kept containers to probe, name to instance and probe, and
       their probes), C(stale) (containers no longer placed here, in removal order), C(stale_secrets) (secrets no
-      container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons) and C(ranks).
+      container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons), C(remove_proxy)
+      (the host has the local proxy, RV(gangplank.platform.deploy_read#module:proxy_found), and no service of the
+      catalog asks for it; its unit or process, its address and its files are removed) and C(ranks).
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
       C(config_dirs), C(nvme_dirs), C(volume_dirs) (each volume's own directory as C(path) and the C(argv) that makes it
       with its mode and owner, run only where it does not exist), C(config_files) (written with their text hidden),

@@ -222,7 +222,14 @@ proxy:
     config_sha1:
       description: The SHA-1 of O(proxy.config); empty when there is no such file.
       type: str
-  sample: {"address": true, "master": 4242, "systemd": false, "config_sha1": "0f2c1a9e5d6b7c8f9a0b1c2d3e4f5a6b7c8d9e0f"}
+    found:
+      description:
+        - Whether O(proxy.config) (or a link there) or the proxy's systemd unit
+          C(/etc/systemd/system/gangplank-proxy.service) is on the host (a deploy ran the local proxy here); a catalog
+          that no longer asks for the proxy has it removed.
+      type: bool
+  sample: {"address": true, "master": 4242, "systemd": false, "config_sha1": "0f2c1a9e5d6b7c8f9a0b1c2d3e4f5a6b7c8d9e0f",
+           "found": true}
 config_files:
   description:
     - The config files of this host's containers (C(<data_dir>/<name_prefix>*/config/*), regular files only, at most

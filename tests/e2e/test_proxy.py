@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 """The local proxy end to end on the fresh-host bed (real SSH, Podman on two hosts and Docker on the third): a client
 container on a Podman host and one on the Docker host call ``api`` at its stable address (the proxy address on their
-own host) in a loop while api scales 2 -> 6 with several instances per node (dynamic ports) and back 6 -> 2: no call
-fails. Then a host holding api instances goes down: the calls fail at most for a few of the proxy's check intervals.
+own host) in a loop while api scales 2 -> 6 with several instances per node (dynamic ports), a rebalance moves
+instances to the other node (new healthy, in every proxy, old out of every proxy, then stopped), and api scales back
+6 -> 2: no call fails. Then a host holding api instances goes down: the calls fail at most for a few of the proxy's
+check intervals.
 
 Hosts px-1..3 on 127.0.0.234-236; each publishes on its address in the bed's own network, where the other hosts'
 proxies reach its instances."""
@@ -45,8 +47,10 @@ CATALOG = {
             "health": {"http": {"port": "http", "path": "/health"}, "interval": 0.2, "retries": 50},
             "proxy": [{"port": "http", "listen": LISTEN}],
         },
+        # On the two hosts labelled for it (a Podman host and the Docker host): the other east host holds api only, so
+        # that a rebalance can free it.
         "client": {
-            "every_node": True,
+            "every_node": True, "node_selector": {"clients": "yes"},
             "resources": {"cpu": "20m", "memory": "16Mi"},
             "image": "{{ demo_image }}", "command": ["sh", "-c", CALLS], "init": True,
             # An exec on a busy host may take seconds: the probe waits for it.
@@ -66,19 +70,27 @@ def bed(tmp_path_factory):
     # Each host publishes on its address in the bed's network: the other hosts' proxies reach its instances there.
     host_vars = bed.base / "host_vars"
     host_vars.mkdir()
-    racks = {bed.names[0]: {"zone": "east", "rack": "a"}, bed.names[1]: {"zone": "east", "rack": "b"},
-             bed.names[2]: {"zone": "west"}}
+    racks = {bed.names[0]: {"zone": "east", "rack": "a", "clients": "yes"}, bed.names[1]: {"zone": "east", "rack": "b"},
+             bed.names[2]: {"zone": "west", "clients": "yes"}}
     for host in bed.names:
         address = subprocess.run(["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                                   "gangplank-fresh-" + host], env=ENV, capture_output=True, text=True,
                                  check=True).stdout.strip()
         (host_vars / ("%s.yml" % host)).write_text(yaml.safe_dump({"gangplank_publish_address": address,
                                                                    "gangplank_labels": racks[host]}))
-    (bed.base / "group_vars" / "all" / "zz_proxy.yml").write_text(yaml.safe_dump(CATALOG))
+    use_catalog(bed, spread=True)
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, "\n".join(failures(report))
     yield bed
     bed.down()
+
+
+def use_catalog(bed, spread):
+    """The catalog, with api's topology spread or (``spread`` false: a rebalance may pack api on one node) without."""
+    catalog = json.loads(json.dumps(CATALOG))
+    if not spread:
+        del catalog["gangplank_services"]["api"]["topology_spread"]
+    (bed.base / "group_vars" / "all" / "zz_proxy.yml").write_text(yaml.safe_dump(catalog))
 
 
 def client_counts(bed, host):
@@ -103,15 +115,101 @@ STATS = (
     "'chkfail', f[21], 'check', f[36], f[37])\n")
 
 
+# What else a failed assertion shows of each host's proxy: the address on lo, its processes, its pid file and log.
+PROXY_STATE = ("ip -o address show dev lo; ps -eo pid,ppid,args | grep '[h]aproxy'; echo pid $(cat /run/gangplank/proxy.pid);"
+               " tail -n 5 /run/gangplank/proxy.log 2>/dev/null")
+
+
 def proxy_stats(bed):
-    """Each host's HAProxy counters (server state, connection errors, retries, redispatches, failed checks): what a
-    failed assertion shows."""
-    return {host: bed.sh(host, "python3 -c %s" % shlex.quote(STATS), check=False) for host in bed.names}
+    """Each host's HAProxy counters (server state, connection errors, retries, redispatches, failed checks) and its
+    proxy's state: what a failed assertion shows."""
+    return {host: bed.sh(host, "python3 -c %s; %s" % (shlex.quote(STATS), PROXY_STATE), check=False)
+            for host in bed.names}
+
+
+def api_placement(bed):
+    """api's instances, each mapped to its node."""
+    placement = json.loads(bed.sh(bed.names[0], "cat /var/lib/gangplank/placement.json"))["placement"]
+    return {name: entry["node"] for name, entry in placement.items() if entry["service"] == "api"}
 
 
 def api_nodes(bed):
-    placement = json.loads(bed.sh(bed.names[0], "cat /var/lib/gangplank/placement.json"))["placement"]
-    return sorted(entry["node"] for entry in placement.values() if entry["service"] == "api")
+    return sorted(api_placement(bed).values())
+
+
+# Calls from the host itself through its own proxy until each of the instances named answered (their /health names
+# them), at most 300 calls: prints those that answered, one a line.
+ANSWERED = (
+    "import sys, urllib.request\n"
+    "opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
+    "wanted, seen = set(sys.argv[1:]), set()\n"
+    "for _ in range(300):\n"
+    "    try:\n"
+    "        with opener.open('http://%s:%d/health', timeout=5) as answer:\n"
+    "            seen.update(answer.read(200).decode('ascii', 'replace').split()[:1])\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    if wanted <= seen: break\n"
+    "print('\\n'.join(sorted(seen)))\n" % (ADDRESS, LISTEN))
+
+
+def answered_through_the_proxy(bed, host, instances):
+    """The instances of ``instances`` that answered calls made on ``host`` through its proxy."""
+    out = bed.sh(host, "python3 -c %s %s" % (shlex.quote(ANSWERED), " ".join(shlex.quote(name) for name in instances)))
+    return set(out.split()) & set(instances)
+
+
+def task_names(report):
+    return [task["task"]["name"].split(" : ", 1)[-1] for play in report["plays"] for task in play["tasks"]]
+
+
+def scale(bed, clients, replicas):
+    returncode, report = bed.playbook("scale.yml", "-e", "service=api", "-e", "replicas=%d" % replicas)
+    assert returncode == 0, "\n".join(failures(report))
+    changed = [(task["task"]["name"], sorted(host for host, result in task["hosts"].items() if result.get("changed")))
+               for play in report["plays"] for task in play["tasks"]]
+    changed = [entry for entry in changed if entry[1]]
+    nodes = api_nodes(bed)
+    assert len(nodes) == replicas
+    # Several instances of api on one node, each on its own host port, then one on each.
+    assert [nodes.count(bed.names[0]), nodes.count(bed.names[1])] == [replicas // 2] * 2, nodes
+    # Every host's proxy lists every instance (the Docker host's holds none of them).
+    proxy = bed.sh(bed.names[2], "cat /etc/gangplank/proxy.cfg")
+    assert proxy.count("    server api-") == replicas, proxy
+    going, before, after = calls_go_on(bed, clients)
+    print("calls after the scale to %d (ok, failed):" % replicas, before, after)
+    assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed), changed)
+
+
+def rebalance(bed, clients):
+    """Without api's spread, a rebalance packs api on the east node that holds a client (the other east node freed):
+    the moved instances start there and are healthy, every proxy sends calls to them and none to the old ones, and only then are the old
+    ones stopped; afterwards every host's proxy reaches the moved instances."""
+    spread = api_placement(bed)
+    use_catalog(bed, spread=False)
+    try:
+        returncode, report = bed.playbook("rebalance.yml", "-e", "max_moves=3")
+    finally:
+        use_catalog(bed, spread=True)
+    assert returncode == 0, "\n".join(failures(report))
+    packed = api_placement(bed)
+    moved = sorted(name for name in packed if packed[name] != spread[name])
+    assert moved and len(set(packed.values())) == 1, (spread, packed)
+    # The order of changes: every wave's health wait, then every host's proxy, then the old containers go.
+    names = task_names(report)
+    waits = [index for index, name in enumerate(names) if name.startswith("Wait until every instance is healthy")]
+    proxy = names.index("Write the local proxy's configuration, checked by HAProxy first")
+    removed = names.index("Remove the containers no longer placed here")
+    assert waits and waits[-1] < proxy < removed, names
+    written = [task for play in report["plays"] for task in play["tasks"]
+               if task["task"]["name"].endswith("Write the local proxy's configuration, checked by HAProxy first")]
+    assert sorted(host for host, result in written[0]["hosts"].items() if result.get("changed")) == sorted(bed.names)
+    # Every host's proxy has the moved instances at their new node, and reaches them.
+    for host in bed.names:
+        assert answered_through_the_proxy(bed, host, moved) == set(moved), (host, moved, proxy_stats(bed))
+    going, before, after = calls_go_on(bed, clients)
+    print("calls after the rebalance moved %s (ok, failed):" % moved, before, after)
+    assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed))
 
 
 def calls_go_on(bed, clients, seconds=3):
@@ -121,7 +219,7 @@ def calls_go_on(bed, clients, seconds=3):
     return all(after[host][0] > before[host][0] for host in clients), before, after
 
 
-def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure_through_scale_up_and_down(bed):
+def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure_through_scale_move_and_scale(bed):
     clients = (bed.names[0], bed.names[2])      # a Podman host and the Docker host
     # A call made before the proxy's address was there may wait out its 5 s timeout: the first answer, within 30 s.
     deadline = time.monotonic() + 30
@@ -129,21 +227,12 @@ def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure
         time.sleep(0.5)
     going, _before, start = calls_go_on(bed, clients)
     assert going, start
-    for replicas in (6, 2):
-        returncode, report = bed.playbook("scale.yml", "-e", "service=api", "-e", "replicas=%d" % replicas)
-        assert returncode == 0, "\n".join(failures(report))
-        nodes = api_nodes(bed)
-        assert len(nodes) == replicas
-        # Several instances of api on one node, each on its own host port, then one on each.
-        assert [nodes.count(bed.names[0]), nodes.count(bed.names[1])] == [replicas // 2] * 2, nodes
-        # Every host's proxy lists every instance (the Docker host's holds none of them).
-        proxy = bed.sh(bed.names[2], "cat /etc/gangplank/proxy.cfg")
-        assert proxy.count("    server api-") == replicas, proxy
-        going, before, after = calls_go_on(bed, clients)
-        print("calls after the scale to %d (ok, failed):" % replicas, before, after)
-        assert going and all(after[host][1] == 0 for host in clients), (before, after, proxy_stats(bed))
+    scale(bed, clients, 6)
+    rebalance(bed, clients)
+    # Back to one on each east node (the spread again): one instance starts on the node the rebalance emptied.
+    scale(bed, clients, 2)
     counts = {host: client_counts(bed, host) for host in clients}
-    print("calls through the proxy during the scales (ok, failed):", counts)
+    print("calls through the proxy during the scales and the move (ok, failed):", counts)
     assert all(counts[host][1] == 0 for host in clients), counts
     # A run that changes nothing leaves the proxy alone.
     returncode, report = bed.playbook("site.yml")

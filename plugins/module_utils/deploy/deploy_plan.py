@@ -28,7 +28,8 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy i
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import EngineError, driver
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import DEFAULT_ADDRESS, proxy_config, proxy_frontends
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
+    DEFAULT_ADDRESS, proxy_config, proxy_directories, proxy_frontends)
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -57,10 +58,11 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
     ``secrets`` (each service's secrets, catalog.catalog_secrets(): what the secret_values action reads the values by,
     so that it does not parse the catalog again); and, where some service asks for the local proxy, ``proxy``: its
     ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
-    ``proxy``) and its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
-    templates see them as ``gangplank_proxy``). A value that cannot go into the configuration raises ProxyError.
-    Where some config file changes in place (``change`` signal or none), ``in_place``: host -> the host paths of those
-    files, which the role reads (their SHA-256) before the rollout step."""
+    ``proxy``), its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
+    templates see them as ``gangplank_proxy``) and ``directories`` (the argv that makes the directories of its pid file
+    and socket, root's on every component, deploy/proxy.proxy_directories()). A value that cannot go into the
+    configuration raises ProxyError. Where some config file changes in place (``change`` signal or none), ``in_place``:
+    host -> the host paths of those files, compared with the SHA-256 the host's read found (``config_files``)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
@@ -90,7 +92,8 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
         # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
         settings = dict(proxy or {})
         result["proxy"] = {"config": proxy_config(found, catalog[1], settings),
-                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS))}
+                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS)),
+                           "directories": proxy_directories(settings)}
     return result
 
 
@@ -150,9 +153,16 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
                       restarts=containers["restarts"], stale_secrets=unused, files_now=now)
     order = decision["waves"]
     plans = {}
+    lines = dict(decision["lines"])
     for host, read in zip(hosts, host_reads):
+        # The local proxy of a catalog that no longer asks for one: removed from the host in this run.
+        remove_proxy = "proxy" not in containers and (read.get("proxy") or {}).get("found") is True
+        if remove_proxy:
+            lines[host] = (lines.get(host) or "") + "; %s the local proxy (no service asks for it)" % (
+                "would remove" if check_mode else "remove")
         kept = decision["kept"].get(host) or []
-        done = host in decision["idle"]
+        # A host whose proxy goes stays in the role for the removal.
+        done = host in decision["idle"] and not remove_proxy
         probed = kept if probe_kept and not check_mode else []
         plans[host] = {
             "end_before_probe": done and not probed,
@@ -166,9 +176,10 @@ def rollout_step(hosts, reads, rendered, containers, secret_hashes=None, hash_ke
             "stale_mps_dirs": _stale_mps_dirs(decision["rollouts"][host]["stale"], read),
             # The per-service NVMe directories a site had before volumes (module_utils/deploy/nvme_adoption.py).
             "nvme_adoptions": adoptions(desired.get(host) or []),
+            "remove_proxy": remove_proxy,
         }
     _keep_one_for_the_lock(hosts, plans)
-    return {"lines": decision["lines"], "waves": order, "hosts": plans}
+    return {"lines": lines, "waves": order, "hosts": plans}
 
 
 def _stale_mps_dirs(stale, read):

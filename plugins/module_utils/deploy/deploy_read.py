@@ -112,13 +112,15 @@ if [ -n "$proxy" ]; then
   if [ -f "$proxy_pid" ] && [ ! -L "$proxy_pid" ] && [ "$(stat -c %u "$proxy_pid" 2>/dev/null)" = 0 ]; then
     pid=$(head -c 32 "$proxy_pid" 2>/dev/null | tr -dc 0-9)
   fi
-  if [ -n "$pid" ] && exe=$(readlink "/proc/$pid/exe" 2>/dev/null) && [ "${exe##*/}" = haproxy ] &&
+  # A binary replaced by an upgrade while it runs reads "<path> (deleted)".
+  if [ -n "$pid" ] && exe=$(readlink "/proc/$pid/exe" 2>/dev/null) && { [ "${exe##*/}" = haproxy ] || [ "${exe##*/}" = "haproxy (deleted)" ]; } &&
     awk '$1 == "Uid:" && $2 == "0" && $3 == "0" {root = 1} END {exit !root}' "/proc/$pid/status" 2>/dev/null; then
     printf 'proxy-master %s\n' "$pid"
   fi
   [ ! -d /run/systemd/system ] || printf 'proxy-systemd\n'
   sum=; [ ! -f "$proxy_config" ] || sum=$(sha1sum < "$proxy_config" 2>/dev/null | cut -c1-40)
   [ -z "$sum" ] || printf 'proxy-config %s\n' "$sum"
+  if [ -e "$proxy_config" ] || [ -L "$proxy_config" ] || [ -e {unit} ]; then printf 'proxy-found\n'; fi
 fi
 if [ -n "$data_dir" ] && [ -n "$prefix" ]; then
   section config
@@ -186,16 +188,18 @@ if [ "$engine" = podman ]; then
     iptables -w -t nat -S 2>/dev/null | awk '$1 == "-A" && $2 ~ /^NETAVARK-DN-/ && / -j DNAT / {sub(/^-A /, "forward "); print}'
 fi
 section end
-""".replace("{limit}", str(FACT_FILE_LIMIT)).replace("{max_config}", str(MAX_CONFIG_FILES))
+""".replace("{limit}", str(FACT_FILE_LIMIT)).replace("{max_config}", str(MAX_CONFIG_FILES)).replace(
+    "{unit}", "/etc/systemd/system/gangplank-proxy.service")
 
 # The output's sections in the order the script prints them, and the tags each one holds ("{" for a container's JSON).
 SECTIONS = ("fact", "proxy", "config", "engine", "limits", "containers", "broken", "storage", "secrets", "monitors", "forwards",
             "end")
 MARKER = "gangplank-read"
 _SECTION_OF = {
-    "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact", "engine": "engine",
+    "fact-file": "fact", "fact-file-unreadable": "fact", "fact-file-too-large": "fact",
+    "engine": "engine",
     "limits": "limits", "{": "containers", "broken": "broken", "storage-only": "storage", "secret": "secrets", "conmon": "monitors",
-    "forward": "forwards", "proxy-address": "proxy", "proxy-master": "proxy", "proxy-systemd": "proxy",
+    "forward": "forwards", "proxy-address": "proxy", "proxy-found": "proxy", "proxy-master": "proxy", "proxy-systemd": "proxy",
     "proxy-config": "proxy", "config-file": "config",
 }
 # A container's name as the engines allow it; a container id; a monitor line (pid, container id, name).
@@ -407,7 +411,8 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
     only), ``broken:<name>`` and ``<pid>:<container id>:<name>`` for a monitor of a container the engine does not run
     (compared by name: Podman's inspect template calls the id ``.ID``, Docker's ``.Id``). ``forwards``: the forwarding
     rules no container of this host owns (_stale_forwards). With ``proxy_asked``, ``proxy``: {address (bool), master
-    (its pid, 0 for none), systemd (bool), config_sha1 ('' for no file)}. With ``data_dir``, ``config_files``: the
+    (its pid, 0 for none), systemd (bool), config_sha1 ('' for no file), found (its configuration file, a link there, or
+    its systemd unit is on the host: a deploy ran it here)}. With ``data_dir``, ``config_files``: the
     path of each config file of this host's containers -> its SHA-256 (only paths below ``data_dir``).
 
     Each line is taken only inside its own section (after its marker line, SECTIONS): a tagged line elsewhere, a
@@ -424,7 +429,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
     # The fact file: None when not read, its base64 lines, False when unreadable, or why it was not read.
     fact, fact_lines, containers, limits, storage, broken, monitors, forwards = None, [], [], [], [], [], [], []
     secrets = []
-    proxy = {"address": False, "master": 0, "systemd": False, "config_sha1": ""}
+    proxy = {"address": False, "master": 0, "systemd": False, "config_sha1": "", "found": False}
     config_files = {}
     config_root = (data_dir or "").rstrip("/") + "/"
     section, seen = None, set()
@@ -452,7 +457,7 @@ def parse(rc, stdout, engine, name_prefix, limits_asked=False, host="", proxy_as
         elif kind == "fact-file-too-large":
             fact = "larger than %d bytes (%s)" % (FACT_FILE_LIMIT, rest.strip() if rest.strip().isdecimal() and rest.isascii()
                                                   and len(rest.strip()) <= 20 else "a size the host did not say")
-        elif kind in ("proxy-address", "proxy-systemd"):
+        elif kind in ("proxy-address", "proxy-systemd", "proxy-found"):
             if not rest:
                 proxy[kind[6:]] = True
         elif kind == "proxy-master":

@@ -42,13 +42,12 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import root_paths
+
 MPS_OF = "gangplank.io/mps-of"
 SHARING_MODES = ("mps", "none")
 SUFFIX = ".mps"
 DEFAULT_DIR = "/run/gangplank/mps"
-# Directories every user can write on most hosts: an MPS directory there is refused at once (the host refuses any
-# directory on the way that another user can write, PREPARE).
-SHARED_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/run/lock", "/var/lock")
 DEFAULT_READY_TIMEOUT = 60
 MAX_READY_TIMEOUT = 3600
 # Where the daemon's directories are in the containers: short, so that the control socket's path stays far below the
@@ -139,7 +138,9 @@ def check_settings(control, directory, image, ready_timeout):
                        "(letters, digits and _.+@/-)")
     if not _PATH.fullmatch(directory) or posixpath.normpath(directory) != directory or directory == "/":
         raise MpsError("mps_dir: expected an absolute, normalised directory other than / (letters, digits and _.+@/-)")
-    shared = next((place for place in SHARED_PLACES if directory == place or directory.startswith(place + "/")), None)
+    # A directory every user can write is refused at once (the host refuses any directory on the way that another
+    # user can write, PREPARE).
+    shared = root_paths.shared_place(directory)
     if shared:
         raise MpsError("mps_dir: %s is inside %s, which every user can write; expected a directory only root can write "
                        "on every component, such as %s" % (directory, shared, DEFAULT_DIR))
@@ -223,35 +224,10 @@ def stale_dir(name, labels, directory):
     return host_dir(directory, owner)
 
 
-# The host's side of a daemon's directories, as root: $1 the instance's MPS directory (absolute, normalised). Walked from /
-# one component at a time, never through a symbolic link: each component must be a directory of root's that nobody
-# else can write (as OpenSSH checks the path of authorized_keys), so that nothing on the way can be replaced by another
-# user; a missing one is made (mkdir, which does not follow a link either, then checked like the others). Inside the
-# instance's directory (made 0700): pipe, shm and log (1777) and no ready file of an earlier daemon.
-PREPARE = r"""umask 077
-fail() { echo "$*"; exit 1; }
-check() {
-  if [ -L "$1" ]; then fail "$2 is a symbolic link; expected a directory of root's"; fi
-  if [ ! -d "$1" ]; then fail "$2 is not a directory"; fi
-  info=$(stat -c '%u %a' -- "$1") || fail "$2 cannot be looked at"
-  set -- "$1" "$2" $info "$3"
-  if [ "$3" != 0 ]; then fail "$2 is owned by uid $3; expected a directory of root's"; fi
-  if [ -z "$5" ] && [ $((0$4 & 022)) -ne 0 ]; then fail "$2 can be written by other users (mode $4); expected a directory only root can write"; fi
-}
-cd / || fail "/ cannot be entered"
-check . /
-path= rest=${1#/}
-while [ -n "$rest" ]; do
-  part=${rest%%/*}
-  case $rest in */*) rest=${rest#*/} ;; *) rest= ;; esac
-  path=$path/$part
-  [ -e "$part" ] || [ -L "$part" ] || mkdir -- "$part" 2>/dev/null || [ -e "$part" ] || fail "$path cannot be made"
-  # The instance's own directory is made private (a directory of root's in a directory only root can write).
-  if [ -z "$rest" ]; then check "$part" "$path" owner && chmod 0700 -- "$part"; fi
-  check "$part" "$path"
-  cd -P -- "$part" || fail "$path cannot be entered"
-done
-for sub in pipe shm log; do
+# The host's side of a daemon's directories, as root: $1 the instance's MPS directory (absolute, normalised), walked
+# from / as root_paths.WALK does (every component root's, writable by nobody else, no symbolic link; the instance's own
+# directory made 0700). Inside it: pipe, shm and log (1777) and no ready file of an earlier daemon.
+PREPARE = "umask 077\n" + root_paths.CHECK + "private=yes\n" + root_paths.WALK + r"""for sub in pipe shm log; do
   [ -e "$sub" ] || [ -L "$sub" ] || mkdir -- "$sub" || fail "$path/$sub cannot be made"
   check "$sub" "$path/$sub" owner
   chmod 1777 -- "$sub" || fail "$path/$sub: chmod failed"
@@ -267,7 +243,7 @@ def prepare_command(spec):
     _check_host_path(base)
     if spec["mps_daemon"]["ready"] != base + "/log/ready":
         raise MpsError("MPS directory: got an unusable ready file")
-    return "sh -c %s gangplank-mps-dir %s" % (_quote(PREPARE), _quote(base))
+    return "sh -c %s gangplank-mps-dir %s" % (root_paths.quote(PREPARE), root_paths.quote(base))
 
 
 def wait_command(spec):
@@ -278,13 +254,9 @@ def wait_command(spec):
     # The log directory is the daemon's (1777): its ready file is read only as a regular file, never through a link.
     return ("i=0; while [ ! -s %(r)s ]; do if [ $i -ge %(n)d ]; then echo 'no ready file after %(s)ds'; exit 1; fi;"
             " sleep 0.2; i=$((i + 1)); done; if [ -L %(r)s ] || [ ! -f %(r)s ]; then echo 'the ready file is not a regular"
-            " file'; exit 1; fi; head -c 65536 -- %(r)s" % {"r": _quote(ready), "n": seconds * 5, "s": seconds})
+            " file'; exit 1; fi; head -c 65536 -- %(r)s" % {"r": root_paths.quote(ready), "n": seconds * 5, "s": seconds})
 
 
 def _check_host_path(path):
     if not isinstance(path, str) or not _PATH.fullmatch(path) or ".." in path.split("/"):
         raise MpsError("MPS directory: got an unusable path")
-
-
-def _quote(text):
-    return "'" + text.replace("'", "'\\''") + "'"

@@ -13,6 +13,9 @@ checks. The catalog's ``proxy`` entries are checked by module_utils/planning/pro
   function: the same input gives the same bytes. Any value that would change the configuration's meaning (a line
   break, a space, ``#``) is refused with ProxyError naming its path; nothing of it is written.
 - ``proxy_frontends(deploy, address)``: service -> port -> ``address:listen``, what config templates see.
+- ``proxy_directories(settings)``: the host command that makes the directories of the proxy's pid file and admin
+  socket, each root's on every component and writable by nobody else (root_paths.WALK): root later trusts the pid file
+  (it signals the process it names) and HAProxy replaces the socket, so no other user may plant a link or a file there.
 
 Standard library only.
 """
@@ -20,14 +23,20 @@ Standard library only.
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import re
 
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import root_paths
+from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens
 
 DEFAULT_ADDRESS = "169.254.30.1"
+# The proxy's files on each host that root trusts, the role's variable that names each, and its default.
+HOST_PATHS = (("socket", "deploy_proxy_socket", "/run/gangplank/proxy.sock"),
+              ("pid_file", "deploy_proxy_pid_file", "/run/gangplank/proxy.pid"))
 
 _SETTING_KEYS = ("address", "check_interval", "fall", "rise", "connect_timeout", "idle_timeout", "drain_timeout",
-                 "port_range", "socket")
+                 "port_range", "socket", "pid_file")
 # Names and paths that go into the configuration as single words: no space, '#', quote, backslash or control.
 _WORD = re.compile(r"[A-Za-z0-9._:@/%+=~!$&()*,;?\[\]-]{1,255}")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
@@ -53,7 +62,7 @@ def _address(value, path):
 def _number(settings, key, default, minimum, maximum):
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= maximum:
-        raise ProxyError("proxy.%s: got %r; expected a number from %s to %s" % (key, value, minimum, maximum))
+        raise ProxyError("proxy.%s: got %s; expected a number from %s to %s" % (key, show(value), minimum, maximum))
     return value
 
 
@@ -75,9 +84,7 @@ def _settings(settings):
     if port_range is not None and not (isinstance(port_range, (list, tuple)) and len(port_range) == 2
                                        and all(isinstance(item, int) and not isinstance(item, bool) for item in port_range)):
         raise ProxyError("proxy.port_range: expected [first, last], two port numbers")
-    socket = settings.get("socket", "/run/gangplank/proxy.sock")
-    if not isinstance(socket, str) or not _SOCKET.fullmatch(socket) or ".." in socket.split("/"):
-        raise ProxyError("proxy.socket: expected an absolute path of letters, digits, '.', '_', '-' and '/'")
+    paths = {key: _host_path(settings.get(key, default), variable, default) for key, variable, default in HOST_PATHS}
     return {
         "address": parsed,
         "interval": _number(settings, "check_interval", 1, 0.1, 3600),
@@ -87,8 +94,40 @@ def _settings(settings):
         "idle": _number(settings, "idle_timeout", 300, 1, 86400),
         "drain": _number(settings, "drain_timeout", 30, 1, 86400),
         "port_range": tuple(port_range) if port_range is not None else None,
-        "socket": socket,
+        "socket": paths["socket"],
+        "pid_file": paths["pid_file"],
     }
+
+
+def _host_path(path, variable, default):
+    """A file of the proxy's that root trusts on the host: absolute, normalised, not in a directory every user can
+    write (the host checks every directory on the way, proxy_directories)."""
+    if not isinstance(path, str) or not _SOCKET.fullmatch(path) or posixpath.normpath(path) != path \
+            or posixpath.dirname(path) == "/":
+        raise ProxyError("%s: expected an absolute, normalised path of letters, digits, '.', '_', '-' and '/' in a "
+                         "directory other than / (such as %s)" % (variable, default))
+    shared = root_paths.shared_place(path)
+    if shared:
+        raise ProxyError("%s: %s is inside %s, which every user can write; expected a path in a directory only root "
+                         "can write on every component, such as %s" % (variable, path, shared, default))
+    return path
+
+
+# $@: the directories; each walked from / (root_paths.WALK); prints "made <path>..." for those it made.
+_DIRECTORIES = "umask 022\n" + root_paths.CHECK + r"""for directory do
+  (set -- "$directory"
+""" + root_paths.WALK + r"""  [ -z "$made" ] || echo "made$made") || exit 1
+done
+"""
+
+
+def proxy_directories(settings=None):
+    """The argv that makes (or checks) the directories of the proxy's pid file and socket on a host, every component
+    root's and writable by nobody else; it fails naming the first that is not, and prints ``made ...`` when it made
+    one. ProxyError for a setting that cannot be such a path."""
+    options = _settings(settings)
+    directories = sorted({posixpath.dirname(options[key]) for key, _variable, _default in HOST_PATHS})
+    return ["sh", "-c", _DIRECTORIES, "gangplank-proxy-dirs"] + directories
 
 
 def _endpoint(address, port):

@@ -946,3 +946,7 @@ ENTRY_POINTS = {
 from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_watchdog_cases  # noqa: E402  pylint: disable=wrong-import-position
 
 ENTRY_POINTS.update(fuzz_watchdog_cases.ENTRY_POINTS)
+# The local proxy (its catalog field and the site's proxy inputs): tests/unit/plugins/fuzz_proxy_cases.py.
+from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_proxy_cases  # noqa: E402  pylint: disable=wrong-import-position
+
+ENTRY_POINTS.update(fuzz_proxy_cases.ENTRY_POINTS)

@@ -29,6 +29,22 @@ SERVICES = {
 HASHES = {"vault_token": "hmac-sha256:1"}
 
 
+def test_a_host_with_the_local_proxy_that_no_service_asks_for_removes_it_and_says_so():
+    reads, step, rendered = deployed_hosts()
+    assert "proxy" not in step
+    reads["h2"]["proxy"] = {"address": True, "master": 0, "systemd": False, "config_sha1": "", "found": True}
+    plan = rollout_step(["h1", "h2"], reads, rendered, step, secret_hashes=HASHES)
+    assert [plan["hosts"][host]["remove_proxy"] for host in ("h1", "h2")] == [False, True]
+    assert plan["lines"]["h2"].endswith("keep 2; remove the local proxy (no service asks for it)")
+    assert "proxy" not in plan["lines"]["h1"]
+    shown = rollout_step(["h1", "h2"], reads, rendered, step, secret_hashes=HASHES, check_mode=True)
+    assert shown["lines"]["h2"].endswith("; would remove the local proxy (no service asks for it)")
+    # A catalog that asks for the proxy keeps it: the proxy's own tasks update it.
+    asking = dict(step, proxy={"config": "global\n", "frontends": {}})
+    kept = rollout_step(["h1", "h2"], reads, rendered, asking, secret_hashes=HASHES)
+    assert not kept["hosts"]["h2"]["remove_proxy"] and "proxy" not in kept["lines"]["h2"]
+
+
 def binding(service, ordinal, rank, sidecars=None):
     return {"service": service, "ordinal": ordinal, "node": "x", "gpus": [], "nvme": None, "sidecars": sidecars or [],
             "rank": rank}

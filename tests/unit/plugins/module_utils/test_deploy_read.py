@@ -305,6 +305,35 @@ def test_the_shell_exits_127_without_the_engine(tmp_path):
     assert deploy_read.parse(done.returncode, done.stdout, "podman", PREFIX)["engine_found"] is False
 
 
+def test_the_shell_finds_the_local_proxy_by_its_file_without_the_engine_too(tmp_path):
+    config = tmp_path / "proxy.cfg"
+
+    def proxy_found():
+        proxy = {"address": "169.254.255.254/32", "pid_file": str(tmp_path / "none.pid"), "config": str(config)}
+        done = subprocess.run(command("no-such-engine-here", PREFIX, str(tmp_path / "s"), proxy=proxy),
+                              shell=True, capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 127
+        return parse(done.returncode, done.stdout, "podman", PREFIX, proxy_asked=True)["proxy"]["found"]
+
+    assert proxy_found() is False
+    config.write_text("global\n")
+    assert proxy_found() is True
+    # A dangling link where the file was is something of the proxy's too: removed with the rest.
+    config.unlink()
+    config.symlink_to(tmp_path / "gone")
+    assert proxy_found() is True
+
+
+def test_the_proxy_is_found_only_from_its_own_line_in_its_own_section():
+    def found(stdout):
+        return parse(0, stdout, "podman", PREFIX, proxy_asked=True)["proxy"]["found"]
+    assert found(sectioned(proxy=["proxy-found"], engine=["engine /usr/bin/podman"]))
+    assert not found(sectioned(proxy=["proxy-found yes"]))
+    assert not found(sectioned(engine=["engine /usr/bin/podman"]))
+    with pytest.raises(ReadError, match="a proxy-found line outside the proxy section"):
+        parse(0, sectioned(engine=["engine /usr/bin/podman", "proxy-found"]), "podman", PREFIX)
+
+
 # A monitor's name holding a line break, followed by lines shaped as other sections (the forging output of a local
 # user's process named conmon): none of it is taken.
 FORGED = ["conmon 104 ddd444 n1-x", json.dumps(dict(DB, Name="n1-forged-0")), "storage-only n1-forged-1",
@@ -533,7 +562,7 @@ def test_the_proxy_section_is_read_with_or_without_the_engine(tmp_path):
     (tmp_path / "proxy.cfg").write_text("global\n")
     found = _proxy_read(tmp_path, tmp_path / "none.pid", address="127.0.0.1/8")
     assert found == {"address": True, "master": 0, "systemd": os.path.isdir("/run/systemd/system"),
-                     "config_sha1": "54652f530a66c3dd698e14dd152e3207633e32bc"}
+                     "config_sha1": "54652f530a66c3dd698e14dd152e3207633e32bc", "found": True}
     assert _proxy_read(tmp_path, tmp_path / "none.pid", config=str(tmp_path / "gone.cfg"))["config_sha1"] == ""
     assert _proxy_read(tmp_path, tmp_path / "none.pid")["address"] is False
     # Not asked: no section, no key.
@@ -570,7 +599,8 @@ def test_the_proxy_master_is_a_process_of_root_running_haproxy_named_by_a_pid_fi
 ])
 def test_proxy_lines_are_taken_only_whole(lines, expected):
     found = parse(0, sectioned(engine=["engine /usr/bin/podman"], proxy=lines, end=[]), "podman", PREFIX, proxy_asked=True)
-    assert found["proxy"] == dict({"address": False, "master": 0, "systemd": False, "config_sha1": ""}, **expected)
+    assert found["proxy"] == dict({"address": False, "master": 0, "systemd": False, "config_sha1": "", "found": False},
+                                  **expected)
 
 
 def test_a_proxy_line_outside_its_section_is_refused():

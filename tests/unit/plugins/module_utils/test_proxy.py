@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+import tempfile
+
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog, read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
-    ProxyError, proxy_config, proxy_frontends,
+    ProxyError, proxy_config, proxy_directories, proxy_frontends,
 )
 
 API = {"replicas": 2, "image": "localhost/app:1", "ports": [{"name": "http", "container_port": 8080}],
@@ -115,7 +120,7 @@ def test_an_instance_name_that_would_inject_is_refused():
 @pytest.mark.parametrize("settings, path", [
     ({"address": "0.0.0.0"}, "proxy.address"), ({"address": "host.example"}, "proxy.address"),
     ({"address": "10.0.0.1\nlisten x"}, "proxy.address"), ({"check_interval": 0}, "proxy.check_interval"),
-    ({"fall": True}, "proxy.fall"), ({"socket": "/run/x sock"}, "proxy.socket"), ({"colour": 1}, "proxy"),
+    ({"fall": True}, "proxy.fall"), ({"socket": "/run/x sock"}, "deploy_proxy_socket"), ({"colour": 1}, "proxy"),
 ])
 def test_bad_settings_are_refused_naming_them(settings, path):
     with pytest.raises(ProxyError) as raised:
@@ -193,3 +198,50 @@ def test_asking_for_the_proxy_changes_no_container_and_a_site_without_it_gets_no
     assert step["proxy"]["frontends"] == {"db": {"5432": "169.254.30.1:15432"}}
     text = step["proxy"]["config"]
     assert "    server db-0 h1:5432 check\n" in text
+
+
+@pytest.mark.parametrize("key, variable, path, expected", [
+    ("pid_file", "deploy_proxy_pid_file", "/tmp/proxy.pid", "/tmp/proxy.pid is inside /tmp, which every user can write"),
+    ("socket", "deploy_proxy_socket", "/dev/shm/p.sock", "/dev/shm/p.sock is inside /dev/shm, which every user can write"),
+    ("pid_file", "deploy_proxy_pid_file", "/var/lock/x/p.pid", "inside /var/lock"),
+    ("pid_file", "deploy_proxy_pid_file", "/run/../tmp/p.pid", "expected an absolute, normalised path"),
+    ("pid_file", "deploy_proxy_pid_file", "proxy.pid", "expected an absolute, normalised path"),
+    ("socket", "deploy_proxy_socket", "/proxy.sock", "in a directory other than /"),
+    ("pid_file", "deploy_proxy_pid_file", "/run/p.pid\nx", "expected an absolute, normalised path"),
+    ("pid_file", "deploy_proxy_pid_file", 7, "expected an absolute, normalised path"),
+])
+def test_a_pid_file_or_socket_where_other_users_write_is_refused_naming_the_variable(key, variable, path, expected):
+    for make in (lambda: config(settings={key: path}), lambda: proxy_directories({key: path})):
+        with pytest.raises(ProxyError) as raised:
+            make()
+        assert str(raised.value).startswith(variable + ": ") and expected in str(raised.value)
+
+
+def walk(*directories):
+    argv = proxy_directories({"pid_file": directories[0] + "/proxy.pid", "socket": directories[-1] + "/proxy.sock"})
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the host's side runs as root: directories of root's are needed")
+def test_the_directories_are_made_roots_and_a_link_or_a_directory_others_can_write_stops_it():
+    base = tempfile.mkdtemp(prefix="gangplank-proxy-test-", dir="/run")
+    try:
+        done = walk(base + "/a/b", base + "/c")
+        made = ["made %s/a %s/a/b" % (base, base), "made %s/c" % base]
+        assert done.returncode == 0 and done.stdout.split("\n")[:2] == made, done.stdout
+        assert stat.S_IMODE(os.stat(base + "/a/b").st_mode) == 0o755
+        again = walk(base + "/a/b", base + "/c")
+        assert again.returncode == 0 and again.stdout == ""
+        os.symlink(base + "/c", base + "/link")
+        done = walk(base + "/link", base + "/c")
+        assert done.returncode == 1 and done.stdout.strip() == "%s/link is a symbolic link; expected a directory of root's" % base
+        os.chmod(base + "/c", 0o777)
+        done = walk(base + "/a/b", base + "/c")
+        assert done.returncode == 1 and "%s/c can be written by other users (mode 777)" % base in done.stdout
+        os.chmod(base + "/c", 0o755)
+        os.chown(base + "/c", 65534, 65534)
+        done = walk(base + "/a/b", base + "/c/d")
+        assert done.returncode == 1 and "%s/c is owned by uid 65534" % base in done.stdout
+        assert not os.path.exists(base + "/c/d")
+    finally:
+        subprocess.run(["rm", "-rf", "--", base], check=False)
