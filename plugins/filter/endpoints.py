@@ -51,7 +51,6 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 
-
 def endpoints(plan, services, hostvars):
     if not isinstance(plan, Mapping) or not isinstance(plan.get("hosts"), Mapping):
         raise AnsibleFilterError("endpoints: expected a gang_schedule result with hosts, got %s" % type(plan).__name__)

@@ -38,7 +38,6 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 
-
 def plan_table(result):
     if not isinstance(result, dict) or "feasible" not in result:
         raise AnsibleFilterError("plan_table expects a plan result (a mapping with 'feasible'), got %r"

@@ -46,7 +46,6 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 
-
 def waiting_lines(waiting, separator=None):
     from ansible_collections.gangplank.platform.plugins.module_utils.deploy.status import DOWN_SEPARATOR, waiting_lines as lines
     if waiting is not None and not isinstance(waiting, Mapping):

@@ -197,7 +197,7 @@ hosts:
       release the lock), C(kept) and C(kept_probes) (the kept containers to probe, name to instance and probe, and
       their probes), C(stale) (containers no longer placed here, in removal order), C(stale_secrets) (secrets no
       container uses any more), C(stale_mps_dirs) (the host directories of the stale MPS daemons), C(remove_proxy)
-      (the host has the local proxy, RV(gangplank.platform.deploy_read#module:proxy_found), and no service of the
+      (the host has the local proxy, RV(gangplank.platform.deploy_read#module:proxy.found), and no service of the
       catalog asks for it; its unit or process, its address and its files are removed) and C(ranks).
     - C(ranks) maps each active rank (a string) to C(containers) (name to instance and probe, for the failure report),
       C(config_dirs), C(nvme_dirs), C(volume_dirs) (each volume's own directory as C(path) and the C(argv) that makes it

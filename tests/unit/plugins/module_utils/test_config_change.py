@@ -10,7 +10,7 @@ import hashlib
 import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
-    CONFIG_HASH, SPEC_HASH, DeployError, desired_containers, rollout, summary_line,
+    CONFIG_HASH, SPEC_HASH, desired_containers, rollout, summary_line,
 )
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import (
     containers_step, rollout_step,
