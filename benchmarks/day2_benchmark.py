@@ -37,7 +37,7 @@ size gets new hosts, removed at the end; also printed: the seconds to start them
 
 Run (after scripts/demo.sh or scripts/test.sh has set up .venv and the test bed image), under the bed lock:
     .venv/bin/python benchmarks/day2_benchmark.py --lock .build/bed.lock [--bed local|fresh] [--hosts 3,10,30]
-        [--before PATH | --checkout NAME=PATH ...] [--repeat N] [--top N] [--json] [--save PATH]
+        [--before PATH | --checkout NAME=PATH ...] [--demo PATH] [--repeat N] [--top N] [--json] [--save PATH]
     .venv/bin/python benchmarks/day2_benchmark.py --summarize SAVED.json [...] [--top N]
 Removes its containers (--bed fresh: its hosts) at the end.
 """
@@ -82,10 +82,10 @@ def host_name(index):
     return "d2-n%d" % index
 
 
-def write_bed(base, count, checkout=ROOT):
+def write_bed(base, count, checkout=ROOT, demo=None):
     """An inventory of `count` hosts in base/, with the checkout's demo catalog and its template (each version
-    deploys its own demo: a catalog of one version may not parse in another)."""
-    local = os.path.join(checkout, "inventories", "local")
+    deploys its own demo: a catalog of one version may not parse in another), or those of the checkout ``demo``."""
+    local = os.path.join(demo or checkout, "inventories", "local")
     shutil.copytree(os.path.join(local, "group_vars"), os.path.join(base, "group_vars"))
     shutil.copytree(os.path.join(local, "templates"), os.path.join(base, "templates"))
     with open(os.path.join(local, "hosts.yml")) as handle:
@@ -235,9 +235,9 @@ def day2_steps(run, base, results, after_initial=None):
     results.append(timed(run, "config change (api) site.yml", "site.yml", expect=expect_all_running(run)))
 
 
-def one_size(checkout, count):
+def one_size(checkout, count, demo=None):
     with tempfile.TemporaryDirectory(prefix="gangplank-day2-") as base:
-        inventory = write_bed(base, count, checkout)
+        inventory = write_bed(base, count, checkout, demo)
         run = Run(checkout, inventory, count)
         if run.containers():       # what an interrupted run left
             run.teardown()
@@ -476,6 +476,8 @@ def main(argv=None):
     parser.add_argument("--checkout", action="append", help="NAME=PATH of a checkout to run (repeatable; default this one)")
     parser.add_argument("--before", metavar="PATH", help="a checkout of the version before: the same as "
                         "--checkout before=PATH --checkout after=<this checkout>")
+    parser.add_argument("--demo", metavar="PATH", help="the checkout whose demo catalog (inventories/local) every "
+                        "checkout deploys, so that two versions run the same catalog (default: each its own; local bed)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds per size, each running every checkout once, in turn (default 1)")
     parser.add_argument("--lock", metavar="PATH", help="hold an flock on PATH for each round (e.g. .build/bed.lock)")
     parser.add_argument("--top", type=int, default=8, help="tasks listed per step where two checkouts differ (default 8; 0: none)")
@@ -500,6 +502,8 @@ def main(argv=None):
         parser.error("--repeat: expected 1-20, got %d" % args.repeat)
     if not os.path.exists(BUNDLE):
         sys.exit("the test bed image is missing: source scripts/lib/testbed.sh first (%s)" % BUNDLE)
+    if args.demo and (args.bed == "fresh" or not os.path.isdir(os.path.join(args.demo, "inventories", "local"))):
+        parser.error("--demo: expected a checkout with inventories/local, on the local bed")
     checkouts = parse_checkouts(args.checkout, args.before)
     figures = {}   # (checkout name, size) -> [results of each round]
     bed_info = {}
@@ -510,7 +514,8 @@ def main(argv=None):
                     print("== %s, %d hosts, round %d of %d (%s)%s" % (
                         name, count, round_number, args.repeat, path,
                         ", over SSH on the fresh-host bed" if args.bed == "fresh" else ""), flush=True)
-                    results, info = (one_size_fresh if args.bed == "fresh" else one_size)(path, count)
+                    results, info = (one_size_fresh(path, count) if args.bed == "fresh"
+                                     else one_size(path, count, args.demo and os.path.abspath(args.demo)))
                     figures.setdefault((name, count), []).append(results)
                     bed_info.setdefault((name, count), []).append(info)
                     if args.save:

@@ -3,7 +3,8 @@
 container on a Podman host and one on the Docker host call ``api`` at its stable address (the proxy address on their
 own host) in a loop while api scales 2 -> 6 with several instances per node (dynamic ports), a rebalance moves
 instances to the other node (new healthy, in every proxy, old out of every proxy, then stopped), and api scales back
-6 -> 2: no call fails. Then a host holding api instances goes down: the calls fail at most for a few of the proxy's
+6 -> 2: no call fails. A catalog that stops asking for the proxy removes it from every host (process, address,
+files), and asking again brings it back. Then a host holding api instances goes down: the calls fail at most for a few of the proxy's
 check intervals.
 
 Hosts px-1..3 on 127.0.0.234-236; each publishes on its address in the bed's own network, where the other hosts'
@@ -85,11 +86,14 @@ def bed(tmp_path_factory):
     bed.down()
 
 
-def use_catalog(bed, spread):
-    """The catalog, with api's topology spread or (``spread`` false: a rebalance may pack api on one node) without."""
+def use_catalog(bed, spread, proxy=True):
+    """The catalog, with api's topology spread or (``spread`` false: a rebalance may pack api on one node) without;
+    without asking for the proxy where ``proxy`` is false."""
     catalog = json.loads(json.dumps(CATALOG))
     if not spread:
         del catalog["gangplank_services"]["api"]["topology_spread"]
+    if not proxy:
+        del catalog["gangplank_services"]["api"]["proxy"]
     (bed.base / "group_vars" / "all" / "zz_proxy.yml").write_text(yaml.safe_dump(catalog))
 
 
@@ -253,6 +257,39 @@ def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure
     changed = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
                if any(result.get("changed") for result in task["hosts"].values())]
     assert not [name for name in changed if "proxy" in name], changed
+
+
+# On a host: whether lo has the proxy's address, HAProxy processes, and the proxy's files (0 0 0 once removed).
+PROXY_LEFT = ("ip -o address show dev lo | grep -cF ' %s/32 '; ps -eo comm | grep -cx haproxy; "
+              "ls -d /etc/gangplank/proxy.cfg /run/gangplank/proxy.pid /run/gangplank/proxy.sock 2>/dev/null | wc -l"
+              % ADDRESS)
+
+
+def test_a_catalog_that_no_longer_asks_for_the_proxy_removes_it_and_asking_again_brings_it_back(bed):
+    use_catalog(bed, spread=True, proxy=False)
+    try:
+        returncode, report = bed.playbook("site.yml")
+    finally:
+        use_catalog(bed, spread=True)
+    assert returncode == 0, "\n".join(failures(report))
+    for host in bed.names:
+        assert bed.sh(host, PROXY_LEFT, check=False).split() == ["0", "0", "0"], (host, proxy_stats(bed))
+    # Nothing left to remove: a second run changes nothing of the proxy.
+    use_catalog(bed, spread=True, proxy=False)
+    try:
+        returncode, report = bed.playbook("site.yml")
+    finally:
+        use_catalog(bed, spread=True)
+    assert returncode == 0, "\n".join(failures(report))
+    changed = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
+               if any(result.get("changed") for result in task["hosts"].values())]
+    assert not [name for name in changed if "proxy" in name], changed
+    # Asked again: every host runs its proxy, which reaches every api instance.
+    returncode, report = bed.playbook("site.yml")
+    assert returncode == 0, "\n".join(failures(report))
+    instances = sorted(api_placement(bed))
+    for host in bed.names:
+        assert answered_through_the_proxy(bed, host, instances) == set(instances), (host, proxy_stats(bed))
 
 
 def test_a_host_holding_api_instances_goes_down_and_calls_fail_at_most_for_a_few_check_intervals(bed):

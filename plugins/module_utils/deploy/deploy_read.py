@@ -110,7 +110,9 @@ if [ -n "$proxy" ]; then
   ! ip -o address show dev lo 2>/dev/null | grep -qF " $proxy " || printf 'proxy-address\n'
   pid=
   if [ -f "$proxy_pid" ] && [ ! -L "$proxy_pid" ] && [ "$(stat -c %u "$proxy_pid" 2>/dev/null)" = 0 ]; then
-    pid=$(head -c 32 "$proxy_pid" 2>/dev/null | tr -dc 0-9)
+    # Its first line, digits only: anything else in it is not a pid.
+    pid=$(head -c 32 "$proxy_pid" 2>/dev/null | head -n 1)
+    case $pid in '' | *[!0-9]*) pid= ;; esac
   fi
   # A binary replaced by an upgrade while it runs reads "<path> (deleted)".
   if [ -n "$pid" ] && exe=$(readlink "/proc/$pid/exe" 2>/dev/null) && { [ "${exe##*/}" = haproxy ] || [ "${exe##*/}" = "haproxy (deleted)" ]; } &&

@@ -28,7 +28,9 @@ import time
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import GPU_VISIBILITY_VARIABLES, split_catalog
+from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import (
+    CHANGE_SIGNALS, CONFIG_CHANGES, GPU_VISIBILITY_VARIABLES, split_catalog)
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy import engine_driver
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import (
     DeployError, decide, desired_containers, desired_on_hosts, waves,
 )
@@ -279,6 +281,41 @@ def _dangerous(spec):
             if not math.isfinite(health[key]) or health[key] > 86400:
                 return "health %s %r" % (key, health[key])
     return None
+
+
+# A config file's change action (``change``, ``signal``): accepted only as one of the allowed words, and the kill the
+# deploy role runs for a signal is the engine's with that name and nothing else.
+CONFIG_CHANGE_CATALOG = {
+    "client": {"image": "localhost/client:1", "config": [
+        {"dest": "/etc/upstreams.conf", "content": "u\n", "change": "signal", "signal": "SIGHUP"},
+        {"dest": "/etc/notes.conf", "content": "n\n", "change": "none"},
+        {"dest": "/etc/client.conf", "content": "c\n", "change": "restart"}]},
+}
+_CONFIG_CHANGE_POOL = HOSTILE + ("SIGKILL", "SIGSTOP", "HUP", "sighup", "SIGHUP ", "SIGHUP\n", "-9", "SIGHUP;id", 1, 9,
+                                 "signal", "none", "restart", "Restart", None, [], {})
+
+
+def run_config_change(services):
+    """split_catalog, then each accepted signal's kill (EngineDriver.kill_argv) on both engines."""
+    try:
+        _scheduling, specs = split_catalog(services)
+    except ProblemError as error:
+        _check_errors(error.errors)
+        return "rejected"
+    for name, spec in specs.items():
+        for entry in spec["config"]:
+            change = entry.get("change", "restart")
+            if change not in CONFIG_CHANGES or (change == "signal") != ("signal" in entry):
+                return "violation: services.%s config change %r signal %r accepted" % (name, change, entry.get("signal"))
+            if change != "signal":
+                continue
+            if entry["signal"] not in CHANGE_SIGNALS:
+                return "violation: services.%s signal %r accepted" % (name, entry["signal"])
+            for engine in ("podman", "docker"):
+                argv = engine_driver.driver(engine).kill_argv("n1-%s-0" % name, entry["signal"])
+                if argv != [engine, "kill", "--signal", entry["signal"], "n1-%s-0" % name]:
+                    return "violation: kill %r" % argv
+    return "ok"
 
 
 def run_deploy(host):
@@ -940,6 +977,7 @@ ENTRY_POINTS = {
     "secrets": (lambda choose: mutate(SECRETS_CATALOG, choose), run_secrets),
     "secret_value": (secret_value_case, run_secret_value),
     "status_picture": (lambda choose: mutate(STATUS_PICTURE, choose), run_status_picture),
+    "config_change": (lambda choose: mutate(CONFIG_CHANGE_CATALOG, choose, pool=_CONFIG_CHANGE_POOL), run_config_change),
 }
 
 # The GPU watchdog (its cgroup, process and state inputs) and the MPS directories: tests/unit/plugins/fuzz_watchdog_cases.py.

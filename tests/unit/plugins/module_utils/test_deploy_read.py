@@ -589,6 +589,12 @@ def test_the_proxy_master_is_a_process_of_root_running_haproxy_named_by_a_pid_fi
     link = tmp_path / "link.pid"
     link.symlink_to(pid_file)
     assert _proxy_read(tmp_path, link)["master"] == 0
+    # Only a first line of digits is a pid: digits spread over a file of root's do not make one.
+    split = "%s\n%s\n" % (str(master)[:-1], str(master)[-1])
+    for text in ("", "x\n", "%d 1\n" % master, "-1\n", " %d\n" % master, split, "$(touch %s/owned)\n" % tmp_path):
+        pid_file.write_text(text)
+        assert _proxy_read(tmp_path, pid_file)["master"] == 0, text
+    assert not (tmp_path / "owned").exists()
 
 
 @pytest.mark.parametrize("lines, expected", [
