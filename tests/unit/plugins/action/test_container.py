@@ -110,8 +110,8 @@ def test_a_spec_without_a_secrets_value_fails_naming_the_variable():
 
 
 # GPU shares under MPS (module_utils/deploy/mps.py): the host steps around the engine's module.
-DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], network="none", mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0",
-                                                                   "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
+DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], network="none",
+              mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0", "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
 CLIENT = dict(SPEC, name="h1-infer-0", secrets=[], mps_client={"daemon": "h1-infer-0.mps", "timeout": 7,
                                                                "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
 
