@@ -91,6 +91,14 @@ def catalog(proxied):
     return {"gangplank_services": {"api": api}, "gangplank_proxy_check_interval": 0.5}
 
 
+class Figures(dict):
+    """The figures of one size, each printed to stderr as soon as it is measured (a run cut short keeps them)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        print("fresh %s hosts: %s=%s" % (self.get("hosts", "?"), key, value), file=sys.stderr, flush=True)
+
+
 def fresh(count):
     from ansible_collections.gangplank.platform.tests.e2e.bed import failures
     from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
@@ -102,7 +110,7 @@ def fresh(count):
              for index in range(4, count + 1)}
     bed = FreshBed(base, {old: names[old] for old in list(names)[:min(count, 3)]}, extra)
     bed.environment = {"ANSIBLE_FORKS": str(max(count, 5)), "ANSIBLE_PIPELINING": "True"}
-    figures = {"hosts": count}
+    figures = Figures(hosts=count)
     bed.down()
     try:
         started = time.monotonic()
@@ -156,7 +164,7 @@ def fresh(count):
         figures["proxy_step_share"] = round(added / figures["no_change_with_proxy_s"], 3)
     finally:
         bed.down()
-    return figures
+    return dict(figures)
 
 
 def main():
