@@ -304,7 +304,8 @@ class EngineDriver:
 # (addr_assign_type 3 is "set"), each given its present address: from then on the kernel keeps it whatever ports come
 # and go. One line each: "kept <bridge> <address>", "no-ip <bridge>" (no ip command), "failed <bridge> <message>".
 BRIDGE_COMMAND = r"""for device in /sys/class/net/podman[0-9]* /sys/class/net/cni-podman[0-9]*; do
-  [ -d "$device/bridge" ] && [ "$(cat "$device/addr_assign_type" 2>/dev/null)" != 3 ] || continue
+  [ -d "$device/bridge" ] || continue
+  [ "$(cat "$device/addr_assign_type" 2>/dev/null)" != 3 ] || continue
   bridge=${device##*/}; address=$(cat "$device/address") || continue
   if ! command -v ip >/dev/null 2>&1; then echo "no-ip $bridge"
   elif message=$(ip link set dev "$bridge" address "$address" 2>&1); then echo "kept $bridge $address"
