@@ -12,7 +12,12 @@ masked message.
 A GPU share's MPS control daemon and its instance (module_utils/deploy/mps.py) need one step each on the host around the
 engine: before a daemon starts, its directories are made (0700, with pipe, shm and log 1777) and an earlier daemon's
 ready file is removed; before an instance starts, the action waits for its daemon's ready file (its limits are set),
-at most the spec's timeout, and fails without starting the instance when it does not come. Not in check mode."""
+at most the spec's timeout, and fails without starting the instance when it does not come. Not in check mode.
+
+Before a container joins Podman's own network, each of Podman's bridges gets a fixed MAC address, its present one
+(engine_driver.bridge_command): otherwise the bridge takes the lowest address of its ports, which changes as containers
+come and go, and the other containers lose their gateway until their ARP entry is renewed. A bridge whose address cannot
+be fixed is a warning. Not in check mode."""
 
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import mps
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import redact
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import DRIVERS, EngineError, driver, image_registry
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import (
+    DRIVERS, EngineError, bridge_warnings, driver, image_registry)
 from ansible_collections.gangplank.platform.plugins.module_utils.validation import one_line
 
 ARGUMENT_SPEC = {
@@ -85,10 +91,16 @@ class ActionModule(ActionBase):
             finally:
                 for call in engine.logout_calls(args["images"], args["registries"]):
                     self._run_call(call, task_vars)
+        warnings = []
         if args["state"] == "started" and not self._task.check_mode:
             failure = self._mps_step(args["engine"], args["spec"])
             if failure:
                 return dict(result, failed=True, changed=False, msg="%s: %s" % (args["spec"].get("name"), failure))
+            bridge = engine.bridge_command(args["spec"])
+            if bridge:
+                done = self._low_level_execute_command(bridge)
+                warnings = bridge_warnings(done.get("stdout")) if done.get("rc") == 0 else [
+                    "cannot read Podman's bridges: %s" % one_line(_output(done), 200)]
         changed = False
         for call in calls:
             done = self._run_call(call, task_vars)
@@ -100,6 +112,8 @@ class ActionModule(ActionBase):
                     result["msg"] = failure_message(args["spec"], done, args["secret_values"])
                 break
         result["changed"] = changed
+        if warnings:
+            result["warnings"] = list(result.get("warnings") or []) + warnings
         return result
 
     def _missing_images(self, engine, images):

@@ -29,6 +29,12 @@ description:
     C(shm) and C(log) 1777) and an earlier daemon's ready file is removed; before the instance starts, the action waits
     for the daemon's ready file (its limits are set), at most the spec's timeout, and fails without starting the
     instance when it does not come, with the daemon's last log lines. With Podman the instance C(requires) its daemon.
+  - With Podman, before a container that joins Podman's own network starts (not one with C(network) C(none) or a
+    sidecar's C(container:<name>)), each of Podman's bridges (C(podman<N>), C(cni-podman<N>)) whose MAC address nobody
+    set gets its present one, with C(ip link set) (docs/connecting-services.md); otherwise the bridge takes the lowest
+    address of its ports, which changes as containers come and go, and the other containers lose their gateway until
+    their ARP entry is renewed. A bridge whose address cannot be fixed (no C(ip) on the host) is a warning. Not in check
+    mode.
   - "Returns the module's result. A failure to start says C(<name>: <message>[ stderr: <its end>]), with every value of
     the spec's env and of O(secret_values) masked; the inspect data the module returns is never in it. Run it with
     C(no_log) all the same: the module's arguments and result hold the env."

@@ -16,6 +16,13 @@ community.docker's module_container (an option group with a name and a converter
 - ``remove_calls(name, secrets)``: the container, then its secrets, by the names given (``owned_secrets`` picks a
   container's own from the names the deploy read found): never a listing on the host.
 - ``kill_argv(name, signal)``: the command that signals a kept container whose config file changed in place.
+- ``bridge_command(spec)``: Podman only, for a container on the engine's own network: the host command run before it
+  starts that gives each of Podman's bridges a fixed MAC address (its present one), and ``bridge_warnings`` reads what
+  it printed. A Linux bridge whose address nobody set takes the lowest address of its ports, so it changes as
+  containers come and go; the other containers keep the old address for their gateway until their ARP entry is
+  renewed, and what they send meanwhile is lost (a client calling the local proxy saw its calls time out for tens of
+  seconds after an instance whose port's address the bridge had taken was removed). Newer netavark releases set the
+  address themselves, as Docker does on its bridge.
 
 A call is ``Call(module, args, no_log)``: gangplank.platform.container runs the list in order on the host (a call with
 ``no_log`` carries a secret's value). Standard library only.
@@ -277,6 +284,12 @@ class EngineDriver:
     def owned_secrets(self, name, found):
         raise NotImplementedError
 
+    def bridge_command(self, spec):
+        """The host command that fixes the MAC address of the engine's bridges before ``spec`` starts (BRIDGE_COMMAND),
+        or None where there is nothing to do: Docker sets its bridge's address itself, and a container with a network
+        of its own (``none``, a sidecar's ``container:<name>``) adds no port to a bridge."""
+        return None
+
     def kill_argv(self, name, signal):
         """The command that sends ``signal`` (one of the catalog's CHANGE_SIGNALS, by name) to the container ``name``'s
         main process: a config file with ``change: signal`` that was rewritten in place. The same on both engines."""
@@ -285,6 +298,34 @@ class EngineDriver:
         if not isinstance(name, str) or not _CONTAINER_NAME.fullmatch(name):
             raise EngineError("name: got %r; expected a container name" % (name,))
         return [self.engine, "kill", "--signal", signal, name]
+
+
+# Podman's bridges (netavark's podman<N>, the CNI plugins' cni-podman<N>) whose MAC address nobody set
+# (addr_assign_type 3 is "set"), each given its present address: from then on the kernel keeps it whatever ports come
+# and go. One line each: "kept <bridge> <address>", "no-ip <bridge>" (no ip command), "failed <bridge> <message>".
+BRIDGE_COMMAND = r"""for device in /sys/class/net/podman[0-9]* /sys/class/net/cni-podman[0-9]*; do
+  [ -d "$device/bridge" ] || continue
+  [ "$(cat "$device/addr_assign_type" 2>/dev/null)" != 3 ] || continue
+  bridge=${device##*/}; address=$(cat "$device/address") || continue
+  if ! command -v ip >/dev/null 2>&1; then echo "no-ip $bridge"
+  elif message=$(ip link set dev "$bridge" address "$address" 2>&1); then echo "kept $bridge $address"
+  else echo "failed $bridge $(printf '%s' "$message" | tr -c '[:print:]' ' ' | cut -c1-200)"; fi
+done; true"""
+_BRIDGE_LINE = re.compile(r"(kept|no-ip|failed) ((?:cni-)?podman[0-9]{1,5})(?: (.{1,200}))?")
+
+
+def bridge_warnings(stdout):
+    """The warnings of BRIDGE_COMMAND's output: each bridge of Podman's whose MAC address could not be fixed."""
+    warnings = []
+    for line in (stdout or "").splitlines()[:64]:
+        match = _BRIDGE_LINE.fullmatch(line)
+        if not match or match.group(1) == "kept":
+            continue
+        reason = "the host has no ip command (iproute2)" if match.group(1) == "no-ip" else (
+            "ip link set failed: %s" % (match.group(3) or "no message"))
+        warnings.append("Podman's bridge %s keeps no fixed MAC address (%s): while containers start and stop, the "
+                        "other containers on it may lose their gateway for up to a minute" % (match.group(2), reason))
+    return warnings
 
 
 class PodmanDriver(EngineDriver):
@@ -324,6 +365,9 @@ class PodmanDriver(EngineDriver):
 
     def secret_remove_call(self, secret):
         return Call(self.secret_module, {"name": secret, "state": "absent"}, False)
+
+    def bridge_command(self, spec):
+        return BRIDGE_COMMAND if not spec.get("network") else None
 
     def owned_secrets(self, name, found):
         """The Podman secrets named ``<name>.<secret>`` among ``found`` (compared as text, never as a pattern). An MPS

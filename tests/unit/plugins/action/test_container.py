@@ -10,7 +10,7 @@ from ansible.playbook.task import Task
 
 from ansible_collections.gangplank.platform.plugins.action.container import ActionModule
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import MASK
-from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import driver
+from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import BRIDGE_COMMAND, driver
 
 SPEC = {"name": "h1-api-0", "image": "localhost/api:1", "command": [], "env": {"LEVEL": "verbose-level", "GANGPLANK_NODE": "h1"},
         "ports": ["8080:8080"], "devices": [], "volumes": [], "mounts": [], "network": None, "cpus": None, "memory": None,
@@ -110,8 +110,8 @@ def test_a_spec_without_a_secrets_value_fails_naming_the_variable():
 
 
 # GPU shares under MPS (module_utils/deploy/mps.py): the host steps around the engine's module.
-DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0",
-                                                                   "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
+DAEMON = dict(SPEC, name="h1-infer-0.mps", secrets=[], network="none",
+              mps_daemon={"dir": "/run/gangplank/mps/h1-infer-0", "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
 CLIENT = dict(SPEC, name="h1-infer-0", secrets=[], mps_client={"daemon": "h1-infer-0.mps", "timeout": 7,
                                                                "ready": "/run/gangplank/mps/h1-infer-0/log/ready"})
 
@@ -147,7 +147,7 @@ def test_a_daemons_directories_are_made_before_it_starts():
 
 
 def test_an_instance_starts_only_once_its_daemon_is_ready():
-    result, execute, commands = run_on_host({"engine": "podman", "spec": CLIENT}, [(0, "pinned_mem_limit GPU-a 1024M")])
+    result, execute, commands = run_on_host({"engine": "podman", "spec": CLIENT}, [(0, "pinned_mem_limit GPU-a 1024M"), (0, "")])
     assert result["changed"] is True and execute.called and "no ready file after 7s" in commands[0]
     assert execute.call_args.kwargs["module_args"]["requires"] == ["h1-infer-0.mps"]
     result, execute, commands = run_on_host({"engine": "docker", "spec": CLIENT, "secret_values": SECRETS},
@@ -157,6 +157,44 @@ def test_an_instance_starts_only_once_its_daemon_is_ready():
     assert result["msg"] == ("h1-infer-0: its MPS control daemon h1-infer-0.mps did not set its limits "
                              "(/run/gangplank/mps/h1-infer-0/log/ready: no ready file after 7s); not started; the daemon's "
                              "last log lines: gangplank-mps: h1 -d failed")
+
+
+def test_podmans_bridges_get_a_fixed_mac_address_before_a_container_joins_podmans_network():
+    result, execute, commands = run_on_host({"engine": "podman", "spec": SPEC, "secret_values": SECRETS},
+                                            [(0, "kept podman0 52:22:85:6d:e2:8f\n")])
+    assert commands == [BRIDGE_COMMAND] and execute.called and "warnings" not in result
+    # The bridge's address is fixed before the engine's module adds the container's port to it.
+    order = []
+    task = Task()
+    task.args = {"engine": "podman", "spec": SPEC, "secret_values": SECRETS}
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=MagicMock(), templar=MagicMock(),
+                          shared_loader_obj=None)
+    action._low_level_execute_command = lambda command, **_kwargs: order.append("host command") or {"rc": 0, "stdout": ""}
+    action._execute_module = lambda module_name, **_kwargs: order.append(module_name) or {"changed": True}
+    action.run(task_vars={})
+    assert order == ["host command", "containers.podman.podman_secret", "containers.podman.podman_container"]
+    # A bridge whose address cannot be fixed is a warning; the container starts.
+    result, execute, _commands = run_on_host({"engine": "podman", "spec": SPEC, "secret_values": SECRETS},
+                                             [(0, "no-ip podman0\nfailed cni-podman1 RTNETLINK answers: Operation not permitted\n")])
+    assert execute.called and result["changed"] is True
+    assert [warning.split(" keeps ")[0] for warning in result["warnings"]] == [
+        "Podman's bridge podman0", "Podman's bridge cni-podman1"]
+    assert "(the host has no ip command (iproute2))" in result["warnings"][0]
+    assert "RTNETLINK answers: Operation not permitted" in result["warnings"][1]
+    result, execute, _commands = run_on_host({"engine": "podman", "spec": SPEC, "secret_values": SECRETS},
+                                             [(2, "sh: syntax error")])
+    assert execute.called and result["warnings"] == ["cannot read Podman's bridges: sh: syntax error"]
+
+
+def test_no_bridge_address_is_fixed_for_docker_a_network_of_its_own_or_in_check_mode():
+    for args in ({"engine": "docker", "spec": SPEC, "secret_values": SECRETS},
+                 {"engine": "podman", "spec": dict(SPEC, network="none"), "secret_values": SECRETS},
+                 {"engine": "podman", "spec": dict(SPEC, network="container:h1-api-0"), "secret_values": SECRETS}):
+        result, execute, commands = run_on_host(args, [])
+        assert commands == [] and execute.called and not result.get("failed"), args
+    _result, _execute, commands = run_on_host({"engine": "podman", "spec": SPEC, "secret_values": SECRETS}, [],
+                                              check_mode=True)
+    assert commands == []
 
 
 def test_check_mode_and_removal_touch_nothing_on_the_host():

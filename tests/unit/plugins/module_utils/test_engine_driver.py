@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy import desired_containers, rollout
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_driver import (
-    OPTIONS, Call, EngineError, driver,
+    BRIDGE_COMMAND, OPTIONS, Call, EngineError, bridge_warnings, driver,
 )
 
 MIB = 1024 * 1024
@@ -231,3 +231,22 @@ def test_specs_hashes_and_arguments_are_the_pinned_ones():
         assert now[key]["spec"] == entry["spec"], key
         assert now[key]["spec"]["labels"]["gangplank.io/spec-hash"] == entry["spec"]["labels"]["gangplank.io/spec-hash"]
         assert now[key]["arguments"] == entry["arguments"], key
+
+
+def test_only_a_podman_container_on_podmans_own_network_fixes_the_bridges_address_first():
+    spec = {"name": "h1-api-0", "network": None}
+    assert driver("podman").bridge_command(spec) == BRIDGE_COMMAND
+    assert driver("docker").bridge_command(spec) is None
+    for network in ("none", "container:h1-api-0"):
+        assert driver("podman").bridge_command(dict(spec, network=network)) is None
+
+
+def test_the_bridge_commands_output_becomes_a_warning_per_bridge_it_could_not_fix():
+    assert bridge_warnings("kept podman0 52:22:85:6d:e2:8f\n") == []
+    warnings = bridge_warnings("no-ip podman0\nfailed cni-podman1 RTNETLINK answers: Operation not permitted\n"
+                               "kept podman2 0a:00:00:00:00:10\n")
+    assert len(warnings) == 2
+    assert warnings[0].startswith("Podman's bridge podman0 keeps no fixed MAC address (the host has no ip command")
+    assert "cni-podman1" in warnings[1] and "ip link set failed: RTNETLINK answers: Operation not permitted" in warnings[1]
+    # Lines not of its shape (another bridge's name, a line break in a name) are no warning.
+    assert bridge_warnings("no-ip eth0\nfailed podman0x\n" + "x" * 300) == []
