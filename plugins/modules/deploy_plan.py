@@ -160,7 +160,7 @@ proxy:
       templates see as C(gangplank_proxy)) and C(directories) (the argv that makes the directories of the proxy's pid
       file and admin socket on a host, every component root's and writable by nobody else, failing naming the first
       that is not). Where hosts set their own proxy address, socket or pid file (C(proxy) in the settings of their
-      reads: several hosts on one machine), C(hosts) instead, host to its own C(config), C(frontends) and
+      reads, for several hosts on one machine), C(hosts) instead, host to its own C(config), C(frontends) and
       C(directories); a host's bad setting is refused naming the host and the variable.
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
