@@ -78,7 +78,8 @@ options:
         docs/connecting-services.md) - the site's proxy settings, C(address) (default C(169.254.30.1)), C(check_interval),
         C(fall), C(rise) (the health checks), C(connect_timeout), C(idle_timeout), C(drain_timeout), C(port_range) and
         C(socket) (the admin socket) and C(pid_file) (the master's pid file), each in a directory other users cannot
-        write (not below C(/tmp), C(/var/tmp), C(/dev/shm), C(/run/lock) ...); left out, the defaults.
+        write (not below C(/tmp), C(/var/tmp), C(/dev/shm), C(/run/lock) ...); left out, the defaults. A host's own
+        C(address), C(socket) and C(pid_file) (C(proxy) in its read's settings) take the place of these.
     type: dict
 attributes:
   action:
@@ -158,7 +159,9 @@ proxy:
       RV(endpoints) and O(proxy)), C(frontends) (per proxied service, per port, its C(address:listen), which config
       templates see as C(gangplank_proxy)) and C(directories) (the argv that makes the directories of the proxy's pid
       file and admin socket on a host, every component root's and writable by nobody else, failing naming the first
-      that is not).
+      that is not). Where hosts set their own proxy address, socket or pid file (C(proxy) in the settings of their
+      reads, for several hosts on one machine), C(hosts) instead, host to its own C(config), C(frontends) and
+      C(directories); a host's bad setting is refused naming the host and the variable.
   returned: with O(step=containers), when a service asks for the local proxy
   type: dict
 in_place:

@@ -56,8 +56,9 @@ options:
     description:
       - This host's settings as M(gangplank.platform.deploy_plan) takes them (data_dir,
         publish_address, probe_address, gpu_mode, engine, secret_dir, volume_dir, and for GPU shares gpu_sharing,
-        mps_control, mps_dir, mps_image, mps_ready_timeout; see docs/deploy.md). Given, the result adds RV(settings), RV(ranks),
-        RV(missing) and RV(note).
+        mps_control, mps_dir, mps_image, mps_ready_timeout; see docs/deploy.md), and C(proxy), the host's own local proxy
+        settings (C(address), C(socket), C(pid_file); docs/connecting-services.md). Given, the result adds RV(settings),
+        RV(ranks), RV(missing) and RV(note).
     type: dict
   instances:
     description: This run's instances of the host (the schedule role's); with O(fact_file), the file's win.

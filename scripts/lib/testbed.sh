@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/test.sh: makes this machine able to run the local test
 # bed (inventories/local). Idempotent and offline apart from Debian's packages:
-#   - installs podman, buildah (the e2e tests make a storage-only container with it), runc, catatonit and
-#     busybox-static when one is missing (apt);
+#   - installs podman, buildah (the e2e tests make a storage-only container with it), runc, catatonit,
+#     busybox-static, and haproxy and iproute2 (the demo's local proxy, one per host) when one is missing (apt);
 #   - builds the demo image FROM scratch with busybox (no registry is needed) and saves it to
 #     .build/testbed/images/gangplank-demo.tar, the offline bundle the runtime role loads.
 # The engine's own settings are the runtime role's job, not this script's.
@@ -11,14 +11,16 @@ TESTBED_DIR=${TESTBED_DIR:-$PWD/.build/testbed}
 TESTBED_IMAGE=localhost/gangplank-demo:1
 
 testbed_packages() {
-    if command -v podman >/dev/null && command -v buildah >/dev/null && [ -x /bin/busybox ] && [ -x /usr/libexec/podman/catatonit ]; then
+    if command -v podman >/dev/null && command -v buildah >/dev/null && [ -x /bin/busybox ] && [ -x /usr/libexec/podman/catatonit ] &&
+        [ -x /usr/sbin/haproxy ] && [ -x /usr/sbin/ip ]; then
         return
     fi
     local sudo=()
     ((EUID == 0)) || sudo=(sudo)
-    echo "testbed: installing podman, buildah, runc, catatonit and busybox-static" >&2
+    echo "testbed: installing podman, buildah, runc, catatonit, busybox-static, haproxy and iproute2" >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc catatonit busybox-static >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc catatonit busybox-static \
+        haproxy iproute2 >/dev/null
 }
 
 testbed_image() {

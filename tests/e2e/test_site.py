@@ -18,6 +18,7 @@ import contextlib
 import http.client
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -103,6 +104,16 @@ def test_site_deploys_every_instance_healthy(bed):
     node = record["placement"][api]["node"]
     status, body = get("http://%s:8080/api.conf" % bed.addresses[node])
     assert status == 200 and "instance = %s" % api in body and "log_level = info" in body
+    # api reaches db and queue at their local addresses: its own host's proxy, which balances over their instances.
+    proxy = proxy_address(bed.addresses[node])
+    assert "database = %s:15432\n" % proxy in body and "queue = %s:15672\n" % proxy in body, body
+    status, body = get("http://%s:8080/cgi-bin/upstreams" % bed.addresses[node])
+    queues = {"queue %s:15672 %s ok" % (proxy, name) for name in record["placement"] if name.startswith("queue-")}
+    assert status == 200 and body.splitlines()[0] == "db %s:15432 db-0 ok" % proxy, body
+    assert body.splitlines()[1] in queues and len(body.splitlines()) == 2, body
+    # Every host runs its own proxy (the three share this machine): its own master, address and files.
+    for name in NAMES:
+        assert proxy_running(name), name
     # A sidecar shares its instance's network namespace; the GPU instance sees its simulated GPU.
     for name, placement in record["placement"].items():
         if placement["service"] == "infer":
@@ -541,6 +552,43 @@ def test_a_monitor_left_holding_the_port_is_ended(bed):
     assert returncode == 0 and all(report["stats"][host]["changed"] == 0 for host in NAMES), failures(report)
 
 
+def proxy_address(address):
+    """A local-bed host's proxy address (inventories/local group_vars: 169.254.30.<the last byte of its address>)."""
+    return "169.254.30.%s" % address.rsplit(".", 1)[1]
+
+
+def proxy_files(name):
+    return [pathlib.Path("/etc/gangplank", name, "proxy.cfg"), pathlib.Path("/run/gangplank", name, "proxy.pid"),
+            pathlib.Path("/run/gangplank", name, "proxy.sock")]
+
+
+def proxy_on_lo(name):
+    shown = subprocess.run(["ip", "-o", "address", "show", "dev", "lo"], capture_output=True, text=True, check=True).stdout
+    return " %s/32 " % proxy_address(dict(HOSTS.values())[name]) in shown
+
+
+def proxy_running(name):
+    """The host's proxy master runs HAProxy with its own configuration, and its address is on lo."""
+    config, pid_file, _socket = proxy_files(name)
+    if not pid_file.is_file() or not proxy_on_lo(name):
+        return False
+    pid = pid_file.read_text().split()[0]
+    try:
+        command = pathlib.Path("/proc", pid, "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return os.path.basename(command[0]) == b"haproxy" and str(config).encode() in command
+
+
+def all_cmdlines():
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                yield (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+
+
 def test_teardown_leaves_nothing_behind(bed):
     hold_in_storage("%s-leftover-0" % NAMES[1], DEMO_IMAGE)
     record = json.loads((bed.state() / "placement.json").read_text())
@@ -554,6 +602,11 @@ def test_teardown_leaves_nothing_behind(bed):
     assert containers() == {}
     assert not any(name.startswith(NAMES) for name in storage_only())
     assert not alive(monitor) and not listening(address)
+    # Every host's proxy: its master, its address on lo and its files.
+    for name in NAMES:
+        assert not proxy_on_lo(name) and not any(path.exists() for path in proxy_files(name)), name
+    assert not any(str(path).encode() in cmdline for path in (proxy_files(name)[0] for name in NAMES)
+                   for cmdline in all_cmdlines())
     for name in NAMES:
         state = bed.state(name)
         left = sorted(str(path.relative_to(state)) for path in state.rglob("*") if path.is_file())

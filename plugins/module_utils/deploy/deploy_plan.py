@@ -29,7 +29,7 @@ from ansible_collections.gangplank.platform.plugins.module_utils.deploy.engine_d
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_read import stale_secrets
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.nvme_adoption import adoptions
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
-    DEFAULT_ADDRESS, proxy_config, proxy_directories, proxy_frontends)
+    DEFAULT_ADDRESS, host_settings, proxy_config, proxy_directories, proxy_frontends)
 
 # What a read names a leftover of a container by (deploy_read.parse): a monitor's "<pid>:<container id>:" prefix.
 _MONITOR_PREFIX = re.compile(r"[0-9]+:[0-9a-f]+:")
@@ -60,15 +60,18 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
     ``config`` (the same text on every host, deploy/proxy.proxy_config() of the endpoints, with the site's settings
     ``proxy``), its ``frontends`` (service -> port -> address:listen, deploy/proxy.proxy_frontends(): config
     templates see them as ``gangplank_proxy``) and ``directories`` (the argv that makes the directories of its pid file
-    and socket, root's on every component, deploy/proxy.proxy_directories()). A value that cannot go into the
-    configuration raises ProxyError. Where some config file changes in place (``change`` signal or none), ``in_place``:
+    and socket, root's on every component, deploy/proxy.proxy_directories()); where hosts set their own address,
+    socket or pid file (``proxy`` in a read's settings: several hosts on one machine), ``hosts`` instead: host -> its
+    own ``config``, ``frontends`` and ``directories``. A value that cannot go into the configuration raises ProxyError
+    (naming the host, for a host's own setting). Where some config file changes in place (``change`` signal or none), ``in_place``:
     host -> the host paths of those files, compared with the SHA-256 the host's read found (``config_files``)."""
     hosts = list(hosts)
     missing = " ".join(_read_of(reads, host)["missing"] for host in hosts if _read_of(reads, host).get("missing"))
     if missing:
         return {"missing": missing, "containers": {}, "render": {}, "restarts": {}, "secrets": {}}
     catalog = parse_catalog(services, handed=catalog)
-    settings = {host: reads[host]["settings"] for host in hosts}
+    # A host's own proxy settings (``proxy`` in its read's settings) are the proxy's, not its containers'.
+    settings = {host: _without_proxy(reads[host]["settings"]) for host in hosts}
     # ``everywhere`` (host -> instances and publish_address, every host of the plan): the endpoints of the whole plan;
     # else those of the hosts deployed here. A host deployed here counts with its read settings.
     found = _endpoints(dict(everywhere or {}, **settings), services)
@@ -90,11 +93,34 @@ def containers_step(hosts, reads, services, everywhere=None, catalog=None, proxy
         result["in_place"] = in_place_files
     if any((spec or {}).get("proxy") for spec in catalog[1].values()):
         # Only a site that asks for the local proxy gets its configuration (module_utils/deploy/proxy.py).
-        settings = dict(proxy or {})
-        result["proxy"] = {"config": proxy_config(found, catalog[1], settings),
-                           "frontends": proxy_frontends(catalog[1], settings.get("address", DEFAULT_ADDRESS)),
-                           "directories": proxy_directories(settings)}
+        result["proxy"] = _proxy(hosts, reads, found, catalog[1], proxy)
     return result
+
+
+def _without_proxy(settings):
+    if isinstance(settings, dict) and "proxy" in settings:
+        return {key: value for key, value in settings.items() if key != "proxy"}
+    return settings
+
+
+def _proxy(hosts, reads, found, deploy, site):
+    """The local proxy of every host: one ``config``, ``frontends`` and ``directories`` where every host's settings are
+    the same (a site that sets them once), else ``hosts``: host -> its own (several hosts on one machine)."""
+    own = {host: reads[host]["settings"].get("proxy") for host in hosts if reads[host]["settings"].get("proxy")}
+    per_host = host_settings(hosts, site, own)
+    made = []
+    for host in hosts:
+        if not any(settings == per_host[host] for settings, _made in made):
+            made.append((per_host[host], _proxy_of(found, deploy, per_host[host])))
+    if len(made) <= 1:
+        return made[0][1] if made else _proxy_of(found, deploy, dict(site or {}))
+    return {"hosts": {host: next(entry for settings, entry in made if settings == per_host[host]) for host in hosts}}
+
+
+def _proxy_of(found, deploy, settings):
+    return {"config": proxy_config(found, deploy, settings),
+            "frontends": proxy_frontends(deploy, settings.get("address", DEFAULT_ADDRESS)),
+            "directories": proxy_directories(settings)}
 
 
 def _endpoints(settings, services):

@@ -13,6 +13,9 @@ checks. The catalog's ``proxy`` entries are checked by module_utils/planning/pro
   function: the same input gives the same bytes. Any value that would change the configuration's meaning (a line
   break, a space, ``#``) is refused with ProxyError naming its path; nothing of it is written.
 - ``proxy_frontends(deploy, address)``: service -> port -> ``address:listen``, what config templates see.
+- ``host_settings(hosts, site, own)``: each host's settings, the site's with the host's own ``address``, ``socket`` and
+  ``pid_file`` where it has them (several hosts on one machine, as on the test bed), checked per host: an error names
+  the host and the variable.
 - ``proxy_directories(settings)``: the host command that makes the directories of the proxy's pid file and admin
   socket, each root's on every component and writable by nobody else (root_paths.WALK): root later trusts the pid file
   (it signals the process it names) and HAProxy replaces the socket, so no other user may plant a link or a file there.
@@ -27,6 +30,7 @@ import posixpath
 import re
 
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import root_paths
+from ansible_collections.gangplank.platform.plugins.module_utils.facts.node_facts import valid_host_name
 from ansible_collections.gangplank.platform.plugins.module_utils.messages import show
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.proxy import ProxyError, proxy_listens
 
@@ -70,7 +74,7 @@ def _milliseconds(seconds):
     return "%dms" % max(1, round(seconds * 1000))
 
 
-def _settings(settings):
+def _settings(settings, address_name="proxy.address"):
     settings = dict(settings or {})
     unknown = sorted(str(key) for key in settings if key not in _SETTING_KEYS)
     if unknown:
@@ -78,8 +82,8 @@ def _settings(settings):
     address = settings.get("address", DEFAULT_ADDRESS)
     parsed = _address(address, "proxy.address")
     if parsed is None or parsed.is_unspecified or parsed.is_multicast:
-        raise ProxyError("proxy.address: expected one IP address of the host (such as %s), not a name, a network or "
-                         "0.0.0.0" % DEFAULT_ADDRESS)
+        raise ProxyError("%s: expected one IP address of the host (such as %s), not a name, a network or "
+                         "0.0.0.0" % (address_name, DEFAULT_ADDRESS))
     port_range = settings.get("port_range")
     if port_range is not None and not (isinstance(port_range, (list, tuple)) and len(port_range) == 2
                                        and all(isinstance(item, int) and not isinstance(item, bool) for item in port_range)):
@@ -111,6 +115,32 @@ def _host_path(path, variable, default):
         raise ProxyError("%s: %s is inside %s, which every user can write; expected a path in a directory only root "
                          "can write on every component, such as %s" % (variable, path, shared, default))
     return path
+
+
+# What a host may set for itself (host_settings), and the variable that names each.
+HOST_SETTINGS = (("address", "gangplank_proxy_address"), ("socket", "deploy_proxy_socket"),
+                 ("pid_file", "deploy_proxy_pid_file"))
+
+
+def host_settings(hosts, site, own):
+    """host -> its settings: ``site`` (the settings every host shares) with the host's own ``address``, ``socket`` and
+    ``pid_file`` from ``own`` (host -> those it sets; a host without an entry takes the site's). Each host's are checked
+    as proxy_config() checks them: ProxyError names the host and the variable."""
+    result = {}
+    for host in hosts:
+        # A name that could mislead is shown quoted and bounded.
+        named = host if valid_host_name(host) else show(host)
+        mine = (own or {}).get(host) or {}
+        if not isinstance(mine, dict) or set(mine) - {key for key, _variable in HOST_SETTINGS}:
+            raise ProxyError("%s: the host's proxy settings: expected some of %s"
+                             % (named, ", ".join(variable for _key, variable in HOST_SETTINGS)))
+        settings = dict(site or {}, **mine)
+        try:
+            _settings(settings, address_name="gangplank_proxy_address")
+        except ProxyError as error:
+            raise ProxyError("%s: %s" % (named, error)) from None
+        result[host] = settings
+    return result
 
 
 # $@: the directories; each walked from / (root_paths.WALK); prints "made <path>..." for those it made.

@@ -14,6 +14,9 @@ outcomes: ok, rejected, violation: ...).
   mutated; the configuration, the frontends and the host command for the directories. Rejected: a ProxyError of one
   line naming the input. A violation: a traceback, an accepted socket or pid file in a directory every user can write,
   or not absolute and normalised, or a configuration line of another shape.
+- ``proxy_host_settings``: each host's own address, socket and pid file over the site's (several hosts on one
+  machine), mutated; every host's configuration. Rejected: a ProxyError of one line naming the host. A violation: as
+  for ``proxy_settings``, or an error that names no host.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import re
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy import root_paths
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import EndpointError, endpoints
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
-    ProxyError, proxy_config, proxy_directories, proxy_frontends)
+    ProxyError, host_settings, proxy_config, proxy_directories, proxy_frontends)
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.scheduler.problem import ProblemError
 
@@ -124,7 +127,42 @@ def proxy_catalog_case(choose):
     return fuzz_cases.mutate(CATALOG, choose, mutations=choose((1, 2)), pool=pool)
 
 
+def run_proxy_host_settings(own):
+    """Each host's own address, socket and pid file over the site's (several hosts on one machine): every host's
+    configuration. Rejected: one line naming the host. A violation: a path accepted where every user writes, a
+    configuration line of another shape, or a host's file that names another host's address."""
+    hosts = sorted(own)
+    try:
+        per_host = host_settings(hosts, SETTINGS, own)
+        texts = {host: run_proxy_settings(per_host[host]) for host in hosts}
+    except ProxyError as error:
+        _one_line(str(error))
+        if not str(error).startswith(tuple("%s: " % host for host in hosts)):
+            return "violation: an error that names no host: %r" % str(error)[:200]
+        return "rejected"
+    for host, outcome in texts.items():
+        if outcome != "ok":
+            return outcome if outcome.startswith("violation") else "violation: %s accepted by host_settings, then %s" % (
+                host, outcome)
+    return "ok"
+
+
+def proxy_host_settings_case(choose):
+    from ansible_collections.gangplank.platform.tests.unit.plugins import fuzz_cases  # the harness's hostile values
+    own = {"node1": {"address": "169.254.30.11", "socket": "/run/gangplank/node1/proxy.sock",
+                     "pid_file": "/run/gangplank/node1/proxy.pid"},
+           "node2": {"address": "169.254.30.12"}}
+    extra = ("/tmp/node2/proxy.pid", "/run/gangplank/node2/../../tmp/p.sock", "node2.example", "169.254.30.12 backup",
+             "0.0.0.0", "fd00::12", "/run/gangplank/node2/proxy.sock")
+    for _step in range(choose((1, 2))):
+        host = choose(("node1", "node2"))
+        key = choose(("address", "socket", "pid_file", "colour"))
+        own[host][key] = choose(extra) if choose((True, False)) else fuzz_cases.hostile_value(choose)
+    return own
+
+
 ENTRY_POINTS = {
     "proxy_catalog": (proxy_catalog_case, run_proxy_catalog),
     "proxy_settings": (proxy_settings_case, run_proxy_settings),
+    "proxy_host_settings": (proxy_host_settings_case, run_proxy_host_settings),
 }

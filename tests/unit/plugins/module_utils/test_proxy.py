@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog, read_catalog
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import (
-    ProxyError, proxy_config, proxy_directories, proxy_frontends,
+    ProxyError, host_settings, proxy_config, proxy_directories, proxy_frontends,
 )
 
 API = {"replicas": 2, "image": "localhost/app:1", "ports": [{"name": "http", "container_port": 8080}],
@@ -245,3 +245,101 @@ def test_the_directories_are_made_roots_and_a_link_or_a_directory_others_can_wri
         assert not os.path.exists(base + "/c/d")
     finally:
         subprocess.run(["rm", "-rf", "--", base], check=False)
+
+
+def reads_of(own=None):
+    """Two hosts' reads, each host's own proxy settings (``own``: host -> them) in its settings where given."""
+    def read(host, instances):
+        settings = {"instances": instances, "data_dir": "/var/lib/gangplank/instances", "engine": "podman",
+                    "limits": False, "secret_dir": "/run/gangplank/secrets", "publish_address": ADDRESSES["n" + host[-1]]}
+        if own is not None and host in own:
+            settings["proxy"] = own[host]
+        return {"engine_found": True, "containers": [], "leftovers": [], "forwards": [], "secrets": [],
+                "missing": "", "note": "", "ranks": [["db"], ["api"]], "settings": settings}
+
+    def binding(service, ordinal, rank):
+        return {"service": service, "ordinal": ordinal, "node": "x", "gpus": [], "nvme": None, "sidecars": [],
+                "rank": rank, "host_ports": {}}
+    return {"h1": read("h1", {"db-0": binding("db", 0, 0), "api-0": binding("api", 0, 1)}),
+            "h2": read("h2", {"api-1": binding("api", 1, 1)})}
+
+
+PROXIED = dict(SERVICES, db=dict(SERVICES["db"], proxy=[{"port": 5432, "listen": 15432}]))
+SITE = {"address": "169.254.30.1", "check_interval": 1.0, "fall": 2, "rise": 1, "port_range": [20000, 32000],
+        "socket": "/run/gangplank/proxy.sock", "pid_file": "/run/gangplank/proxy.pid"}
+OWN = {"h1": {"address": "169.254.30.11", "socket": "/run/gangplank/h1/proxy.sock",
+              "pid_file": "/run/gangplank/h1/proxy.pid"},
+       "h2": {"address": "169.254.30.12", "socket": "/run/gangplank/h2/proxy.sock",
+              "pid_file": "/run/gangplank/h2/proxy.pid"}}
+
+
+def test_a_site_that_sets_the_proxy_once_gets_the_same_configuration_plan_and_specs_as_without_host_settings():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
+
+    before = containers_step(["h1", "h2"], reads_of(), PROXIED, proxy=SITE)
+    # Every host hands its settings, all the same: a site that sets them once (group_vars or the defaults).
+    same = {host: {"address": SITE["address"], "socket": SITE["socket"], "pid_file": SITE["pid_file"]}
+            for host in ("h1", "h2")}
+    after = containers_step(["h1", "h2"], reads_of(same), PROXIED, proxy=SITE)
+    assert after == before
+    assert sorted(after["proxy"]) == ["config", "directories", "frontends"]
+    # The text the generator gives with the site's settings alone, byte for byte.
+    assert after["proxy"]["config"] == proxy_config(after["endpoints"], parse_catalog(PROXIED).deploy, SITE)
+    assert after["proxy"]["frontends"] == {"db": {"5432": "169.254.30.1:15432"}}
+    assert after["proxy"]["directories"] == proxy_directories(SITE)
+
+
+def test_hosts_with_their_own_address_socket_and_pid_file_each_get_their_own_configuration():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
+
+    plain = containers_step(["h1", "h2"], reads_of(), PROXIED, proxy=SITE)
+    step = containers_step(["h1", "h2"], reads_of(OWN), PROXIED, proxy=SITE)
+    # The proxy is no part of a container: the same specs, render lists and endpoints.
+    assert step["containers"] == plain["containers"] and step["endpoints"] == plain["endpoints"]
+    assert sorted(step["proxy"]) == ["hosts"] and sorted(step["proxy"]["hosts"]) == ["h1", "h2"]
+    deploy = parse_catalog(PROXIED).deploy
+    for host in ("h1", "h2"):
+        mine = step["proxy"]["hosts"][host]
+        settings = dict(SITE, **OWN[host])
+        assert mine["config"] == proxy_config(step["endpoints"], deploy, settings)
+        assert blocks(mine["config"])["frontend db_5432"][0] == "bind %s:15432" % OWN[host]["address"]
+        assert "stats socket %s mode 600" % OWN[host]["socket"] in mine["config"]
+        assert mine["frontends"] == {"db": {"5432": "%s:15432" % OWN[host]["address"]}}
+        assert mine["directories"][-1] == "/run/gangplank/%s" % host
+    # Both balance over the same instances: only the address and the socket differ.
+    h1, h2 = (step["proxy"]["hosts"][host]["config"] for host in ("h1", "h2"))
+    assert [line for line in h1.splitlines() if "server " in line] == [line for line in h2.splitlines() if "server " in line]
+    assert [line for line in h1.splitlines() if "30.11" not in line and "/h1/" not in line] \
+        == [line for line in h2.splitlines() if "30.12" not in line and "/h2/" not in line]
+
+
+def test_a_host_that_sets_only_its_address_keeps_the_sites_paths():
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
+
+    step = containers_step(["h1", "h2"], reads_of({"h2": {"address": "169.254.30.12"}}), PROXIED, proxy=SITE)
+    assert step["proxy"]["hosts"]["h1"]["frontends"] == {"db": {"5432": "169.254.30.1:15432"}}
+    assert step["proxy"]["hosts"]["h2"]["frontends"] == {"db": {"5432": "169.254.30.12:15432"}}
+    assert step["proxy"]["hosts"]["h2"]["directories"] == proxy_directories(SITE)
+
+
+@pytest.mark.parametrize("own, expected", [
+    ({"address": "0.0.0.0"}, "h2: gangplank_proxy_address: expected one IP address of the host"),
+    ({"address": "node2.example"}, "h2: gangplank_proxy_address: expected one IP address of the host"),
+    ({"socket": "/tmp/h2/proxy.sock"}, "h2: deploy_proxy_socket: /tmp/h2/proxy.sock is inside /tmp"),
+    ({"pid_file": "/run/x y.pid"}, "h2: deploy_proxy_pid_file: expected an absolute, normalised path"),
+    ({"colour": "red"}, "h2: the host's proxy settings: expected some of gangplank_proxy_address"),
+])
+def test_a_bad_setting_of_one_host_is_refused_naming_the_host_and_the_variable(own, expected):
+    from ansible_collections.gangplank.platform.plugins.module_utils.deploy.deploy_plan import containers_step
+
+    with pytest.raises(ProxyError) as raised:
+        containers_step(["h1", "h2"], reads_of({"h1": OWN["h1"], "h2": own}), PROXIED, proxy=SITE)
+    assert str(raised.value).startswith(expected)
+    assert "node2.example" not in str(raised.value)
+
+
+def test_host_settings_are_the_sites_with_each_hosts_own():
+    assert host_settings(["a", "b"], SITE, {"b": {"address": "127.0.0.9"}}) == {
+        "a": SITE, "b": dict(SITE, address="127.0.0.9")}
+    with pytest.raises(ProxyError, match=r'^"a\\nb": gangplank_proxy_address: '):
+        host_settings(["a\nb"], SITE, {"a\nb": {"address": "x"}})
