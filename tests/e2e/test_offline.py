@@ -4,8 +4,9 @@ offline bundle made on the controller by scripts/engine-bundle.sh (runtime_offli
 runs the demo image loaded from the image bundle. A second run changes nothing. The host is a
 minimal Debian 12 from the release's own packages; the bundle comes from the controller's package
 lists, which include the point and security updates: it upgrades essential packages of the host
-(libpam-modules, whose new version pre-depends on the new libpam-modules-bin) on the way. A bundle
-that lacks a dependency is refused before anything is installed."""
+(libpam-modules, whose new version pre-depends on the new libpam-modules-bin) on the way. The demo's catalog asks
+for the local proxy, so the bundle also holds HAProxy and iproute2. A bundle that lacks a dependency, or a package
+the host needs, is refused before anything is installed."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def bed(tmp_path_factory):
     # Air-gapped: no repository at all, and no package lists to fall back on.
     bed.sh(HOST, "rm -rf /etc/apt/sources.list /etc/apt/sources.list.d/* /var/lib/apt/lists/*")
     bed.bundle = str(base / "podman-bookworm.tar")
-    subprocess.run([os.path.join(ROOT, "scripts", "engine-bundle.sh"), "podman", bed.bundle], check=True, timeout=600)
+    subprocess.run([os.path.join(ROOT, "scripts", "engine-bundle.sh"), "podman", bed.bundle, "haproxy", "iproute2"],
+                   check=True, timeout=600)
     yield bed
     bed.down()
 
@@ -49,18 +51,34 @@ def host_versions(bed, packages):
             if line.split()[2:] == ["ii"]}
 
 
-def test_a_bundle_that_lacks_a_dependency_is_refused_before_anything_is_installed(bed, tmp_path):
+def without(bed, tmp_path, prefix):
+    """A copy of the bundle without the files whose name starts with ``prefix``."""
     incomplete = str(tmp_path / "incomplete.tar")
     with tarfile.open(bed.bundle) as source, tarfile.open(incomplete, "w") as target:
         for member in source.getmembers():
-            if not os.path.basename(member.name).startswith("libgpgme11_"):
+            if not os.path.basename(member.name).startswith(prefix):
                 target.addfile(member, source.extractfile(member) if member.isfile() else None)
+    return incomplete
+
+
+def test_a_bundle_that_lacks_a_dependency_is_refused_before_anything_is_installed(bed, tmp_path):
     status = bed.sh(HOST, "sha256sum /var/lib/dpkg/status")
-    returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % incomplete)
+    returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % without(bed, tmp_path, "libgpgme11_"))
     assert returncode != 0
     messages = " ".join(failures(report))
     assert "does not install on this host without a repository, and nothing was installed" in messages, messages
     assert "libgpgme11" in messages, messages
+    assert bed.sh(HOST, "sha256sum /var/lib/dpkg/status") == status
+    bed.sh(HOST, "rm -rf /var/lib/gangplank/bundles")
+
+
+def test_a_bundle_that_lacks_a_package_the_host_needs_is_refused_naming_it(bed, tmp_path):
+    status = bed.sh(HOST, "sha256sum /var/lib/dpkg/status")
+    returncode, report = bed.playbook("runtime.yml", "-e", "runtime_offline_bundle=%s" % without(bed, tmp_path, "haproxy_"))
+    assert returncode != 0
+    messages = " ".join(failures(report))
+    assert "has no haproxy and the host does not have it; nothing was installed" in messages, messages
+    assert "scripts/engine-bundle.sh podman OUTPUT.tar haproxy" in messages, messages
     assert bed.sh(HOST, "sha256sum /var/lib/dpkg/status") == status
     bed.sh(HOST, "rm -rf /var/lib/gangplank/bundles")
 
