@@ -11,8 +11,9 @@ Two parts:
     (one process inside that host polls the local address every 0.05 s, a new connection each, beside the playbook),
     and the playbook's own time;
   - a no-change site.yml with the proxy, and the same catalog without ``proxy`` (its first run removes the proxy from
-    the hosts, which keep the HAProxy package; the no-change runs after it find no proxy in the host's one read): the
-    added cost of the proxy step, in seconds and as a share of the run.
+    the hosts, which keep the HAProxy package; the no-change runs after it find no proxy in the host's one read),
+    interleaved over ``--rounds`` rounds (with, then without, two runs each after the run that switches): the added
+    cost of the proxy step (the medians' difference), in seconds and as a share of the run.
 
 Prints figures (``--json`` as JSON), asserts nothing about time. Run under the bed lock, after scripts/lib/testbed.sh:
     flock -o .build/bed.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]
@@ -99,7 +100,7 @@ class Figures(dict):
         print("fresh %s hosts: %s=%s" % (self.get("hosts", "?"), key, value), file=sys.stderr, flush=True)
 
 
-def fresh(count):
+def fresh(count, rounds=2):
     from ansible_collections.gangplank.platform.tests.e2e.bed import failures
     from ansible_collections.gangplank.platform.tests.e2e.fresh import ENV, FreshBed
 
@@ -147,18 +148,24 @@ def fresh(count):
             poller.kill()
             answered = ""
         figures["scale_plus_one_serving_s"] = round(float(answered) - requested, 1) if answered.strip() else None
-        for key, proxied in (("no_change_with_proxy_s", True), ("no_change_without_proxy_s", False)):
-            values = catalog(proxied)
-            values["gangplank_services"]["api"]["replicas"] = count + 1
-            settings.write_text(yaml.safe_dump(values))
-            bed.playbook("site.yml")        # the first run after the catalog's change may change something
-            runs = []
-            for _run in range(3):
-                started = time.monotonic()
-                returncode, report = bed.playbook("site.yml")
-                runs.append(time.monotonic() - started)
-                assert returncode == 0, failures(report)
-            figures[key] = round(statistics.median(runs), 2)
+        # Interleaved (with, without, with, ...), so that both see the same machine: a load that falls or rises
+        # through the benchmark would otherwise favour one of them.
+        runs = {True: [], False: []}
+        for _round in range(rounds):
+            for proxied in (True, False):
+                values = catalog(proxied)
+                values["gangplank_services"]["api"]["replicas"] = count + 1
+                settings.write_text(yaml.safe_dump(values))
+                bed.playbook("site.yml")        # the first run after the catalog's change changes something
+                for _run in range(2):
+                    started = time.monotonic()
+                    returncode, report = bed.playbook("site.yml")
+                    runs[proxied].append(round(time.monotonic() - started, 2))
+                    assert returncode == 0, failures(report)
+        figures["no_change_runs_with_proxy_s"] = runs[True]
+        figures["no_change_runs_without_proxy_s"] = runs[False]
+        figures["no_change_with_proxy_s"] = round(statistics.median(runs[True]), 2)
+        figures["no_change_without_proxy_s"] = round(statistics.median(runs[False]), 2)
         added = figures["no_change_with_proxy_s"] - figures["no_change_without_proxy_s"]
         figures["proxy_step_added_s"] = round(added, 2)
         figures["proxy_step_share"] = round(added / figures["no_change_with_proxy_s"], 3)
@@ -171,6 +178,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--part", choices=("generate", "fresh", "all"), default="all")
     parser.add_argument("--hosts", default="3,30")
+    parser.add_argument("--rounds", type=int, default=2, help="fresh: rounds of no-change runs, each with the proxy "
+                        "then without it, two runs each (default 2)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = [int(size) for size in args.hosts.split(",")]
@@ -178,7 +187,7 @@ def main():
     if args.part in ("generate", "all"):
         results["generate"] = [generate(size) for size in sizes]
     if args.part in ("fresh", "all"):
-        results["fresh"] = [fresh(size) for size in sizes]
+        results["fresh"] = [fresh(size, max(1, args.rounds)) for size in sizes]
     if args.json:
         print(json.dumps(results, indent=2))
         return

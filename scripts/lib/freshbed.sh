@@ -138,8 +138,11 @@ up() {
         for port in "${ports[@]}"; do publish+=(-p "$address:$port:$port"); done
         log "starting $name on $address"
         # Engine storage on volumes, not on the container's overlay root (no overlay on overlay).
+        # Its address in the bed's network is fixed (the subnet's, with the loopback address's last number): the
+        # same after a restart, so that a host that publishes on it (tests/e2e/fresh.py) finds it again after a reboot.
         podman run -d -q --name "$(container "$name")" --hostname "$name" --privileged --init \
-            --label gangplank.io/freshbed=true --network "$FRESHBED_NETWORK" "${publish[@]}" \
+            --label gangplank.io/freshbed=true --network "$FRESHBED_NETWORK" --ip "${FRESHBED_SUBNET%.*}.${address##*.}" \
+            --network-alias "$name" "${publish[@]}" \
             -v /var/lib/containers -v /var/lib/docker \
             -v "$FRESHBED_DIR/id_ed25519.pub:/etc/ssh/authorized_keys/$FRESHBED_USER:ro" \
             "$(image_name)" /usr/local/sbin/freshbed-init >/dev/null

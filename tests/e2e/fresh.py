@@ -90,9 +90,21 @@ class FreshBed:
         }))
         self.inventory = base / "hosts.yml"
         self.inventory.write_text(yaml.safe_dump(inventory))
+        self.publish = {}
 
     def up(self):
+        """Starts the hosts; each host that sets no publish address of its own publishes on its address in the bed's
+        network (written into the inventory), where the other hosts reach it: the endpoints and every host's local
+        proxy name that address (the bed forwards its loopback address to the same ports)."""
         freshbed("up", *("%s=%s" % item for item in self.addresses.items()))
+        inventory = yaml.safe_load(self.inventory.read_text())
+        for name, spec in inventory["all"]["hosts"].items():
+            self.publish[name] = spec.get("gangplank_publish_address") or subprocess.run(
+                ["podman", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                 "gangplank-fresh-" + name], env=ENV, check=True, timeout=120, capture_output=True,
+                text=True).stdout.strip()
+            spec["gangplank_publish_address"] = self.publish[name]
+        self.inventory.write_text(yaml.safe_dump(inventory))
 
     def down(self):
         freshbed("down", *("%s=%s" % item for item in self.addresses.items()))

@@ -218,7 +218,7 @@ def test_a_scale_job_through_the_runner_adds_a_worker_and_the_same_scale_at_vvv_
     assert (job.runner.status, job.runner.rc) == ("successful", 0), job.failures()
     result = job.artifacts()["gangplank_scale"]
     assert int(result["replicas"]) == 4 and [item["instance"] for item in result["instances"]] == ["worker-%d" % n for n in range(4)]
-    assert all(item["address"] == bed.addresses[item["node"]] for item in result["instances"]), result
+    assert all(item["address"] == bed.publish[item["node"]] for item in result["instances"]), result
     after = bed.containers()
     added = sorted(set(after) - set(before))
     assert len(added) == 1 and after[added[0]][2]["gangplank.io/instance"] == "worker-3" and after[added[0]][0] == "running", added
