@@ -170,8 +170,10 @@ def test_a_failing_probe_stops_at_its_rank_with_a_report_from_each_engine(bed):
     api_hosts = {labels["gangplank.io/node"] for _state, _at, labels, _engine in before.values()
                  if labels["gangplank.io/service"] == "api"}
     assert set(reports) == api_hosts and {bed.engines[host] for host in api_hosts} == {"podman", "docker"}, reports
-    for text in reports.values():
-        assert "probe: http http://127.0.0.1:8080/missing, 3 attempt(s)" in text and "last probe output: HTTP 404" in text
+    for host, text in reports.items():
+        # Probed where the instance publishes: its host's address in the bed's network.
+        assert "probe: http http://%s:8080/missing, 3 attempt(s)" % bed.publish[host] in text, text
+        assert "last probe output: HTTP 404" in text
         assert "log lines:" in text
     after = bed.containers()
     assert all(after[name][1] == before[name][1] for name in after if after[name][2]["gangplank.io/rank"] == "2")
