@@ -177,6 +177,12 @@ def answered_through_the_proxy(bed, host, instances):
     return set(out.split()) & set(instances)
 
 
+def changed_task_names(report):
+    """The names of the tasks that changed something on some host."""
+    return [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
+            if any(result.get("changed") for result in task["hosts"].values())]
+
+
 def task_names(report):
     return [task["task"]["name"].split(" : ", 1)[-1] for play in report["plays"] for task in play["tasks"]]
 
@@ -263,8 +269,7 @@ def test_clients_on_podman_and_docker_call_api_through_the_proxy_with_no_failure
     # A run that changes nothing leaves the proxy alone.
     returncode, report = bed.playbook("site.yml")
     assert returncode == 0, "\n".join(failures(report))
-    changed = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
-               if any(result.get("changed") for result in task["hosts"].values())]
+    changed = changed_task_names(report)
     assert not [name for name in changed if "proxy" in name], changed
 
 
@@ -274,24 +279,23 @@ PROXY_LEFT = ("ip -o address show dev lo | grep -cF ' %s/32 '; ps -eo comm | gre
               % ADDRESS)
 
 
-def test_a_catalog_that_no_longer_asks_for_the_proxy_removes_it_and_asking_again_brings_it_back(bed):
+def site_without_the_proxy(bed):
+    """site.yml with a catalog that asks for no proxy (then the test's catalog again); its report."""
     use_catalog(bed, spread=True, proxy=False)
     try:
         returncode, report = bed.playbook("site.yml")
     finally:
         use_catalog(bed, spread=True)
     assert returncode == 0, "\n".join(failures(report))
+    return report
+
+
+def test_a_catalog_that_no_longer_asks_for_the_proxy_removes_it_and_asking_again_brings_it_back(bed):
+    site_without_the_proxy(bed)
     for host in bed.names:
         assert bed.sh(host, PROXY_LEFT, check=False).split() == ["0", "0", "0"], (host, proxy_stats(bed))
     # Nothing left to remove: a second run changes nothing of the proxy.
-    use_catalog(bed, spread=True, proxy=False)
-    try:
-        returncode, report = bed.playbook("site.yml")
-    finally:
-        use_catalog(bed, spread=True)
-    assert returncode == 0, "\n".join(failures(report))
-    changed = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]
-               if any(result.get("changed") for result in task["hosts"].values())]
+    changed = changed_task_names(site_without_the_proxy(bed))
     assert not [name for name in changed if "proxy" in name], changed
     # Asked again: every host runs its proxy, which reaches every api instance.
     returncode, report = bed.playbook("site.yml")

@@ -246,18 +246,27 @@ def _check_errors(errors):
 _SAFE_PATH = re.compile(r"^/[^:,\x00\n\r]+$")
 
 
-def run_catalog(services):
-    """split_catalog: rejected, or every accepted value is safe to hand to the engine."""
+def _judged_catalog(services, judge):
+    """split_catalog: rejected (each error one short line), or ``judge(name, spec)``'s violation for the first accepted
+    service that has one, else ok."""
     try:
         _scheduling, specs = split_catalog(services)
     except ProblemError as error:
         _check_errors(error.errors)
         return "rejected"
     for name, spec in specs.items():
-        problems = _dangerous(spec)
-        if problems:
-            return "violation: services.%s accepted with %s" % (name, problems)
+        violation = judge(name, spec)
+        if violation:
+            return "violation: " + violation
     return "ok"
+
+
+def run_catalog(services):
+    """split_catalog: rejected, or every accepted value is safe to hand to the engine."""
+    def judge(name, spec):
+        problems = _dangerous(spec)
+        return "services.%s accepted with %s" % (name, problems) if problems else None
+    return _judged_catalog(services, judge)
 
 
 def _dangerous(spec):
@@ -295,27 +304,25 @@ _CONFIG_CHANGE_POOL = HOSTILE + ("SIGKILL", "SIGSTOP", "HUP", "sighup", "SIGHUP 
                                  "signal", "none", "restart", "Restart", None, [], {})
 
 
+def _config_change_violation(name, spec):
+    for entry in spec["config"]:
+        change = entry.get("change", "restart")
+        if change not in CONFIG_CHANGES or (change == "signal") != ("signal" in entry):
+            return "services.%s config change %r signal %r accepted" % (name, change, entry.get("signal"))
+        if change != "signal":
+            continue
+        if entry["signal"] not in CHANGE_SIGNALS:
+            return "services.%s signal %r accepted" % (name, entry["signal"])
+        for engine in ("podman", "docker"):
+            argv = engine_driver.driver(engine).kill_argv("n1-%s-0" % name, entry["signal"])
+            if argv != [engine, "kill", "--signal", entry["signal"], "n1-%s-0" % name]:
+                return "kill %r" % argv
+    return None
+
+
 def run_config_change(services):
     """split_catalog, then each accepted signal's kill (EngineDriver.kill_argv) on both engines."""
-    try:
-        _scheduling, specs = split_catalog(services)
-    except ProblemError as error:
-        _check_errors(error.errors)
-        return "rejected"
-    for name, spec in specs.items():
-        for entry in spec["config"]:
-            change = entry.get("change", "restart")
-            if change not in CONFIG_CHANGES or (change == "signal") != ("signal" in entry):
-                return "violation: services.%s config change %r signal %r accepted" % (name, change, entry.get("signal"))
-            if change != "signal":
-                continue
-            if entry["signal"] not in CHANGE_SIGNALS:
-                return "violation: services.%s signal %r accepted" % (name, entry["signal"])
-            for engine in ("podman", "docker"):
-                argv = engine_driver.driver(engine).kill_argv("n1-%s-0" % name, entry["signal"])
-                if argv != [engine, "kill", "--signal", entry["signal"], "n1-%s-0" % name]:
-                    return "violation: kill %r" % argv
-    return "ok"
+    return _judged_catalog(services, _config_change_violation)
 
 
 def run_deploy(host):
