@@ -13,7 +13,8 @@ Two parts:
   - a no-change site.yml with the proxy, and the same catalog without ``proxy`` (its first run removes the proxy from
     the hosts, which keep the HAProxy package; the no-change runs after it find no proxy in the host's one read),
     interleaved over ``--rounds`` rounds (with, then without, two runs each after the run that switches): the added
-    cost of the proxy step (the medians' difference), in seconds and as a share of the run.
+    cost of the proxy step (the medians' difference), in seconds and as a share of the run, with the tasks whose
+    walls differ most between the two and each run's changed count.
 
 Prints figures (``--json`` as JSON), asserts nothing about time. Run under the bed lock, after scripts/lib/testbed.sh:
     flock -o .build/bed.lock .venv/bin/python benchmarks/proxy_benchmark.py [--part generate|fresh|all] [--hosts 3,30]
@@ -40,6 +41,7 @@ sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import proxy_config  # noqa: E402
+from day2_benchmark import task_seconds  # noqa: E402  (this folder is the script's, first on sys.path)
 
 FIRST_ADDRESS = 161
 SERVE = 'mkdir -p /www && echo "$GANGPLANK_INSTANCE ok" > /www/health && exec httpd -f -p 8080 -h /www'
@@ -151,6 +153,8 @@ def fresh(count, rounds=2):
         # Interleaved (with, without, with, ...), so that both see the same machine: a load that falls or rises
         # through the benchmark would otherwise favour one of them.
         runs = {True: [], False: []}
+        walls = {True: [], False: []}
+        changed = {True: [], False: []}
         for _round in range(rounds):
             for proxied in (True, False):
                 values = catalog(proxied)
@@ -162,6 +166,8 @@ def fresh(count, rounds=2):
                     returncode, report = bed.playbook("site.yml")
                     runs[proxied].append(round(time.monotonic() - started, 2))
                     assert returncode == 0, failures(report)
+                    walls[proxied].append(task_seconds(report))
+                    changed[proxied].append(sum(stats["changed"] for stats in report["stats"].values()))
         figures["no_change_runs_with_proxy_s"] = runs[True]
         figures["no_change_runs_without_proxy_s"] = runs[False]
         figures["no_change_with_proxy_s"] = round(statistics.median(runs[True]), 2)
@@ -169,9 +175,25 @@ def fresh(count, rounds=2):
         added = figures["no_change_with_proxy_s"] - figures["no_change_without_proxy_s"]
         figures["proxy_step_added_s"] = round(added, 2)
         figures["proxy_step_share"] = round(added / figures["no_change_with_proxy_s"], 3)
+        # Where the difference is: the tasks whose median wall differs most (a task only one side runs counts 0 on
+        # the other), and the changed count of each run (a no-change run changes nothing).
+        figures["no_change_changed_with_without"] = [changed[True], changed[False]]
+        figures["task_wall_differences_s"] = wall_differences(walls[True], walls[False])
     finally:
         bed.down()
     return dict(figures)
+
+
+def wall_differences(with_proxy, without_proxy, top=8):
+    """[task, median wall with, median wall without] for the ``top`` tasks whose medians differ most."""
+    names = set().union(*with_proxy, *without_proxy)
+    rows = []
+    for name in names:
+        first = statistics.median(run.get(name, 0.0) for run in with_proxy)
+        second = statistics.median(run.get(name, 0.0) for run in without_proxy)
+        rows.append([name, round(first, 2), round(second, 2)])
+    rows.sort(key=lambda row: abs(row[1] - row[2]), reverse=True)
+    return rows[:top]
 
 
 def main():
