@@ -135,6 +135,11 @@ def task_seconds(report):
     return found
 
 
+def changed_count(report):
+    """The changed results of a JSON callback report, summed over its hosts."""
+    return sum(stats["changed"] for stats in report["stats"].values())
+
+
 class Run:
     """One checkout on one bed size."""
 
@@ -159,7 +164,7 @@ class Run:
             tasks = sum(len(play["tasks"]) for play in report["plays"])
             # Tasks x hosts: each task's result on each host it ran (or was skipped) on.
             host_tasks = sum(len(task["hosts"]) for play in report["plays"] for task in play["tasks"])
-            changed = sum(stats["changed"] for stats in report["stats"].values())
+            changed = changed_count(report)
             changed_hosts = sorted(host for host, stats in report["stats"].items() if stats["changed"])
             # Per play: its name, its tasks and its tasks x hosts (where the per-host work is).
             per_play = [[play["play"]["name"], len(play["tasks"]), sum(len(task["hosts"]) for task in play["tasks"])]

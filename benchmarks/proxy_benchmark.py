@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 from ansible_collections.gangplank.platform.plugins.module_utils.planning.catalog import parse_catalog  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.endpoints import endpoints  # noqa: E402
 from ansible_collections.gangplank.platform.plugins.module_utils.deploy.proxy import proxy_config  # noqa: E402
-from day2_benchmark import task_seconds  # noqa: E402  (this folder is the script's, first on sys.path)
+from day2_benchmark import changed_count, task_seconds  # noqa: E402  (this folder is the script's, first on sys.path)
 
 FIRST_ADDRESS = 161
 SERVE = 'mkdir -p /www && echo "$GANGPLANK_INSTANCE ok" > /www/health && exec httpd -f -p 8080 -h /www'
@@ -179,7 +179,7 @@ def fresh(count, rounds=2):
                     runs[side].append(round(time.monotonic() - started, 2))
                     assert returncode == 0, failures(report)
                     walls[side].append(task_seconds(report))
-                    changed[side].append(sum(stats["changed"] for stats in report["stats"].values()))
+                    changed[side].append(changed_count(report))
         median = {side: round(statistics.median(runs[side]), 2) for side in sides}
         for side in sides:
             figures["no_change_runs_%s_s" % side] = runs[side]
